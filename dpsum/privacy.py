@@ -146,11 +146,13 @@ def check_positive(value, name: str, *, allow_zero: bool = False):
     return _scalar_or_array(arr, value)
 
 
-def check_finite_array(X, name: str = "X", *, ndim: int | None = None) -> np.ndarray:
+def check_finite_array(X, name: str = "X", *, ndim: int | None = None,
+                       finite: bool = True) -> np.ndarray:
     """Return ``X`` as a float64 array after checking it is real and finite.
 
     The input is never modified; a copy is made only when a dtype conversion
-    is needed.
+    is needed. ``finite=False`` skips the NaN/inf check (see
+    :func:`check_data_matrix`).
 
     Raises
     ------
@@ -165,14 +167,19 @@ def check_finite_array(X, name: str = "X", *, ndim: int | None = None) -> np.nda
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
 
 
-def check_data_matrix(X, name: str = "X") -> np.ndarray:
-    """Validate a dataset: a finite real matrix of shape (n, d) with n, d >= 1."""
-    return check_finite_array(X, name, ndim=2)
+def check_data_matrix(X, name: str = "X", *, finite: bool = True) -> np.ndarray:
+    """Validate a dataset: a real matrix of shape (n, d) with n, d >= 1.
+
+    With ``finite=False`` the NaN/inf check is left to the caller, which must
+    then perform it in its own pass over the data before releasing anything
+    (the mechanisms fuse it into their clipping loop to read the data once).
+    """
+    return check_finite_array(X, name, ndim=2, finite=finite)
 
 
 def check_vector(v, name: str, d: int | None = None, *, positive: bool = False) -> np.ndarray:
@@ -253,7 +260,8 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     The delta term follows from chaining the definition k times:
     ``delta (1 + e^eps + ... + e^{(k-1) eps}) <= k e^{(k-1) eps} delta``
     (book chapter 1, "Group privacy"; errata E2 corrects the seed's statement).
-    The tighter geometric sum is what is returned when it is below 1.
+    The tighter geometric sum is what is returned; a ``ValueError`` is raised
+    when it reaches 1, since the guarantee is then void.
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
@@ -261,4 +269,8 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     # delta * sum_{i<k} e^{i eps} = delta * (e^{k eps} - 1) / (e^{eps} - 1)
     group_delta = dlt * math.expm1(k * eps) / math.expm1(eps)
+    if not group_delta < 1:
+        raise ValueError(
+            f"the group delta delta (e^(k eps) - 1) / (e^eps - 1) = {group_delta:.3g} is 1 or "
+            "more: the guarantee for groups of this size is void")
     return k * eps, group_delta

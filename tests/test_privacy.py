@@ -144,10 +144,21 @@ def test_advanced_composition_formula_and_regime():
 @pytest.mark.parametrize("k", [1, 2, 5, 20])
 def test_group_privacy_geometric_sum_is_within_the_textbook_bound(eps, k):
     delta = 1e-8
+    geometric = delta * sum(math.exp(i * eps) for i in range(k))
+    if geometric >= 1:
+        with pytest.raises(ValueError, match="void"):
+            P.group_privacy(eps, delta, k)
+        return
     k_eps, k_delta = P.group_privacy(eps, delta, k)
     assert k_eps == pytest.approx(k * eps)
-    geometric = delta * sum(math.exp(i * eps) for i in range(k))
     assert k_delta == pytest.approx(geometric, rel=1e-12)
     assert k_delta <= k * math.exp((k - 1) * eps) * delta * (1 + 1e-12)
     if k == 1:
         assert k_delta == pytest.approx(delta)
+
+
+def test_group_privacy_refuses_a_void_guarantee():
+    with pytest.raises(ValueError, match="void"):
+        P.group_privacy(1.0, 0.5, 5)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        P.group_privacy(1.0, 1e-6, 0)
