@@ -1,0 +1,862 @@
+"""Binary sums: randomized response, additive binomial noise and sample-and-threshold.
+
+Each of ``n`` users holds a bit ``x_i`` in ``{0, 1}`` and the analyst wants the
+count ``k = sum_i x_i`` (book chapter 7, "Binary sums", which follows the
+binary-sums notes of the seeds). Three mechanisms are implemented, each with
+its privacy condition, its estimator of ``k`` and the closed-form bias and
+variance of that estimator:
+
+* :func:`randomized_response` -- every user reports their bit, flipped with
+  probability ``1 / (1 + e^epsilon)`` (Warner 1965; the fair-coin scheme of the
+  DP background chapter is ``epsilon = ln 3``). Pure ``epsilon``-DP, unbiased
+  estimator, variance ``n e^eps / (e^eps - 1)^2``.
+* :func:`binomial_noise_mechanism` -- the count plus ``Binomial(n, p)`` noise
+  with ``p = 50 ln(2/delta) / (epsilon^2 n)``, valid for
+  ``n >= 100 ln(2/delta) / epsilon^2`` and ``epsilon <= 1`` (Ghazi et al. 2021;
+  Balcer and Cheu 2020). Unbiased estimator ``output - n p``.
+* :func:`sample_and_threshold` -- each user is sampled with probability
+  ``p = epsilon / tau``, ``tau = 3 + ln(1/delta)`` (natural logarithm), and the
+  sampled count is released only when it reaches ``tau`` (Bharadwaj and Cormode
+  2022). Estimator ``released / p``, biased by the threshold; its exact bias and
+  variance are finite sums over the binomial distribution.
+
+Privacy refers to the replace-one relation of the book (``n`` is public): two
+datasets differ in one user's bit, so the true count moves by at most one.
+Sample-and-threshold is also private under add-remove (an added user with a 0
+bit changes nothing).
+
+The package also computes the *exact* privacy profile of the two
+approximate-DP mechanisms (:func:`binomial_privacy_delta`,
+:func:`sample_threshold_privacy_delta`), which the book uses to show how much
+slack the published conditions leave.
+
+.. note::
+   The per-user coins of the three mechanisms are independent, so every released
+   count has a binomial law that depends on the data only through ``k``; the
+   mechanisms draw that count in one call, which is exact in distribution and
+   fast enough for the book's simulations. :func:`randomized_response_reports`
+   returns the per-user reports of the local randomizer when those are wanted.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from .privacy import (
+    Neighbouring,
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_probability,
+    check_rng,
+)
+
+__all__ = [
+    "BinaryRelease",
+    "MAX_EPSILON",
+    "WARNER_KEEP_PROBABILITY",
+    "randomized_response",
+    "randomized_response_reports",
+    "randomized_response_keep_probability",
+    "randomized_response_epsilon",
+    "randomized_response_estimate",
+    "randomized_response_variance",
+    "binomial_noise_mechanism",
+    "binomial_min_users",
+    "binomial_noise_probability",
+    "binomial_conditions_hold",
+    "binomial_estimate",
+    "binomial_variance",
+    "binomial_privacy_delta",
+    "sample_and_threshold",
+    "sample_threshold_tau",
+    "sample_threshold_probability",
+    "sample_threshold_conditions_hold",
+    "sample_threshold_estimate",
+    "sample_threshold_release_probability",
+    "sample_threshold_bias",
+    "sample_threshold_variance",
+    "sample_threshold_privacy_delta",
+    "binary_mse",
+]
+
+#: Largest epsilon the privacy proofs of the binomial mechanism and of
+#: sample-and-threshold cover (book chapter 7). The binomial proof needs
+#: ``epsilon / sqrt(5) <= tanh(epsilon / 2)``, true on ``[0, 1.204]``; the
+#: sample-and-threshold proof needs ``(1 - e^-eps) / eps >= (e - 1) / 3``, true on
+#: ``[0, 1.24]``. Both papers state ``epsilon <= 1``, which is what is enforced.
+MAX_EPSILON = 1.0
+
+#: Keep probability of the fair-coin randomized response of the DP background
+#: chapter: truthful with probability 1/2, otherwise a second fair coin, so the
+#: true answer is reported with probability 3/4 (``epsilon = ln 3``).
+WARNER_KEEP_PROBABILITY = 0.75
+
+_MECHANISMS = ("randomized_response", "binomial", "sample_and_threshold")
+
+
+# ---------------------------------------------------------------------------
+# validation helpers
+
+
+def _as_bits(bits, name: str = "bits") -> np.ndarray:
+    """Return ``bits`` as a 1-d boolean array after checking it holds 0/1 values.
+
+    Accepts a 1-d array (or sequence) of booleans or integers equal to 0 or 1.
+    Floats are refused even when they equal 0.0 or 1.0, so that a fraction or
+    a probability passed by mistake is not silently accepted.
+    """
+    if isinstance(bits, (str, bytes)) or bits is None or np.isscalar(bits):
+        raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, got {bits!r}")
+    arr = np.asarray(bits)
+    if arr.dtype == np.bool_:
+        out = arr
+    elif np.issubdtype(arr.dtype, np.integer):
+        if arr.ndim == 1 and arr.size and not np.all((arr == 0) | (arr == 1)):
+            raise ValueError(f"{name} must hold only 0 and 1")
+        out = arr.astype(np.bool_)
+    else:
+        raise TypeError(
+            f"{name} must be a 1-d array of 0/1 integers or booleans, got dtype {arr.dtype}"
+        )
+    if out.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    if out.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    return out
+
+
+def _check_int(value, name: str, *, minimum: int = 0):
+    """Validate a non-negative integer (or integer array) ``>= minimum``."""
+    if isinstance(value, bool) or (isinstance(value, np.ndarray) and value.dtype == np.bool_):
+        raise TypeError(f"{name} must be an integer, not a boolean")
+    if isinstance(value, numbers.Integral):
+        if value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        return int(value)
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - exotic objects
+        raise TypeError(f"{name} must be an integer or an array of integers") from exc
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must hold whole numbers, got {value!r}")
+        arr = arr.astype(np.int64)
+    elif not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must be an integer or an array of integers, got {value!r}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.all(arr >= minimum):
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if arr.ndim == 0:
+        return int(arr)
+    return arr.astype(np.int64)
+
+
+def _scalar_privacy(epsilon, delta=None):
+    eps = check_epsilon(epsilon)
+    if np.ndim(eps):
+        raise ValueError("epsilon must be a scalar here")
+    if delta is None:
+        return eps
+    dlt = check_delta(delta)
+    if np.ndim(dlt):
+        raise ValueError("delta must be a scalar here")
+    return eps, dlt
+
+
+def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
+    if epsilon > MAX_EPSILON:
+        raise ValueError(
+            f"epsilon must be <= {MAX_EPSILON:g} for the {mechanism}: its privacy proof "
+            f"covers epsilon in (0, 1] only (book chapter 7), got {epsilon!r}"
+        )
+
+
+# ---------------------------------------------------------------------------
+# the release record
+
+
+@dataclass(frozen=True)
+class BinaryRelease:
+    """What a binary-sum mechanism releases, with the public parameters it used.
+
+    Every field is the private output, the estimate computed from it, or a
+    function of public inputs (``n``, ``epsilon``, ``delta``) only.
+
+    Attributes
+    ----------
+    estimate : float
+        The estimate of the count ``k`` computed from ``output`` (unbiased for
+        randomized response and binomial noise; biased towards 0 by the
+        threshold for sample-and-threshold).
+    output : int
+        The raw private output: the number of 1-reports (randomized response),
+        the noisy count ``k + Binomial(n, p)`` (binomial noise), or the sampled
+        count if it reached the threshold and 0 otherwise (sample-and-threshold).
+    n : int
+        The number of users (public under replace-one).
+    epsilon, delta : float
+        The privacy guarantee (``delta = 0`` for randomized response).
+    mechanism : str
+        ``"randomized_response"``, ``"binomial"`` or ``"sample_and_threshold"``.
+    probability : float
+        The mechanism's coin: the keep probability ``e^eps / (1 + e^eps)`` of
+        randomized response, the noise probability ``p`` of the binomial
+        mechanism, or the sampling probability ``p`` of sample-and-threshold.
+    threshold : float or None
+        The threshold ``tau`` of sample-and-threshold (the count is released
+        when it is ``>= tau``, i.e. ``>= ceil(tau)``), None otherwise.
+    neighbouring : dpsum.privacy.Neighbouring
+        The neighbouring relation of the guarantee (replace-one).
+    """
+
+    estimate: float
+    output: int
+    n: int
+    epsilon: float
+    delta: float
+    mechanism: str
+    probability: float
+    threshold: float | None
+    neighbouring: Neighbouring = Neighbouring.REPLACE
+
+    @property
+    def released(self) -> bool:
+        """False only when sample-and-threshold suppressed the count."""
+        if self.mechanism != "sample_and_threshold":
+            return True
+        return self.output > 0
+
+    def bias(self, k):
+        """Bias ``E[estimate] - k`` of the estimator when the true count is ``k``."""
+        return _bias(self.mechanism, self.n, k, self.probability, self.threshold)
+
+    def variance(self, k):
+        """Variance of the estimator when the true count is ``k`` (closed form)."""
+        return _variance(self.mechanism, self.n, k, self.probability, self.threshold)
+
+    def mean_squared_error(self, k):
+        """``bias(k)^2 + variance(k)``: the expected squared error for true count ``k``."""
+        b = self.bias(k)
+        return b * b + self.variance(k)
+
+
+def _check_k(k, n):
+    kk = _check_int(k, "k")
+    if np.any(np.asarray(kk) > n):
+        raise ValueError(f"k must be at most n = {n}, got {k!r}")
+    return kk
+
+
+def _bias(mechanism, n, k, p, threshold):
+    kk = _check_k(k, n)
+    if mechanism == "sample_and_threshold":
+        return _st_bias(kk, p, threshold)
+    return 0.0 if np.ndim(kk) == 0 else np.zeros(np.shape(kk))
+
+
+def _variance(mechanism, n, k, p, threshold):
+    kk = _check_k(k, n)
+    if mechanism == "sample_and_threshold":
+        return _st_variance(kk, p, threshold)
+    if mechanism == "randomized_response":
+        # keep probability q: each report is Bernoulli with variance q (1 - q)
+        value = n * p * (1.0 - p) / (2.0 * p - 1.0) ** 2
+    else:
+        value = n * p * (1.0 - p)
+    return value if np.ndim(kk) == 0 else np.full(np.shape(kk), value)
+
+
+# ---------------------------------------------------------------------------
+# randomized response
+
+
+def randomized_response_keep_probability(epsilon):
+    """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
+    reports the true bit (book chapter 7, "Randomized response").
+
+    The likelihood ratio of a report under the two values of a user's bit is
+    ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
+    Vectorised over ``epsilon``.
+    """
+    eps = check_epsilon(epsilon)
+    q = special.expit(eps)
+    return float(q) if np.ndim(q) == 0 else q
+
+
+def randomized_response_epsilon(keep_probability):
+    """The epsilon of randomized response that keeps the bit with probability
+    ``keep_probability`` in (1/2, 1): ``ln(q / (1 - q))``.
+
+    Warner's fair-coin scheme keeps the answer with probability 3/4
+    (:data:`WARNER_KEEP_PROBABILITY`), hence ``epsilon = ln 3``.
+    """
+    q = check_probability(keep_probability, "keep_probability")
+    if not np.all(np.asarray(q) > 0.5):
+        raise ValueError(
+            f"keep_probability must exceed 1/2 (otherwise the reports carry no "
+            f"information or invert it), got {keep_probability!r}"
+        )
+    eps = special.logit(q)
+    return float(eps) if np.ndim(eps) == 0 else eps
+
+
+def randomized_response_reports(bits, *, epsilon: float, rng=None) -> np.ndarray:
+    """The local randomizer: each user's report, their bit flipped with
+    probability ``1 / (1 + e^eps)``.
+
+    Returns a boolean array of the same length as ``bits``; the input is not
+    modified. Each report is epsilon-DP with respect to its user's bit.
+    """
+    eps = _scalar_privacy(epsilon)
+    x = _as_bits(bits)
+    gen = check_rng(rng)
+    flip = gen.random(x.shape[0]) < special.expit(-eps)
+    return x ^ flip
+
+
+def randomized_response_estimate(output, n, *, epsilon: float):
+    """Unbiased estimator of the count from the number of 1-reports.
+
+    With keep probability ``q``, ``E[output] = q k + (1 - q)(n - k)``, so
+    ``k_hat = (output - (1 - q) n) / (2 q - 1)``. For ``epsilon = ln 3``
+    (``q = 3/4``) this is the seed's ``2 n_obs - N / 2``.
+    """
+    eps = _scalar_privacy(epsilon)
+    nn = _check_int(n, "n", minimum=1)
+    out = np.asarray(output)
+    if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
+        raise TypeError(f"output must be a number, got {output!r}")
+    if np.any(out < 0) or np.any(out > nn):
+        raise ValueError(f"output must lie in [0, n], got {output!r}")
+    # 1 - q = expit(-eps) and 2 q - 1 = tanh(eps / 2)
+    est = (out - special.expit(-eps) * nn) / math.tanh(eps / 2.0)
+    return float(est) if est.ndim == 0 else est
+
+
+def randomized_response_variance(n, epsilon):
+    """Variance of the randomized-response estimator of the count:
+    ``n e^eps / (e^eps - 1)^2 = n / (4 sinh^2(eps / 2))``, whatever ``k`` is.
+
+    Vectorised over ``n`` and ``epsilon``.
+    """
+    nn = _check_int(n, "n", minimum=1)
+    eps = check_epsilon(epsilon)
+    value = np.asarray(nn, dtype=float) / (4.0 * np.sinh(np.asarray(eps) / 2.0) ** 2)
+    return float(value) if value.ndim == 0 else value
+
+
+def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
+    """Epsilon-randomized response (Warner 1965), aggregated.
+
+    Every user reports their bit with probability ``q = e^eps / (1 + e^eps)``
+    and its complement otherwise; the release is the number of 1-reports and
+    the unbiased estimate :func:`randomized_response_estimate`. Pure
+    ``epsilon``-DP for any ``epsilon > 0`` (the reports themselves are, so their
+    count is by post-processing). ``epsilon = ln 3`` is the fair-coin scheme.
+
+    Parameters
+    ----------
+    bits : array_like
+        1-d array of 0/1 integers or booleans, one per user.
+    epsilon : float
+        Privacy parameter, > 0.
+    rng : numpy.random.Generator, int or None
+        Source of randomness.
+
+    Returns
+    -------
+    BinaryRelease
+        ``output`` is the number of 1-reports, ``probability`` the keep
+        probability, ``delta`` is 0.
+    """
+    eps = _scalar_privacy(epsilon)
+    x = _as_bits(bits)
+    gen = check_rng(rng)
+    n = int(x.shape[0])
+    k = int(np.count_nonzero(x))
+    q = float(special.expit(eps))
+    flip = float(special.expit(-eps))
+    # ones kept plus zeros flipped: the law of the count of the per-user reports
+    output = int(gen.binomial(k, q)) + int(gen.binomial(n - k, flip))
+    return BinaryRelease(
+        estimate=randomized_response_estimate(output, n, epsilon=eps),
+        output=output,
+        n=n,
+        epsilon=eps,
+        delta=0.0,
+        mechanism="randomized_response",
+        probability=q,
+        threshold=None,
+    )
+
+
+# ---------------------------------------------------------------------------
+# additive binomial noise
+
+
+def binomial_min_users(epsilon, delta):
+    """Smallest number of users the binomial mechanism accepts:
+    ``ceil(100 ln(2/delta) / epsilon^2)``, where ``p`` reaches 1/2.
+
+    Vectorised over ``epsilon`` and ``delta`` (returns an int for scalars).
+    The condition is the seed's; it does not depend on ``epsilon <= 1``, which
+    the mechanism checks separately.
+    """
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    value = np.ceil(100.0 * np.log(2.0 / np.asarray(dlt)) / np.asarray(eps) ** 2)
+    if value.ndim == 0:
+        return int(value)
+    return value.astype(np.int64)
+
+
+def binomial_noise_probability(n, epsilon, delta) -> float:
+    """Noise probability ``p = 50 ln(2/delta) / (epsilon^2 n)`` of the binomial
+    mechanism; raises if ``n`` is below :func:`binomial_min_users` (``p > 1/2``)."""
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    nn = _check_int(n, "n", minimum=1)
+    if np.ndim(nn):
+        raise ValueError("n must be a scalar here")
+    n_min = binomial_min_users(eps, dlt)
+    if nn < n_min:
+        raise ValueError(
+            f"n must be at least 100 ln(2/delta) / epsilon^2 = {n_min} for the binomial "
+            f"mechanism (so that p <= 1/2), got n = {nn}"
+        )
+    return 50.0 * math.log(2.0 / dlt) / (eps * eps * nn)
+
+
+def binomial_conditions_hold(n, epsilon, delta, p=None) -> bool:
+    """Whether the binomial mechanism with these parameters is covered by its
+    privacy proof: ``epsilon <= 1``, ``p <= 1/2`` and
+    ``p >= 50 ln(2/delta) / (epsilon^2 n)`` (``p`` defaults to that minimum, so
+    the default case is ``n >= 100 ln(2/delta) / epsilon^2``)."""
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    nn = _check_int(n, "n", minimum=1)
+    p_min = 50.0 * math.log(2.0 / dlt) / (eps * eps * nn)
+    pp = p_min if p is None else check_probability(p, "p")
+    return bool(eps <= MAX_EPSILON and pp <= 0.5 and pp >= p_min)
+
+
+def binomial_estimate(output, n, p):
+    """Unbiased estimator ``output - n p`` of the count under binomial noise."""
+    nn = _check_int(n, "n", minimum=1)
+    pp = check_probability(p, "p")
+    out = np.asarray(output)
+    if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
+        raise TypeError(f"output must be a number, got {output!r}")
+    est = out - nn * pp
+    return float(est) if est.ndim == 0 else est
+
+
+def binomial_variance(n, epsilon, delta, p=None):
+    """Variance ``n p (1 - p)`` of the binomial estimator, whatever ``k`` is.
+
+    With the seed's ``p`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
+    least noise is at the smallest admissible ``n`` (``p = 1/2``) and it grows
+    towards ``50 ln(2/delta) / epsilon^2`` as ``n`` grows.
+    """
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    nn = _check_int(n, "n", minimum=1)
+    if np.ndim(nn):
+        raise ValueError("n must be a scalar here")
+    pp = binomial_noise_probability(nn, eps, dlt) if p is None else check_probability(p, "p")
+    return nn * pp * (1.0 - pp)
+
+
+def binomial_privacy_delta(n, p, epsilon) -> float:
+    """Exact ``delta(epsilon)`` of adding ``Binomial(n, p)`` noise to a count.
+
+    The tight privacy profile of ``k + Z``, ``Z ~ Binomial(n, p)``, for counts
+    differing by one: the larger of the two hockey-stick divergences
+    ``sum_z max(0, P(Z = z) - e^eps P(Z = z - 1))`` and
+    ``sum_z max(0, P(Z = z - 1) - e^eps P(Z = z))``. The ratio
+    ``P(Z = z) / P(Z = z - 1) = (n - z + 1) p / (z (1 - p))`` decreases in ``z``,
+    so each sum runs over one tail and is a difference of two binomial tail
+    probabilities. Valid for any ``p`` in (0, 1) (the proof's ``p <= 1/2`` is
+    not needed here).
+    """
+    nn = _check_int(n, "n", minimum=1)
+    pp = check_probability(p, "p")
+    eps = _scalar_privacy(epsilon)
+    if np.ndim(nn) or np.ndim(pp):
+        raise ValueError("n and p must be scalars")
+    e = math.exp(eps)
+    dist = stats.binom(nn, pp)
+    # lower tail: z < (n + 1) p / (p + e^eps (1 - p)) has ratio > e^eps
+    x_a = (nn + 1) * pp / (pp + e * (1.0 - pp))
+    z_a = math.ceil(x_a) - 1
+    delta_a = float(dist.cdf(z_a) - e * dist.cdf(z_a - 1)) if z_a >= 0 else 0.0
+    # upper tail: z > (n + 1) p e^eps / (1 - p + p e^eps) has ratio < e^-eps
+    x_b = (nn + 1) * pp * e / (1.0 - pp + pp * e)
+    z_b = math.floor(x_b) + 1
+    delta_b = float(dist.sf(z_b - 2) - e * dist.sf(z_b - 1))
+    return max(0.0, delta_a, delta_b)
+
+
+def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | None = None,
+                             rng=None) -> BinaryRelease:
+    """Additive binomial noise: release ``k + Z``, ``Z ~ Binomial(n, p)``.
+
+    In the shuffle model every user sends their bit and, with probability
+    ``p``, one extra 1-message; the shuffler hides who sent what, so the
+    analyst sees ``k + Binomial(n, p)`` (Ghazi et al. 2021; Balcer and Cheu
+    2020). The seed's calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
+    (epsilon, delta)-DP when ``p <= 1/2`` (``n >= 100 ln(2/delta) / epsilon^2``,
+    :func:`binomial_min_users`) and ``epsilon <= 1`` (book chapter 7: the
+    Chernoff bound is applied with ``alpha = epsilon / sqrt(5)``, which must
+    not exceed ``tanh(epsilon / 2)``). The estimate ``output - n p`` is unbiased
+    with variance ``n p (1 - p)``.
+
+    Parameters
+    ----------
+    bits : array_like
+        1-d array of 0/1 integers or booleans, one per user.
+    epsilon : float
+        In (0, 1].
+    delta : float
+        In (0, 1).
+    p : float, optional
+        A larger noise probability, at most 1/2 (more noise, still private).
+        Defaults to the smallest one, ``50 ln(2/delta) / (epsilon^2 n)``.
+    rng : numpy.random.Generator, int or None
+        Source of randomness.
+
+    Returns
+    -------
+    BinaryRelease
+    """
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    _check_epsilon_covered(eps, "binomial mechanism")
+    x = _as_bits(bits)
+    gen = check_rng(rng)
+    n = int(x.shape[0])
+    p_min = binomial_noise_probability(n, eps, dlt)
+    if p is None:
+        pp = p_min
+    else:
+        pp = check_probability(p, "p")
+        if np.ndim(pp):
+            raise ValueError("p must be a scalar")
+        if pp > 0.5:
+            raise ValueError(f"p must be at most 1/2 for the binomial mechanism, got {p!r}")
+        if pp < p_min:
+            raise ValueError(
+                f"p must be at least 50 ln(2/delta) / (epsilon^2 n) = {p_min:.6g}, got {p!r}"
+            )
+    k = int(np.count_nonzero(x))
+    output = k + int(gen.binomial(n, pp))
+    return BinaryRelease(
+        estimate=binomial_estimate(output, n, pp),
+        output=output,
+        n=n,
+        epsilon=eps,
+        delta=dlt,
+        mechanism="binomial",
+        probability=pp,
+        threshold=None,
+    )
+
+
+# ---------------------------------------------------------------------------
+# sample and threshold
+
+
+def sample_threshold_tau(delta):
+    """Threshold ``tau = 3 + ln(1/delta)`` of sample-and-threshold.
+
+    The logarithm is natural: the bad event is bounded by a Chernoff bound
+    ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
+    (book chapter 7). Vectorised over ``delta``.
+    """
+    dlt = check_delta(delta)
+    return 3.0 - np.log(dlt) if np.ndim(dlt) else 3.0 - math.log(dlt)
+
+
+def sample_threshold_probability(epsilon, delta):
+    """Sampling probability ``p = epsilon / tau`` with ``tau = 3 + ln(1/delta)``.
+
+    It does not depend on ``n``. Vectorised over ``epsilon`` and ``delta``.
+    """
+    eps = check_epsilon(epsilon)
+    return eps / sample_threshold_tau(delta)
+
+
+def sample_threshold_conditions_hold(epsilon, delta, p=None, threshold=None) -> bool:
+    """Whether sample-and-threshold with sampling probability ``p`` and threshold
+    ``threshold`` is covered by the privacy proof of the book: ``epsilon <= 1``,
+    ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``.
+    Defaults: ``threshold = 3 + ln(1/delta)`` and ``p = epsilon / threshold``."""
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    tau_min = sample_threshold_tau(dlt)
+    tau = tau_min if threshold is None else check_positive(threshold, "threshold")
+    pp = eps / tau if p is None else check_probability(p, "p")
+    return bool(eps <= MAX_EPSILON and tau >= tau_min and pp <= eps / tau)
+
+
+def sample_threshold_estimate(output, p):
+    """Estimator ``output / p`` of the count (``0`` when the count was suppressed)."""
+    pp = check_probability(p, "p")
+    out = np.asarray(output)
+    if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
+        raise TypeError(f"output must be a number, got {output!r}")
+    if np.any(out < 0):
+        raise ValueError(f"output must be >= 0, got {output!r}")
+    est = out / pp
+    return float(est) if est.ndim == 0 else est
+
+
+def _st_parameters(epsilon, delta, p, threshold):
+    """The (p, tau) of sample-and-threshold, defaults filled in (not checked
+    against the privacy conditions: the closed forms hold for any p and tau)."""
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    tau = sample_threshold_tau(dlt) if threshold is None else check_positive(threshold, "threshold")
+    pp = eps / tau if p is None else check_probability(p, "p")
+    return pp, tau
+
+
+def _int_threshold(tau: float) -> int:
+    """Smallest integer count that reaches ``tau``."""
+    return int(math.ceil(tau))
+
+
+def _st_release_probability(k, p, tau):
+    t = _int_threshold(tau)
+    return stats.binom.sf(t - 1, k, p)
+
+
+def _st_bias(k, p, tau):
+    """Exact bias of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
+
+    ``E[C 1{C >= t}] = k p P(Binomial(k-1, p) >= t-1)``, so the bias is
+    ``-k P(Binomial(k-1, p) <= t-2)``; it is ``-k`` when ``k < t``.
+    """
+    t = _int_threshold(tau)
+    kk = np.asarray(k, dtype=np.int64)
+    km1 = np.maximum(kk - 1, 0)
+    b1 = stats.binom.cdf(t - 2, km1, p)
+    out = np.where(kk < t, -kk.astype(float), -kk * b1) + 0.0  # no negative zero
+    return float(out) if out.ndim == 0 else out
+
+
+def _st_variance(k, p, tau):
+    """Exact variance of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
+
+    With ``A1 = P(Bin(k-1, p) >= t-1)`` and ``A2 = P(Bin(k-2, p) >= t-2)``:
+    ``E[Y] = k A1`` and ``E[Y^2] = k (k-1) A2 + k A1 / p``, so
+    ``Var = k^2 (A2 - A1^2) + k (A1 / p - A2)``. ``A2 - A1^2`` equals
+    ``2 B1 - B2 - B1^2`` with ``B = 1 - A``; the form with the smaller tail is
+    used so that nothing cancels. Zero when ``k < t`` (always suppressed).
+    """
+    t = _int_threshold(tau)
+    kk = np.asarray(k, dtype=np.int64)
+    kf = kk.astype(float)
+    km1 = np.maximum(kk - 1, 0)
+    km2 = np.maximum(kk - 2, 0)
+    a1 = stats.binom.sf(t - 2, km1, p)
+    b1 = stats.binom.cdf(t - 2, km1, p)
+    a2 = stats.binom.sf(t - 3, km2, p)
+    b2 = stats.binom.cdf(t - 3, km2, p)
+    spread = np.where(b1 <= 0.5, 2.0 * b1 - b2 - b1 * b1, a2 - a1 * a1)
+    var = kf * kf * spread + kf * (a1 / p - a2)
+    var = np.where(kk < t, 0.0, np.maximum(var, 0.0))
+    return float(var) if var.ndim == 0 else var
+
+
+def sample_threshold_release_probability(k, epsilon, delta, *, p=None, threshold=None):
+    """Probability ``P(Binomial(k, p) >= tau)`` that the count is released.
+
+    Vectorised over ``k``. Defaults as in :func:`sample_and_threshold`.
+    """
+    kk = _check_int(k, "k")
+    pp, tau = _st_parameters(epsilon, delta, p, threshold)
+    value = _st_release_probability(kk, pp, tau)
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def sample_threshold_bias(k, epsilon, delta, *, p=None, threshold=None):
+    """Exact bias ``E[k_hat] - k = -k P(Binomial(k-1, p) <= ceil(tau) - 2)`` of the
+    sample-and-threshold estimator (``-k`` when ``k < ceil(tau)``).
+
+    It equals ``-(1/p) sum_{c < tau} c P(Binomial(k, p) = c)``: the mass the
+    threshold removes. Vectorised over ``k``.
+    """
+    kk = _check_int(k, "k")
+    pp, tau = _st_parameters(epsilon, delta, p, threshold)
+    return _st_bias(kk, pp, tau)
+
+
+def sample_threshold_variance(k, epsilon, delta, *, p=None, threshold=None):
+    """Exact variance of the sample-and-threshold estimator for true count ``k``.
+
+    ``Var = (1/p^2) sum_{c >= tau} c^2 b(c) - (E k_hat)^2`` with ``b`` the
+    ``Binomial(k, p)`` pmf, evaluated through binomial tails (see the module
+    source). Without the threshold it would be ``k (1 - p) / p``. Vectorised
+    over ``k``.
+    """
+    kk = _check_int(k, "k")
+    pp, tau = _st_parameters(epsilon, delta, p, threshold)
+    return _st_variance(kk, pp, tau)
+
+
+def sample_threshold_privacy_delta(p, threshold, epsilon, *, max_count: int = 2_000_000) -> float:
+    """Exact ``delta(epsilon)`` of sample-and-threshold, maximised over the count.
+
+    For true counts ``k`` and ``k + 1`` the outputs are the sampled count
+    ``c >= t = ceil(threshold)`` or the suppressed value 0. In the direction
+    (k, k+1) every likelihood ratio is at most ``1 / (1 - p)``, so this
+    function requires ``ln(1 / (1 - p)) <= epsilon`` and that direction adds
+    nothing. In the other direction the ratio
+    ``(k + 1)(1 - p) / (k + 1 - c)`` exceeds ``e^eps`` exactly when
+    ``c > (k + 1) g`` with ``g = 1 - (1 - p) e^-eps``, so
+    ``delta_k = P(Bin(k+1, p) >= m) - e^eps P(Bin(k, p) >= m)`` with
+    ``m = max(t, floor((k+1) g) + 1)``. The supremum over ``k`` is taken over
+    ``k <= K`` with ``K`` chosen so that the Chernoff bound
+    ``exp(-(K + 1) KL(g || p))`` on every later term is below ``1e-304``, or
+    ``K = max_count``; the returned value is the larger of the maximum and that
+    tail bound, hence an upper bound that is exact whenever the tail is
+    negligible.
+    """
+    pp = check_probability(p, "p")
+    tau = check_positive(threshold, "threshold")
+    eps = _scalar_privacy(epsilon)
+    if np.ndim(pp) or np.ndim(tau):
+        raise ValueError("p and threshold must be scalars")
+    if -math.log1p(-pp) > eps:
+        raise ValueError(
+            f"p must satisfy ln(1/(1-p)) <= epsilon (the privacy loss of a suppressed or "
+            f"smaller count), got p = {p!r} with epsilon = {epsilon!r}"
+        )
+    max_k = _check_int(max_count, "max_count", minimum=1)
+    t = _int_threshold(tau)
+    g = -math.expm1(-eps) + pp * math.exp(-eps)
+    kl = g * math.log(g / pp) + (1.0 - g) * math.log((1.0 - g) / (1.0 - pp))
+    big_k = int(min(max_k, math.ceil(700.0 / kl)))
+    k = np.arange(big_k + 1)
+    m = np.maximum(t, np.floor((k + 1) * g) + 1)
+    terms = stats.binom.sf(m - 1, k + 1, pp) - math.exp(eps) * stats.binom.sf(m - 1, k, pp)
+    tail = math.exp(-(big_k + 1) * kl)
+    return float(max(0.0, float(np.max(terms)), tail))
+
+
+def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None = None,
+                         threshold: float | None = None, rng=None) -> BinaryRelease:
+    """Sample-and-threshold (Bharadwaj and Cormode 2022) for a binary sum.
+
+    Each user is sampled independently with probability ``p`` (default
+    ``epsilon / tau``); the count ``C`` of sampled ones is released only if it
+    reaches ``tau`` (default ``3 + ln(1/delta)``, natural logarithm), otherwise
+    0 is released. Since ``C >= tau >= 3`` whenever it is released, 0 means
+    "suppressed" and carries no more information than a suppression flag. The
+    estimate ``C / p`` is biased towards 0 by the threshold; the exact bias and
+    variance are :func:`sample_threshold_bias` and
+    :func:`sample_threshold_variance`.
+
+    Privacy (book chapter 7): (epsilon, delta)-DP for ``epsilon <= 1``,
+    ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``, under
+    replace-one and add-remove alike.
+
+    Parameters
+    ----------
+    bits : array_like
+        1-d array of 0/1 integers or booleans, one per user.
+    epsilon : float
+        In (0, 1].
+    delta : float
+        In (0, 1).
+    p : float, optional
+        Sampling probability, at most ``epsilon / threshold``.
+    threshold : float, optional
+        Release threshold, at least ``3 + ln(1/delta)``.
+    rng : numpy.random.Generator, int or None
+        Source of randomness.
+
+    Returns
+    -------
+    BinaryRelease
+    """
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    _check_epsilon_covered(eps, "sample-and-threshold mechanism")
+    tau_min = sample_threshold_tau(dlt)
+    if threshold is None:
+        tau = tau_min
+    else:
+        tau = check_positive(threshold, "threshold")
+        if np.ndim(tau):
+            raise ValueError("threshold must be a scalar")
+        if tau < tau_min:
+            raise ValueError(
+                f"threshold must be at least 3 + ln(1/delta) = {tau_min:.6g}, got {threshold!r}"
+            )
+    if p is None:
+        pp = eps / tau
+    else:
+        pp = check_probability(p, "p")
+        if np.ndim(pp):
+            raise ValueError("p must be a scalar")
+        if pp > eps / tau:
+            raise ValueError(
+                f"p must be at most epsilon / threshold = {eps / tau:.6g}, got {p!r}"
+            )
+    x = _as_bits(bits)
+    gen = check_rng(rng)
+    n = int(x.shape[0])
+    k = int(np.count_nonzero(x))
+    sampled = int(gen.binomial(k, pp))
+    output = sampled if sampled >= tau else 0
+    return BinaryRelease(
+        estimate=sample_threshold_estimate(output, pp),
+        output=output,
+        n=n,
+        epsilon=eps,
+        delta=dlt,
+        mechanism="sample_and_threshold",
+        probability=pp,
+        threshold=float(tau),
+    )
+
+
+# ---------------------------------------------------------------------------
+# comparison
+
+
+def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
+    """Closed-form expected squared error of a mechanism's estimate of ``k``.
+
+    ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
+    ``"binomial"``: ``n p (1 - p)`` with the seed's ``p``, and ``inf`` where
+    ``n < 100 ln(2/delta) / epsilon^2`` (the mechanism is not available);
+    ``"sample_and_threshold"``: ``bias^2 + variance`` (depends on ``k`` only).
+    Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are
+    scalars, and the two approximate-DP mechanisms need ``epsilon <= 1``.
+    """
+    if mechanism not in _MECHANISMS:
+        raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
+    eps, dlt = _scalar_privacy(epsilon, delta)
+    nn = np.asarray(_check_int(n, "n", minimum=1))
+    kk = np.asarray(_check_int(k, "k"))
+    nn, kk = np.broadcast_arrays(nn, kk)
+    if np.any(kk > nn):
+        raise ValueError("k must be at most n")
+    if mechanism == "randomized_response":
+        out = nn / (4.0 * math.sinh(eps / 2.0) ** 2)
+    elif mechanism == "binomial":
+        _check_epsilon_covered(eps, "binomial mechanism")
+        mu = 50.0 * math.log(2.0 / dlt) / (eps * eps)  # n p, fixed by (eps, delta)
+        n_min = binomial_min_users(eps, dlt)
+        with np.errstate(divide="ignore"):
+            out = np.where(nn >= n_min, mu * (1.0 - mu / nn.astype(float)), np.inf)
+    else:
+        _check_epsilon_covered(eps, "sample-and-threshold mechanism")
+        pp, tau = _st_parameters(eps, dlt, None, None)
+        bias = np.asarray(_st_bias(kk, pp, tau))
+        out = bias * bias + np.asarray(_st_variance(kk, pp, tau))
+    out = np.asarray(out, dtype=float)
+    return float(out) if out.ndim == 0 else out
