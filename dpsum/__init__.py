@@ -1,1 +1,132 @@
+"""dpsum: differentially private sums of vectors.
+
+The companion package of the book *Private Sums of Vectors*. Public names are
+re-exported here; each lives in the module of its idea:
+
+- :mod:`dpsum.privacy` — validation, neighbouring relations, composition
+- :mod:`dpsum.calibration` — the Gaussian mechanism's noise (Theorems 2 and 3)
+- :mod:`dpsum.gchisq` — the generalized chi-square distribution
+- :mod:`dpsum.scaling` — scaling vectors (Theorem 4, Lemma 3.1)
+- :mod:`dpsum.clipping` — the exact clip radius and the clipped sum
+- :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3 and the clipping baseline
+- :mod:`dpsum.errors` — closed-form expected errors
+- :mod:`dpsum.binary` — binary sums: randomized response, binomial noise, sample-and-threshold
+"""
+
 __version__ = "0.1.0"
+
+from .binary import (
+    BinaryRelease,
+    MAX_EPSILON,
+    WARNER_KEEP_PROBABILITY,
+    binary_mse,
+    binomial_conditions_hold,
+    binomial_estimate,
+    binomial_min_users,
+    binomial_noise_mechanism,
+    binomial_noise_probability,
+    binomial_privacy_delta,
+    binomial_variance,
+    randomized_response,
+    randomized_response_epsilon,
+    randomized_response_estimate,
+    randomized_response_keep_probability,
+    randomized_response_reports,
+    randomized_response_variance,
+    sample_and_threshold,
+    sample_threshold_bias,
+    sample_threshold_conditions_hold,
+    sample_threshold_estimate,
+    sample_threshold_privacy_delta,
+    sample_threshold_probability,
+    sample_threshold_release_probability,
+    sample_threshold_tau,
+    sample_threshold_variance,
+)
+from .calibration import analytic_sigma, classic_sigma, gaussian_delta, gaussian_epsilon
+from .clipping import clip_radius, clipped_sum
+from .errors import (
+    clipped_noise_error,
+    elliptical_improvement_ratio,
+    elliptical_noise_error,
+    gaussian_data_error,
+    gaussian_sum_error,
+    isotropic_noise_error,
+)
+from .gchisq import GeneralizedChiSquare
+from .mechanisms import (
+    clipped_gaussian_mechanism,
+    elliptical_gaussian_mechanism,
+    gaussian_data_mechanism,
+    gaussian_mechanism,
+)
+from .privacy import (
+    Neighbouring,
+    advanced_composition,
+    basic_composition,
+    clipped_sum_sensitivity,
+    group_privacy,
+)
+from .release import Release
+from .scaling import (
+    elliptical_scaling,
+    gaussian_data_scaling,
+    power_scaling,
+    whitening_scaling,
+)
+
+__all__ = [
+    "BinaryRelease",
+    "MAX_EPSILON",
+    "WARNER_KEEP_PROBABILITY",
+    "binary_mse",
+    "binomial_conditions_hold",
+    "binomial_estimate",
+    "binomial_min_users",
+    "binomial_noise_mechanism",
+    "binomial_noise_probability",
+    "binomial_privacy_delta",
+    "binomial_variance",
+    "randomized_response",
+    "randomized_response_epsilon",
+    "randomized_response_estimate",
+    "randomized_response_keep_probability",
+    "randomized_response_reports",
+    "randomized_response_variance",
+    "sample_and_threshold",
+    "sample_threshold_bias",
+    "sample_threshold_conditions_hold",
+    "sample_threshold_estimate",
+    "sample_threshold_privacy_delta",
+    "sample_threshold_probability",
+    "sample_threshold_release_probability",
+    "sample_threshold_tau",
+    "sample_threshold_variance",
+    "GeneralizedChiSquare",
+    "Neighbouring",
+    "Release",
+    "advanced_composition",
+    "analytic_sigma",
+    "basic_composition",
+    "classic_sigma",
+    "clip_radius",
+    "clipped_gaussian_mechanism",
+    "clipped_noise_error",
+    "clipped_sum",
+    "clipped_sum_sensitivity",
+    "elliptical_gaussian_mechanism",
+    "elliptical_improvement_ratio",
+    "elliptical_noise_error",
+    "elliptical_scaling",
+    "gaussian_data_error",
+    "gaussian_data_mechanism",
+    "gaussian_data_scaling",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gaussian_mechanism",
+    "gaussian_sum_error",
+    "group_privacy",
+    "isotropic_noise_error",
+    "power_scaling",
+    "whitening_scaling",
+]
