@@ -1,0 +1,864 @@
+"""Empirical privacy auditing: a statistically valid lower bound on epsilon.
+
+A mechanism ``M`` is (epsilon, delta)-differentially private when, for every
+pair of neighbouring datasets ``D, D'`` and every set ``S`` of outputs,
+
+.. math::  \\Pr[M(D) \\in S] \\le e^{\\varepsilon} \\Pr[M(D') \\in S] + \\delta .
+
+Run ``M`` many times on ``D`` and on ``D'``, fix an event ``S`` in advance,
+and count how often each output lands in ``S``. An exact binomial confidence
+interval (Clopper and Pearson 1934) gives a lower bound ``p_lo`` on
+``p = Pr[M(D) in S]`` and an upper bound ``q_hi`` on ``q = Pr[M(D') in S]``;
+if both hold, every epsilon the mechanism can honestly claim satisfies
+``epsilon >= ln((p_lo - delta) / q_hi)``. A value above the claimed epsilon is
+statistical proof, at the chosen confidence, that the claim is false
+(book chapter 8, following Jagielski, Ullman and Oprea 2020).
+
+What an audit cannot do: it only ever gives a *lower* bound, so passing an
+audit proves nothing; it sees only the events it tests (here, half-spaces of
+a one-dimensional projection), the datasets it is given, and the outputs as
+arrays of numbers, so attacks on the floating-point representation of the
+noise (Mironov 2012) or on running time are out of its reach.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy import stats
+
+from .privacy import (
+    Neighbouring,
+    check_finite_array,
+    check_positive,
+    check_probability,
+    check_rng,
+    check_vector,
+)
+
+__all__ = [
+    "AuditResult",
+    "epsilon_lower_bound",
+    "batched_gaussian_release",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "epsilon_from_counts",
+    "audit_power",
+    "discrete_audit_power",
+    "pair_delta",
+    "statistic_pair",
+    "replace_one_pair",
+    "add_remove_pair",
+    "elliptical_pair",
+    "clipped_pair",
+    "gaussian_data_pair",
+    "binary_pair",
+]
+
+#: Number of tests :func:`epsilon_lower_bound` runs (upper tail with the
+#: datasets in one order, lower tail with them in the other). Each test uses
+#: two one-sided Clopper-Pearson bounds, so each bound gets ``alpha / 4``.
+N_TESTS = 2
+
+# thresholds the pilot tries per test (its choice affects power, not validity)
+_MAX_CANDIDATES = 400
+
+
+# ----------------------------------------------------------------- statistics
+
+def _check_alpha(alpha) -> float:
+    a = check_probability(alpha, "alpha")
+    if np.ndim(a):
+        raise ValueError("alpha must be a scalar")
+    return float(a)
+
+
+def _check_count(k, n, name: str):
+    k_arr = np.asarray(k)
+    if k_arr.dtype == object or not np.issubdtype(k_arr.dtype, np.integer):
+        if not (np.issubdtype(k_arr.dtype, np.floating)
+                and np.all(np.isfinite(k_arr)) and np.all(k_arr == np.round(k_arr))):
+            raise TypeError(f"{name} must be an integer count (or array of counts)")
+    if np.any(k_arr < 0) or np.any(k_arr > n):
+        raise ValueError(f"{name} must lie between 0 and n = {n}")
+    return k_arr.astype(np.float64)
+
+
+def _check_n(n, name: str, minimum: int = 1) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {n!r}")
+    return int(n)
+
+
+def _cp_lower(k, n: int, level: float):
+    """Clopper-Pearson lower bound for real-valued k in [0, n] (no validation)."""
+    k = np.asarray(k, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = stats.beta.ppf(level, np.maximum(k, 1e-300), n - k + 1)
+    return np.where(k <= 0, 0.0, out)
+
+
+def _cp_upper(k, n: int, level: float):
+    """Clopper-Pearson upper bound for real-valued k in [0, n] (no validation)."""
+    k = np.asarray(k, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = stats.beta.isf(level, k + 1, np.maximum(n - k, 1e-300))
+    return np.where(k >= n, 1.0, out)
+
+
+def clopper_pearson_lower(k, n: int, alpha: float):
+    """One-sided exact lower confidence bound on a binomial proportion.
+
+    The Clopper-Pearson bound: ``p_lo`` is the ``alpha`` quantile of
+    ``Beta(k, n - k + 1)`` (0 when ``k = 0``). For every true ``p``,
+    ``Pr[p_lo > p] <= alpha`` when ``k ~ Binomial(n, p)``: inverting the
+    binomial tail test is conservative, never anti-conservative.
+
+    Parameters
+    ----------
+    k : int or numpy.ndarray
+        Number of successes, ``0 <= k <= n`` (an integer array gives one
+        bound per entry).
+    n : int
+        Number of trials, ``>= 1``.
+    alpha : float
+        Error probability of the bound, in (0, 1).
+    """
+    n = _check_n(n, "n")
+    a = _check_alpha(alpha)
+    kk = _check_count(k, n, "k")
+    out = _cp_lower(kk, n, a)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def clopper_pearson_upper(k, n: int, alpha: float):
+    """One-sided exact upper confidence bound on a binomial proportion.
+
+    ``p_hi`` is the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)`` (1 when
+    ``k = n``); ``Pr[p_hi < p] <= alpha``. With ``k = 0`` it equals
+    ``1 - alpha^(1/n)``, strictly positive, so a ratio with ``p_hi`` in the
+    denominator is always finite.
+    """
+    n = _check_n(n, "n")
+    a = _check_alpha(alpha)
+    kk = _check_count(k, n, "k")
+    out = _cp_upper(kk, n, a)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def _epsilon_bound(p_lo, q_hi, delta: float):
+    """``max(0, ln((p_lo - delta) / q_hi))``, 0 when ``p_lo <= delta``."""
+    p_lo = np.asarray(p_lo, dtype=np.float64)
+    q_hi = np.asarray(q_hi, dtype=np.float64)
+    num = p_lo - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = np.log(num / q_hi)
+    return np.where((num > 0) & (q_hi > 0), np.maximum(val, 0.0), 0.0)
+
+
+def _check_delta_audit(delta) -> float:
+    # delta = 0 is legitimate here: pure epsilon-DP mechanisms are audited too
+    d = check_positive(delta, "delta", allow_zero=True)
+    if np.ndim(d) or d >= 1:
+        raise ValueError(f"delta must be a scalar in [0, 1), got {delta!r}")
+    return float(d)
+
+
+def epsilon_from_counts(k_first: int, k_second: int, n_samples: int, *, delta: float,
+                        alpha: float) -> float:
+    """The lower bound on epsilon of one fixed event, from its counts.
+
+    ``k_first`` of ``n_samples`` releases on the first dataset and
+    ``k_second`` of ``n_samples`` on the second fell in the event ``S``.
+    With ``p_lo`` and ``q_hi`` the one-sided Clopper-Pearson bounds at level
+    ``alpha / 2`` each, returns ``max(0, ln((p_lo - delta) / q_hi))``; 0 means
+    no evidence (``p_lo <= delta``). If the mechanism is (epsilon, delta)-DP,
+    the returned value exceeds epsilon with probability at most ``alpha``.
+    """
+    n = _check_n(n_samples, "n_samples")
+    a = _check_alpha(alpha)
+    d = _check_delta_audit(delta)
+    k1 = _check_count(k_first, n, "k_first")
+    k2 = _check_count(k_second, n, "k_second")
+    if np.ndim(k1) or np.ndim(k2):
+        raise ValueError("k_first and k_second must be scalars")
+    return float(_epsilon_bound(_cp_lower(k1, n, a / 2), _cp_upper(k2, n, a / 2), d))
+
+
+def audit_power(p, q, n_samples: int, *, epsilon: float, delta: float,
+                alpha: float = 1e-3, n_tests: int = N_TESTS):
+    """Probability that one threshold test proves a violation of ``epsilon``.
+
+    The test's event has probability ``p`` on its first dataset and ``q`` on
+    its second, and each of its two Clopper-Pearson bounds is taken at level
+    ``alpha / (2 n_tests)`` as in :func:`epsilon_lower_bound`. Returns the
+    exact probability, over ``k1 ~ Binomial(n, p)`` and
+    ``k2 ~ Binomial(n, q)``, that ``ln((p_lo - delta) / q_hi) > epsilon``.
+    :func:`epsilon_lower_bound` reports the best of its tests, so when the
+    pilot picks this event the audit's power is at least this value.
+
+    The sum over ``k2`` is a binomial tail: ``q_hi(k2) < t`` exactly when
+    ``BinomCDF(k2; n, t) < level``, so the ``k2`` that prove the violation are
+    those below a binomial quantile.
+
+    Parameters
+    ----------
+    p, q : float or array_like
+        Event probabilities in [0, 1]; arrays are broadcast and one power is
+        returned per pair (take the maximum to get the best threshold).
+    n_samples : int
+        Releases per dataset.
+    epsilon : float
+        The claimed epsilon (>= 0).
+    delta : float
+        The claimed delta, in [0, 1).
+    alpha, n_tests :
+        As in :func:`epsilon_lower_bound` (two tests).
+    """
+    n = _check_n(n_samples, "n_samples")
+    level = _check_alpha(alpha) / (2 * _check_n(n_tests, "n_tests"))
+    pa = check_finite_array(p, "p")
+    qa = check_finite_array(q, "q")
+    if np.any((pa < 0) | (pa > 1)) or np.any((qa < 0) | (qa > 1)):
+        raise ValueError("p and q must be probabilities in [0, 1]")
+    eps = float(check_positive(epsilon, "epsilon", allow_zero=True))
+    d = _check_delta_audit(delta)
+    pa, qa = np.broadcast_arrays(pa, qa)
+    out = np.array([_power_one(float(pi), float(qi), n, eps, d, level)
+                    for pi, qi in zip(pa.ravel(), qa.ravel())]).reshape(pa.shape)
+    return float(out) if out.ndim == 0 else out
+
+
+def _power_one(p: float, q: float, n: int, eps: float, d: float, level: float) -> float:
+    if p <= d:
+        return 0.0  # p_lo <= p <= delta: the test can never give evidence
+    lo = int(stats.binom.ppf(1e-14, n, p))
+    hi = int(stats.binom.isf(1e-14, n, p))
+    k1 = np.arange(max(lo, 0), min(hi, n) + 1)
+    target = (_cp_lower(k1, n, level) - d) * math.exp(-eps)
+    ok = target > 0
+    if not np.any(ok):
+        return 0.0
+    k1, target = k1[ok], target[ok]
+    # largest k2 with q_hi(k2) < target: one below the level-quantile of Bin(n, target)
+    k2_max = stats.binom.ppf(level, n, target) - 1
+    total = np.sum(stats.binom.pmf(k1, n, p) * stats.binom.cdf(k2_max, n, q))
+    return float(min(max(total, 0.0), 1.0))
+
+
+def _check_laws(first, second):
+    P = check_finite_array(first, "first", ndim=1)
+    Q = check_finite_array(second, "second", ndim=1)
+    if P.shape != Q.shape:
+        raise ValueError(f"first and second must have the same length, got {P.size} and {Q.size}")
+    for arr, name in ((P, "first"), (Q, "second")):
+        if np.any(arr < 0) or abs(arr.sum() - 1.0) > 1e-9:
+            raise ValueError(f"{name} must be a probability vector (non-negative, summing to 1)")
+    return P, Q
+
+
+def pair_delta(first, second, epsilon: float) -> float:
+    """Exact ``delta(epsilon)`` of one pair of discrete output laws.
+
+    ``first`` and ``second`` are the probability vectors of a mechanism's
+    output on two neighbouring datasets, over a common support. The smallest
+    delta with ``P(S) <= e^eps Q(S) + delta`` and ``Q(S) <= e^eps P(S) + delta``
+    for every set ``S`` is the larger of the two hockey-stick divergences
+    ``sum_y max(0, P(y) - e^eps Q(y))`` and the same with ``P`` and ``Q``
+    exchanged.
+    """
+    P, Q = _check_laws(first, second)
+    e = math.exp(float(check_positive(epsilon, "epsilon", allow_zero=True)))
+    return float(max(np.sum(np.maximum(P - e * Q, 0.0)), np.sum(np.maximum(Q - e * P, 0.0))))
+
+
+def discrete_audit_power(first, second, n_samples: int, *, epsilon: float, delta: float,
+                         alpha: float = 1e-3) -> float:
+    """Power of the best threshold test for two discrete output laws.
+
+    ``first`` and ``second`` are probability vectors over a common *ordered*
+    support (for example the counts 0, 1, ..., m). The candidate events are
+    those :func:`epsilon_lower_bound` uses on a one-dimensional output: an
+    upper tail ``{Y >= y}`` with ``first`` as the first dataset and a lower
+    tail ``{Y <= y}`` with ``second`` as the first dataset. Returns the
+    largest :func:`audit_power` over these events: the probability that an
+    audit with ``n_samples`` releases per dataset proves a violation of
+    ``epsilon`` when its pilot picks the best threshold.
+    """
+    P, Q = _check_laws(first, second)
+    sfP, sfQ = np.cumsum(P[::-1])[::-1], np.cumsum(Q[::-1])[::-1]
+    p = np.minimum(np.concatenate([sfP, np.cumsum(Q)]), 1.0)
+    q = np.minimum(np.concatenate([sfQ, np.cumsum(P)]), 1.0)
+    d = _check_delta_audit(delta)
+    eps = float(check_positive(epsilon, "epsilon", allow_zero=True))
+    # an event can prove a violation only if p - delta > e^eps q; a margin of
+    # 2 keeps the candidates that are close
+    useful = (p > d) & (p - d > 0.5 * math.exp(eps) * q)
+    if not np.any(useful):
+        return 0.0
+    return float(np.max(audit_power(p[useful], q[useful], n_samples, epsilon=eps, delta=d,
+                                    alpha=alpha)))
+
+
+# ----------------------------------------------------------------- the audit
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The outcome of :func:`epsilon_lower_bound`.
+
+    Attributes
+    ----------
+    epsilon_lower_bound : float
+        The lower bound; it exceeds the true epsilon of the mechanism (at the
+        given delta) with probability at most ``alpha``. 0 means no evidence.
+    tail : str
+        The test that achieved it: ``"upper"`` (event ``<w, y> > threshold``,
+        ``dataset`` is the first dataset) or ``"lower"`` (event
+        ``<w, y> < threshold``, ``neighbour`` is the first dataset).
+    threshold : float
+        The rejection threshold of that test.
+    direction : numpy.ndarray
+        The unit projection direction ``w`` (flattened output space).
+    counts : tuple of int
+        How many of the ``n_samples`` main-run releases fell in the winning
+        test's event, on ``dataset`` and on ``neighbour``, in that order.
+    p_lower, q_upper : float
+        The Clopper-Pearson bounds of the winning test (first and second
+        dataset of the test).
+    test_bounds : tuple of float
+        The bound of each test, ``(upper, lower)``.
+    n_samples, n_pilot : int
+        Releases per dataset in the main and the pilot run.
+    alpha, delta : float
+        Total error probability and the delta of the claim being audited.
+    """
+
+    epsilon_lower_bound: float
+    tail: str
+    threshold: float
+    direction: np.ndarray
+    counts: tuple[int, int]
+    p_lower: float
+    q_upper: float
+    test_bounds: tuple[float, float]
+    n_samples: int
+    n_pilot: int
+    alpha: float
+    delta: float
+
+
+def _as_output(value) -> np.ndarray:
+    """A release's output as a float array: a :class:`Release` gives its estimate."""
+    est = getattr(value, "estimate", value)
+    arr = np.asarray(est)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
+                                   or arr.dtype == np.bool_):
+        raise TypeError(f"release must return a numeric array, got dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
+
+
+def _sample(release, dataset, m: int, gen, batched: bool, shape) -> np.ndarray:
+    """``m`` releases on ``dataset`` as an ``(m, k)`` float array."""
+    if batched:
+        out = _as_output(release(dataset, gen, size=m))
+        if out.ndim == 0 or out.shape[0] != m:
+            raise ValueError(
+                f"a batched release must return an array whose first axis has length "
+                f"size = {m}, got shape {out.shape}")
+        out = out.reshape(m, -1)
+    else:
+        first = _as_output(release(dataset, gen))
+        out = np.empty((m, first.size))
+        out[0] = first.ravel()
+        for i in range(1, m):
+            y = _as_output(release(dataset, gen))
+            if y.size != first.size:
+                raise ValueError("release returned outputs of different sizes")
+            out[i] = y.ravel()
+    if shape is not None and out.shape[1] != shape:
+        raise ValueError(
+            f"release returned outputs of size {out.shape[1]} on one dataset and "
+            f"{shape} on the other")
+    if not np.all(np.isfinite(out)):
+        raise ValueError("release returned NaN or infinite values")
+    return out
+
+
+def _pilot_direction(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mean difference scaled by pooled per-coordinate variance, unit norm.
+
+    For Gaussian noise with a diagonal covariance this is the direction of
+    the likelihood-ratio test (Fisher's discriminant with a diagonal
+    covariance). A coordinate that never varies but differs between the
+    datasets separates them perfectly; the direction is then along such
+    coordinates alone.
+    """
+    diff = a.mean(axis=0) - b.mean(axis=0)
+    var = 0.5 * (a.var(axis=0) + b.var(axis=0))
+    exact = (var == 0) & (diff != 0)
+    if np.any(exact):
+        w = np.where(exact, np.sign(diff), 0.0)
+    else:
+        w = np.divide(diff, var, out=np.zeros_like(diff), where=var > 0)
+    norm = np.linalg.norm(w)
+    if not np.isfinite(norm) or norm == 0:
+        w = np.zeros_like(diff)
+        w[0] = 1.0
+        return w
+    return w / norm
+
+
+def _best_threshold(first: np.ndarray, second: np.ndarray, n: int, level: float,
+                    delta: float, upper: bool) -> float:
+    """The pilot threshold whose event ``> t`` (upper) or ``< t`` promises the
+    largest bound when the main run has ``n`` releases per dataset.
+
+    The anticipated counts are the pilot frequencies, with half a count added
+    to each side so that a tail the pilot never reached is not taken to be
+    empty, scaled to ``n``. Only power depends on this choice: the main run's
+    counts are independent of it.
+    """
+    m1, m2 = first.size, second.size
+    s1, s2 = np.sort(first), np.sort(second)
+    cand = np.unique(np.concatenate([first, second]))
+    if cand.size > _MAX_CANDIDATES:
+        # keep every extreme value and thin out the bulk: ranks spaced
+        # geometrically from the tail the event looks at
+        ranks = np.unique(np.geomspace(1, cand.size, _MAX_CANDIDATES).astype(np.int64))
+        cand = cand[cand.size - ranks] if upper else cand[ranks - 1]
+    if upper:
+        c1 = m1 - np.searchsorted(s1, cand, side="right")
+        c2 = m2 - np.searchsorted(s2, cand, side="right")
+    else:
+        c1 = np.searchsorted(s1, cand, side="left")
+        c2 = np.searchsorted(s2, cand, side="left")
+    k1 = n * (c1 + 0.5) / (m1 + 1)
+    k2 = n * (c2 + 0.5) / (m2 + 1)
+    p_lo = _cp_lower(k1, n, level)
+    q_hi = _cp_upper(k2, n, level)
+    num = p_lo - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(num > 0, np.log(num / q_hi), -np.inf)
+    if not np.any(np.isfinite(score)):
+        # no threshold promises evidence: take the one with the most excess mass
+        score = num - q_hi
+    return float(cand[int(np.argmax(score))])
+
+
+def epsilon_lower_bound(release: Callable, dataset, neighbour, *, delta: float,
+                        n_samples: int, rng=None, alpha: float = 1e-3,
+                        n_pilot: int | None = None, direction=None,
+                        batched: bool = False) -> AuditResult:
+    """Audit a mechanism: a lower bound on its epsilon from releases on two neighbours.
+
+    The procedure (book chapter 8):
+
+    1. **Pilot run.** ``n_pilot`` releases on each dataset choose a unit
+       direction ``w`` (the difference of the pilot means divided
+       coordinate-wise by the pooled pilot variance, unless ``direction`` is
+       given) and two thresholds: ``t_up`` for the event ``<w, y> > t_up``,
+       which should be likelier on ``dataset``, and ``t_lo`` for
+       ``<w, y> < t_lo``, likelier on ``neighbour``. Each threshold maximises
+       the bound the main run would give if the pilot frequencies were exact.
+    2. **Main run.** ``n_samples`` fresh releases on each dataset. For the
+       upper test, ``k_D`` and ``k_D'`` releases fall in the event; with the
+       one-sided Clopper-Pearson bounds (Clopper and Pearson 1934)
+       ``p_lo <= Pr[M(D) in S]`` and ``q_hi >= Pr[M(D') in S]`` the test
+       gives ``max(0, ln((p_lo - delta) / q_hi))``. The lower test is the
+       same with the roles of the datasets exchanged, which is the other
+       half of the definition of differential privacy.
+    3. The result is the larger of the two.
+
+    **Why it is valid.** The direction and thresholds depend on the pilot
+    only, so given the pilot the main-run counts are binomial with fixed
+    event probabilities. Each of the four Clopper-Pearson bounds fails with
+    probability at most ``alpha / 4`` (a Bonferroni split over the two
+    tests and their two bounds), so with probability at least ``1 - alpha``
+    all four hold simultaneously. On that event, if ``M`` is
+    (epsilon, delta)-DP then ``p_lo - delta <= p - delta <= e^epsilon q
+    <= e^epsilon q_hi`` for both tests, so the result is at most epsilon.
+    Hence ``Pr[result > epsilon] <= alpha`` for every epsilon the mechanism
+    truly satisfies at this delta, whatever the datasets, the pilot, or the
+    number of samples. The guard cases are built in: a zero count gives a
+    positive ``q_hi = 1 - (alpha/4)^(1/n)``, and ``p_lo <= delta`` gives 0.
+
+    **What it cannot show.** The result is only a lower bound: a mechanism
+    whose result is below its claim has not been shown private. Only
+    half-space events of one projection of the output are tested, on the
+    datasets given (choose a worst-case pair: see :func:`replace_one_pair`
+    and friends), and outputs are read as numbers, so floating-point attacks
+    on the noise (Mironov 2012) and timing side channels are not examined.
+
+    Parameters
+    ----------
+    release : callable
+        ``release(dataset, rng)`` returns one output: an array of any fixed
+        shape, a scalar, or a :class:`~dpsum.release.Release` (whose
+        ``estimate`` is used). With ``batched=True`` it is called as
+        ``release(dataset, rng, size=m)`` and must return ``m`` independent
+        outputs stacked along the first axis.
+    dataset, neighbour : object
+        The two neighbouring datasets, passed to ``release`` unchanged.
+    delta : float
+        The delta of the claim being audited, in [0, 1).
+    n_samples : int
+        Releases per dataset in the main run (>= 10).
+    rng : numpy.random.Generator, int or None
+        Passed to every call of ``release``.
+    alpha : float
+        Probability that the bound exceeds the true epsilon, in (0, 1).
+    n_pilot : int, optional
+        Releases per dataset in the pilot run; default
+        ``max(200, n_samples // 5)``.
+    direction : array_like, optional
+        A fixed projection direction (flattened output space); skips the
+        pilot's direction estimate but not its choice of thresholds.
+    batched : bool
+        Whether ``release`` accepts ``size`` (see above).
+
+    Returns
+    -------
+    AuditResult
+    """
+    if not callable(release):
+        raise TypeError("release must be callable as release(dataset, rng)")
+    d = _check_delta_audit(delta)
+    n = _check_n(n_samples, "n_samples", 10)
+    a = _check_alpha(alpha)
+    m = max(200, n // 5) if n_pilot is None else _check_n(n_pilot, "n_pilot", 10)
+    if not isinstance(batched, (bool, np.bool_)):
+        raise TypeError(f"batched must be True or False, got {batched!r}")
+    w = None
+    if direction is not None:
+        w = check_vector(direction, "direction")
+        norm = np.linalg.norm(w)
+        if norm == 0:
+            raise ValueError("direction must not be the zero vector")
+        w = w / norm
+    gen = check_rng(rng)
+    level = a / (2 * N_TESTS)
+
+    # 1. pilot
+    a0 = _sample(release, dataset, m, gen, batched, None if w is None else w.size)
+    b0 = _sample(release, neighbour, m, gen, batched, a0.shape[1])
+    if w is None:
+        w = _pilot_direction(a0, b0)
+    a0p, b0p = a0 @ w, b0 @ w
+    t_up = _best_threshold(a0p, b0p, n, level, d, upper=True)
+    t_lo = _best_threshold(b0p, a0p, n, level, d, upper=False)
+    del a0, b0
+
+    # 2. main run
+    a1 = _sample(release, dataset, n, gen, batched, w.size) @ w
+    b1 = _sample(release, neighbour, n, gen, batched, w.size) @ w
+    up = (int(np.count_nonzero(a1 > t_up)), int(np.count_nonzero(b1 > t_up)))
+    lo = (int(np.count_nonzero(b1 < t_lo)), int(np.count_nonzero(a1 < t_lo)))
+
+    # 3. bounds
+    results = []
+    for first, second in (up, lo):
+        p_lo = float(_cp_lower(first, n, level))
+        q_hi = float(_cp_upper(second, n, level))
+        results.append((float(_epsilon_bound(p_lo, q_hi, d)), p_lo, q_hi))
+    best = 0 if results[0][0] >= results[1][0] else 1
+    eps_lb, p_lo, q_hi = results[best]
+    return AuditResult(
+        epsilon_lower_bound=eps_lb,
+        tail="upper" if best == 0 else "lower",
+        threshold=t_up if best == 0 else t_lo,
+        direction=w,
+        counts=up if best == 0 else (lo[1], lo[0]),
+        p_lower=p_lo,
+        q_upper=q_hi,
+        test_bounds=(results[0][0], results[1][0]),
+        n_samples=n,
+        n_pilot=m,
+        alpha=a,
+        delta=d,
+    )
+
+
+# ------------------------------------------------------------- batched releases
+
+# Sampling methods of numpy.random.Generator other than the two Gaussian ones:
+# a release run through batched_gaussian_release must not call them, because
+# one draw would then be shared by the whole batch.
+_UNBATCHED_SAMPLERS = (
+    "random", "integers", "uniform", "binomial", "negative_binomial", "poisson",
+    "exponential", "standard_exponential", "laplace", "logistic", "gamma",
+    "standard_gamma", "beta", "chisquare", "noncentral_chisquare", "f",
+    "noncentral_f", "standard_t", "standard_cauchy", "lognormal", "gumbel",
+    "geometric", "hypergeometric", "logseries", "multinomial",
+    "multivariate_hypergeometric", "multivariate_normal", "dirichlet", "pareto",
+    "power", "rayleigh", "triangular", "vonmises", "wald", "weibull", "zipf",
+    "choice", "permutation", "permuted", "shuffle", "bytes", "spawn",
+)
+
+
+class _BatchGenerator(np.random.Generator):
+    """A Generator whose Gaussian draws carry an extra leading batch axis.
+
+    It shares the bit generator of its parent, so drawing from it advances
+    the parent's stream. ``normal(loc, scale, size)`` returns
+    ``normal(loc, scale, (m,) + size)``: the same numbers, in the same order,
+    as ``m`` successive calls with ``size``.
+    """
+
+    def __init__(self, parent: np.random.Generator, batch: int):
+        super().__init__(parent.bit_generator)
+        self._batch = batch
+
+    def _shape(self, size):
+        if size is None:
+            return (self._batch,)
+        return (self._batch,) + tuple(np.atleast_1d(np.asarray(size, dtype=np.int64)).tolist())
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        if size is None and (np.ndim(loc) or np.ndim(scale)):
+            size = np.broadcast_shapes(np.shape(loc), np.shape(scale))
+        return super().normal(loc, scale, size=self._shape(size))
+
+    def standard_normal(self, size=None, dtype=np.float64, out=None):
+        if out is not None:
+            raise TypeError("the batched path does not support standard_normal(out=...)")
+        return super().standard_normal(size=self._shape(size), dtype=dtype)
+
+
+def _refuse(name):
+    def method(self, *args, **kwargs):
+        raise TypeError(
+            f"this release draws randomness with Generator.{name}, which "
+            "batched_gaussian_release cannot batch; audit it with batched=False")
+    method.__name__ = name
+    return method
+
+
+for _name in _UNBATCHED_SAMPLERS:
+    setattr(_BatchGenerator, _name, _refuse(_name))
+del _name
+
+
+def batched_gaussian_release(release: Callable) -> Callable:
+    """Run a Gaussian mechanism ``size`` times in one call, with the real code.
+
+    ``release(dataset, rng)`` must draw all its randomness with
+    ``rng.normal`` or ``rng.standard_normal`` and combine the noise with the
+    rest of its computation elementwise, which holds for every mechanism of
+    :mod:`dpsum.mechanisms`. The returned callable
+    ``batched(dataset, rng, size)`` calls ``release`` once with a generator
+    whose Gaussian draws have an extra leading axis of length ``size``, so
+    that broadcasting turns the one call into ``size`` independent releases
+    (its outputs, stacked). Pass it to :func:`epsilon_lower_bound` with
+    ``batched=True``.
+
+    Because the batched draws consume the random stream in the same order as
+    ``size`` successive calls would, the batched outputs are *bitwise equal*
+    to the unbatched ones from the same seed; the test suite checks this for
+    every mechanism it audits this way. A release that calls any other
+    sampling method raises ``TypeError``; one that reduces over its noise is
+    caught by the shape check (the output's first axis must be ``size``).
+    """
+    if not callable(release):
+        raise TypeError("release must be callable as release(dataset, rng)")
+
+    def batched(dataset, rng, size):
+        m = _check_n(size, "size")
+        gen = _BatchGenerator(check_rng(rng), m)
+        out = _as_output(release(dataset, gen))
+        if out.ndim == 0 or out.shape[0] != m:
+            raise ValueError(
+                "the release did not broadcast over the batch axis of its noise "
+                f"(output shape {out.shape} for size {m}); audit it with batched=False")
+        return out
+
+    batched.__wrapped__ = release
+    return batched
+
+
+# ------------------------------------------------- worst-case neighbouring pairs
+
+def statistic_pair(sensitivity: float, d: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Two values of a statistic at L2 distance ``sensitivity``: ``0`` and
+    ``sensitivity * e_1``, for auditing :func:`~dpsum.mechanisms.gaussian_mechanism`.
+
+    For isotropic Gaussian noise only the distance matters, and the largest
+    distance neighbouring datasets can produce is the sensitivity, so this
+    pair is worst case (the privacy loss is then exactly that of Theorem 3).
+    """
+    s = check_positive(sensitivity, "sensitivity")
+    dd = _check_n(d, "d")
+    x = np.zeros(dd)
+    y = np.zeros(dd)
+    y[0] = s
+    return x, y
+
+
+def _filler(n: int, d: int, center) -> np.ndarray:
+    base = np.zeros(d) if center is None else center
+    return np.tile(base, (n, 1))
+
+
+def replace_one_pair(record, *, n: int = 2, center=None) -> tuple[np.ndarray, np.ndarray]:
+    """Replace-one neighbours ``D = [c + v, c, ..., c]`` and ``D' = [c - v, c, ..., c]``.
+
+    ``record`` is ``v`` (relative to ``center`` ``c``, default 0). For a
+    mechanism that clips to a ball around ``c``, a record far outside the
+    ball and its reflection are clipped to opposite points of the sphere, so
+    the sum moves by exactly the sensitivity ``2C``: the worst case.
+    """
+    v = check_vector(record, "record")
+    nn = _check_n(n, "n")
+    c = None if center is None else check_vector(center, "center", v.size)
+    X = _filler(nn, v.size, c)
+    Y = X.copy()
+    X[0] += v
+    Y[0] -= v
+    return X, Y
+
+
+def add_remove_pair(record, *, n: int = 1, center=None) -> tuple[np.ndarray, np.ndarray]:
+    """Add-remove neighbours: ``D`` has ``n`` rows at ``center`` (default 0),
+    ``D'`` is ``D`` plus the row ``center + record``.
+
+    Note the order: the larger dataset is the second one, so the upper-tail
+    test of :func:`epsilon_lower_bound` looks for outputs pushed *against*
+    ``record``; the audit runs both tests, so the order does not matter.
+    """
+    v = check_vector(record, "record")
+    nn = _check_n(n, "n")
+    c = None if center is None else check_vector(center, "center", v.size)
+    X = _filler(nn, v.size, c)
+    Y = np.vstack([X, (v if c is None else c + v)[None, :]])
+    return X, Y
+
+
+def elliptical_pair(bounds, *, n: int = 1, factor: float = 10.0,
+                    coordinates=None) -> tuple[np.ndarray, np.ndarray]:
+    """Worst-case replace-one pair for :func:`~dpsum.mechanisms.elliptical_gaussian_mechanism`.
+
+    The changed record is ``factor * Delta / 2`` against ``-factor * Delta / 2``
+    (other rows 0): both are clamped to the corners ``+-Delta / 2`` of the box,
+    so the clamping is exercised and the sum moves by ``Delta_j`` in every
+    coordinate. With diagonal noise ``sigma_j`` the privacy loss depends on
+    ``sum_j (Delta_j / sigma_j)^2``, which the corner maximises over the box.
+    For the mechanism as specified (``sigma_j = sigma_opt Delta_j / b_j``,
+    ``||b|| = 1``) this equals ``1 / sigma_opt^2``: the pair is tight.
+
+    ``coordinates`` restricts the change to some coordinates (e.g. the one
+    whose noise is smallest relative to its width, ``argmin sigma_j / Delta_j``);
+    such a pair is never worse than the corner, but isolates one coordinate.
+    """
+    width = check_vector(bounds, "bounds", positive=True)
+    f = check_positive(factor, "factor")
+    if f < 1:
+        raise ValueError("factor must be >= 1 so that the record reaches the box corner")
+    v = f * width / 2.0
+    if coordinates is not None:
+        idx = np.atleast_1d(np.asarray(coordinates))
+        if not np.issubdtype(idx.dtype, np.integer) or np.any(idx < 0) or np.any(idx >= width.size):
+            raise ValueError(f"coordinates must be indices in [0, {width.size})")
+        mask = np.zeros(width.size, dtype=bool)
+        mask[idx] = True
+        v = np.where(mask, v, 0.0)
+    return replace_one_pair(v, n=n)
+
+
+def clipped_pair(d: int, clip_norm: float, neighbouring: str = "replace", *,
+                 n: int = 2, factor: float = 100.0) -> tuple[np.ndarray, np.ndarray]:
+    """Worst-case pair for :func:`~dpsum.mechanisms.clipped_gaussian_mechanism`.
+
+    A record of norm ``factor * C`` (far outside the clip ball) along
+    ``e_1``: replaced by its opposite under replace-one (the clipped sum
+    moves by ``2C``), or added under add-remove (it moves by ``C``).
+    """
+    dd = _check_n(d, "d")
+    C = check_positive(clip_norm, "clip_norm")
+    f = check_positive(factor, "factor")
+    relation = Neighbouring.parse(neighbouring)
+    v = np.zeros(dd)
+    v[0] = f * C
+    if relation is Neighbouring.REPLACE:
+        return replace_one_pair(v, n=n)
+    return add_remove_pair(v, n=n)
+
+
+def gaussian_data_pair(stds, *, center=None, scaling="optimal", clip_probability=None,
+                       neighbouring: str = "replace", n: int = 2,
+                       factor: float = 100.0) -> tuple[np.ndarray, np.ndarray]:
+    """Worst-case pair for :func:`~dpsum.mechanisms.gaussian_data_mechanism`.
+
+    Arguments as for the mechanism (``n`` is the size of the first dataset).
+    The changed record ``x`` has scaled, centred version
+    ``(x - c) ⊙ b = factor * C * u`` for a unit ``u``, far outside the clip
+    ball of radius ``C``:
+
+    - replace-one: ``u = e_1`` and the neighbour holds ``c - (x - c)``; after
+      clipping the scaled sum moves by ``2C`` whatever ``u`` is;
+    - add-remove: the record is added; its contribution to the scaled sum is
+      ``b ⊙ c + C u``, whose norm reaches the sensitivity ``C + ||b ⊙ c||``
+      when ``u`` points along ``b ⊙ c`` (``e_1`` when ``c = 0``).
+    """
+    from .clipping import clip_radius
+    from .scaling import check_scaling, gaussian_data_scaling
+
+    sigma = check_vector(stds, "stds", positive=True)
+    dd = sigma.size
+    c = None if center is None else check_vector(center, "center", dd)
+    relation = Neighbouring.parse(neighbouring)
+    nn = _check_n(n, "n")
+    f = check_positive(factor, "factor")
+    if isinstance(scaling, str):
+        if scaling == "optimal":
+            b = gaussian_data_scaling(sigma)
+        elif scaling == "none":
+            b = np.ones(dd)
+        else:
+            raise ValueError(f"scaling must be 'optimal', 'none' or a vector, got {scaling!r}")
+    else:
+        b = check_scaling(scaling, dd)
+    if clip_probability is None:
+        if relation is Neighbouring.ADD_REMOVE:
+            raise ValueError("clip_probability must be given under add-remove neighbouring")
+        if nn < 2:
+            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2")
+        p = 1.0 / nn
+    else:
+        p = check_probability(clip_probability, "clip_probability")
+    C = clip_radius(sigma, p, b)
+    u = np.zeros(dd)
+    u[0] = 1.0
+    if relation is Neighbouring.ADD_REMOVE and c is not None and np.any(c):
+        u = b * c / np.linalg.norm(b * c)
+    v = f * C * u / b
+    if relation is Neighbouring.REPLACE:
+        return replace_one_pair(v, n=nn, center=c)
+    return add_remove_pair(v, n=nn, center=c)
+
+
+def binary_pair(n: int = 1, ones: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbouring bit vectors for the binary-sum mechanisms of :mod:`dpsum.binary`.
+
+    ``D`` has ``ones + 1`` ones among ``n`` bits and ``D'`` has ``ones`` (its
+    first bit is 0 instead of 1); both are boolean arrays. The binary
+    mechanisms depend on the data only through the count, so which bit
+    changes does not matter, but the count does:
+
+    - randomized response: ``n = 1``, so that the output is one randomized
+      bit, whose privacy loss is exactly epsilon;
+    - binomial noise: any count (the noise does not depend on it);
+    - sample-and-threshold: counts near the threshold, where the threshold
+      stops hiding a changed user (the test suite uses 11 against 10 ones
+      for the threshold ``ceil(3 + ln 1000) = 10``).
+    """
+    nn = _check_n(n, "n")
+    if isinstance(ones, bool) or not isinstance(ones, numbers.Integral) or not 0 <= ones < nn:
+        raise ValueError(f"ones must be an integer in [0, n), got {ones!r}")
+    x = np.zeros(nn, dtype=bool)
+    x[: ones + 1] = True
+    y = x.copy()
+    y[0] = False
+    return x, y
