@@ -11,10 +11,22 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3 and the clipping baseline
 - :mod:`dpsum.errors` — closed-form expected errors
 - :mod:`dpsum.binary` — binary sums: randomized response, binomial noise, sample-and-threshold
+- :mod:`dpsum.audit` — empirical lower bounds on epsilon (privacy auditing)
 """
 
 __version__ = "0.1.0"
 
+from .audit import (
+    AuditResult,
+    audit_power,
+    batched_gaussian_release,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    discrete_audit_power,
+    epsilon_from_counts,
+    epsilon_lower_bound,
+    pair_delta,
+)
 from .binary import (
     BinaryRelease,
     MAX_EPSILON,
@@ -76,6 +88,15 @@ from .scaling import (
 )
 
 __all__ = [
+    "AuditResult",
+    "audit_power",
+    "batched_gaussian_release",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
+    "discrete_audit_power",
+    "epsilon_from_counts",
+    "epsilon_lower_bound",
+    "pair_delta",
     "BinaryRelease",
     "MAX_EPSILON",
     "WARNER_KEEP_PROBABILITY",
