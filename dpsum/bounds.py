@@ -1,0 +1,664 @@
+r"""Analytic upper bounds on the clip radius of Algorithm 3 (report section 3).
+
+Algorithm 3 clips every scaled record at the smallest radius ``C`` with
+``P(||x_hat||^2 > C^2) <= p_C``, where ``||x_hat||^2 = sum_j X_j^2`` and the
+``X_j ~ N(0, s_j^2)`` are independent (``s_j = b_j sigma_j``). The exact
+``C`` is a generalized chi-square quantile (:func:`dpsum.clipping.clip_radius`). The
+report replaces it, "for the sake of analysis", by upper bounds; this module
+implements each of them, plus the sharp chi-square bound the report did not
+use (book chapter 5):
+
+* Lemma 3.2, Bernstein's inequality with the moment constant
+  ``L = 3 sigma_*^2``: :func:`bernstein_tail_threshold`,
+  :func:`bernstein_max_t`, :func:`bernstein_tail_bound`,
+  :func:`bernstein_clip_radius`;
+* Theorem 5, Lemma 3.2 at ``t = sqrt(ln n)`` with the scaling of Lemma 3.1:
+  :func:`theorem5_clip_radius_squared`, :func:`theorem5_error_bound`,
+  :func:`theorem5_max_log_n`, :func:`theorem5_condition_holds`;
+* the report's Chebyshev alternative: :func:`chebyshev_clip_radius` and its
+  inverse :func:`chebyshev_clip_probability` (the constraint
+  ``Var / (1 - E)^2 = p``);
+* the report's "Extra" section, the Bernstein ``alpha``:
+  :func:`extra_bernstein_alpha`, as written and with its moments corrected;
+* Laurent and Massart's chi-square bound (Lemma 1 of Laurent and Massart,
+  2000): :func:`laurent_massart_threshold`,
+  :func:`laurent_massart_clip_radius`. It holds for every ``t`` and is
+  sharper than Lemma 3.2 wherever Lemma 3.2 applies.
+
+Every bound is *above* the exact quantile: the tests compare each one with
+:class:`dpsum.gchisq.GeneralizedChiSquare` (and with ``scipy.stats.chi2`` in the
+isotropic case).
+
+Outside the validity range
+--------------------------
+Lemma 3.2 holds only for ``0 <= t <= sqrt(2 sum s_j^4) / (6 s_*^2)``, and
+Theorem 5 only when ``ln n <= sum sigma_j^2 / (18 sigma_*^2)``. The functions
+that evaluate these formulas raise :class:`ValueError` outside that range,
+with a message giving the limit. With ``strict=False`` they return the
+formula's value anyway; that value is then *not* a proven bound (for large
+enough ``t`` it falls below the exact quantile, as chapter 5 shows).
+:func:`bernstein_tail_bound` needs no such switch: beyond the range it returns
+the weaker bound ``exp(-t_max^2)``, which still holds.
+
+All sums of powers of standard deviations are computed relative to the
+largest one, so the functions neither overflow nor underflow for standard
+deviations anywhere in the floating-point range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .calibration import analytic_sigma
+from .privacy import (
+    Neighbouring,
+    check_finite_array,
+    check_positive,
+    check_probability,
+    check_vector,
+    clipped_sum_sensitivity,
+)
+
+__all__ = [
+    "bernstein_max_t",
+    "bernstein_tail_threshold",
+    "bernstein_tail_bound",
+    "bernstein_clip_radius",
+    "theorem5_max_log_n",
+    "theorem5_condition_holds",
+    "theorem5_clip_radius_squared",
+    "theorem5_error_bound",
+    "chebyshev_clip_radius",
+    "chebyshev_clip_probability",
+    "extra_bernstein_alpha",
+    "laurent_massart_threshold",
+    "laurent_massart_clip_radius",
+    "SMALLEST_MOMENT_CONSTANT",
+    "REPORT_MOMENT_CONSTANT",
+]
+
+#: The report's moment constant: (13) holds with ``L = 3 sigma_*^2`` (Lemma 3.2).
+REPORT_MOMENT_CONSTANT = 3.0
+
+#: The smallest ``L / sigma_*^2`` for which the moment condition (13) holds
+#: for every ``k >= 2``: the exact ratios approach 2 from below as ``k`` grows
+#: (book chapter 5, "The constant L").
+SMALLEST_MOMENT_CONSTANT = 2.0
+
+# relative slack when comparing a user's t or ln(n) with a validity limit, so
+# that passing the limit itself (computed the same way) is accepted
+_LIMIT_RTOL = 8 * np.finfo(float).eps
+
+
+# ----------------------------------------------------------------- helpers
+def _check_stds(stds) -> np.ndarray:
+    return check_vector(stds, "stds", positive=True)
+
+
+def _scaled_stds(stds, scaling) -> np.ndarray:
+    """``s_j = b_j sigma_j``, the standard deviations of the scaled record."""
+    sigma = _check_stds(stds)
+    if scaling is None:
+        return sigma
+    b = check_vector(scaling, "scaling", sigma.size, positive=True)
+    s = b * sigma
+    if not np.all(np.isfinite(s)) or not np.all(s > 0):
+        raise ValueError("scaling * stds overflows or underflows: rescale the inputs")
+    return s
+
+
+class _Powers:
+    """Sums of powers of ``s`` computed relative to ``s_max`` (no overflow).
+
+    ``r = s / s_max``; ``r1, r2, r4`` are the sums of ``r, r^2, r^4``. The
+    dimensioned quantities ``max2 = s_max^2``, ``sum2 = sum s_j^2``,
+    ``root4 = sqrt(sum s_j^4)`` are computed on demand, and raise a
+    ``ValueError`` naming ``stds`` if they overflow.
+    """
+
+    def __init__(self, s: np.ndarray):
+        self.s_max = float(np.max(s))
+        self.r = s / self.s_max
+        self.r1 = float(np.sum(self.r))
+        self.r2 = float(np.sum(self.r**2))
+        self.r4 = float(np.sum(self.r**4))
+
+    def _finite(self, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError(
+                f"stds too large: the result overflows (largest scaled std {self.s_max:.3g})")
+        return value
+
+    @property
+    def max2(self) -> float:
+        try:
+            return self._finite(self.s_max**2)
+        except OverflowError:
+            return self._finite(math.inf)
+
+    @property
+    def sum2(self) -> float:
+        return self._finite(self.max2 * self.r2)
+
+    @property
+    def root4(self) -> float:
+        return self._finite(self.max2 * math.sqrt(self.r4))
+
+
+def _check_clip_probability(p) -> float:
+    value = check_probability(p, "clip_probability")
+    if np.ndim(value) != 0:
+        raise ValueError("clip_probability must be a scalar")
+    return float(value)
+
+
+def _check_n(n):
+    """``n >= 1`` (a dataset size, or ``1/p`` for a clipping probability ``p``)."""
+    value = check_positive(n, "n")
+    if not np.all(np.asarray(value) >= 1):
+        raise ValueError(f"n must be >= 1, got {n!r}")
+    return value
+
+
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _as_output(arr: np.ndarray, original):
+    if np.ndim(original) == 0:
+        return float(arr)
+    return arr
+
+
+# ------------------------------------------------------------ Lemma 3.2
+def bernstein_max_t(stds) -> float:
+    r"""The largest ``t`` for which Lemma 3.2 holds.
+
+    .. math:: t_{\max} = \frac{1}{6\sigma_*^2}\sqrt{2\sum_j \sigma_j^4}
+              = \frac{1}{2L}\sqrt{\sum_j \mathbb E[Y_j^2]},
+              \qquad L = 3\sigma_*^2,\ \mathbb E[Y_j^2] = 2\sigma_j^4,
+
+    the range of Bernstein's inequality in the report's form (19). It depends
+    only on the ratios ``sigma_j / sigma_*``: ``sqrt(2 d) / 6`` when all
+    ``sigma_j`` are equal, and at most that for any ``d`` standard deviations.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the Gaussian summands.
+
+    Returns
+    -------
+    float
+    """
+    pw = _Powers(_check_stds(stds))
+    return math.sqrt(2.0 * pw.r4) / 6.0
+
+
+def _check_t(t, t_max: float, strict: bool):
+    strict = _check_bool(strict, "strict")
+    tv = check_positive(t, "t", allow_zero=True)
+    if strict and np.any(np.asarray(tv) > t_max * (1 + _LIMIT_RTOL)):
+        worst = float(np.max(tv))
+        raise ValueError(
+            f"t = {worst:.6g} is outside the range of Lemma 3.2, 0 <= t <= "
+            f"sqrt(2 sum sigma_j^4) / (6 sigma_*^2) = {t_max:.6g}; pass strict=False to "
+            "evaluate the formula anyway (it is then not a proven bound), or use "
+            "laurent_massart_threshold, which holds for every t")
+    return tv
+
+
+def bernstein_tail_threshold(stds, t, *, strict: bool = True):
+    r"""The threshold of Lemma 3.2: ``t sqrt(8 sum sigma_j^4) + sum sigma_j^2``.
+
+    Lemma 3.2 states that for independent ``X_j ~ N(0, sigma_j^2)``
+
+    .. math:: \Pr\Bigl[\sum_j X_j^2 \ge t\sqrt{8\sum_j\sigma_j^4} + \sum_j\sigma_j^2\Bigr]
+              < e^{-t^2},
+              \qquad 0 \le t \le \frac{1}{6\sigma_*^2}\sqrt{2\sum_j\sigma_j^4},
+
+    so the threshold is an upper bound on the ``e^{-t^2}`` upper quantile of
+    ``sum_j X_j^2`` (book chapter 5; it follows from Bernstein's inequality,
+    Boucheron, Lugosi and Massart 2013, Theorem 2.10).
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0``.
+    t : float or array_like
+        Deviation parameter(s), ``t >= 0``.
+    strict : bool, default True
+        Raise ``ValueError`` if some ``t`` exceeds :func:`bernstein_max_t`.
+        With ``False`` the formula is evaluated for any ``t >= 0``; beyond the
+        range it is not a proven bound.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The threshold(s), same shape as ``t``.
+    """
+    pw = _Powers(_check_stds(stds))
+    tv = _check_t(t, math.sqrt(2.0 * pw.r4) / 6.0, strict)
+    out = np.asarray(tv) * math.sqrt(8.0) * pw.root4 + pw.sum2
+    return _as_output(out, t)
+
+
+def bernstein_tail_bound(stds, x):
+    r"""Lemma 3.2 as a bound on the tail probability ``P(sum_j X_j^2 >= x)``.
+
+    With ``t = (x - sum sigma_j^2) / sqrt(8 sum sigma_j^4)``, the bound is
+    ``1`` for ``t <= 0``, ``exp(-t^2)`` for ``0 < t <= t_max`` (Lemma 3.2) and
+    ``exp(-t_max^2)`` for ``t > t_max``: there Lemma 3.2 cannot be applied at
+    ``t``, but it applies at ``t_max``, whose threshold lies below ``x``, and
+    the tail probability decreases in ``x``. The returned value is therefore a
+    valid upper bound for every real ``x``.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0``.
+    x : float or array_like
+        Threshold(s), any finite reals.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Upper bound(s) on ``P(sum_j X_j^2 >= x)``, in ``(0, 1]``.
+    """
+    pw = _Powers(_check_stds(stds))
+    xv = check_finite_array(x, "x")
+    t_max = math.sqrt(2.0 * pw.r4) / 6.0
+    t = (xv - pw.sum2) / (math.sqrt(8.0) * pw.root4)
+    t_eff = np.clip(t, 0.0, t_max)
+    return _as_output(np.exp(-t_eff**2), x)
+
+
+def bernstein_clip_radius(stds, clip_probability: float, scaling=None, *,
+                          strict: bool = True) -> float:
+    r"""Upper bound on the clip radius from Lemma 3.2: ``C <= sqrt(threshold)``.
+
+    Lemma 3.2 at ``t = sqrt(ln(1/p_C))`` (so that ``e^{-t^2} = p_C``; the
+    report's ``t = sqrt(ln n)`` for ``p_C = 1/n``) applied to the scaled
+    record, whose coordinates have standard deviations ``b_j sigma_j``.
+    Same arguments as :func:`dpsum.clipping.clip_radius`.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+    clip_probability : float
+        Target clipping probability ``p_C`` in (0, 1).
+    scaling : array_like, shape (d,), optional
+        Scaling vector ``b`` (all > 0); ``None`` means ``b = 1``.
+    strict : bool, default True
+        Raise ``ValueError`` when ``sqrt(ln(1/p_C))`` exceeds the range of
+        Lemma 3.2 (see :func:`bernstein_tail_threshold`).
+
+    Returns
+    -------
+    float
+        ``sqrt(t sqrt(8 sum s_j^4) + sum s_j^2)`` with ``s = b * stds``.
+    """
+    s = _scaled_stds(stds, scaling)
+    p = _check_clip_probability(clip_probability)
+    strict = _check_bool(strict, "strict")
+    t = math.sqrt(-math.log(p))
+    t_max = bernstein_max_t(s)
+    if strict and t > t_max * (1 + _LIMIT_RTOL):
+        raise ValueError(
+            f"clip_probability = {p:.6g} is outside the range of Lemma 3.2: it needs "
+            f"t = sqrt(ln(1/p)) = {t:.6g} <= t_max = {t_max:.6g}, i.e. clip_probability >= "
+            f"{math.exp(-t_max * t_max):.6g} for these standard deviations; pass strict=False "
+            "to evaluate the formula anyway (it is then not a proven bound), or use "
+            "laurent_massart_clip_radius, which holds for every clip_probability")
+    return math.sqrt(bernstein_tail_threshold(s, t, strict=False))
+
+
+# -------------------------------------------------------------- Theorem 5
+def theorem5_max_log_n(stds) -> float:
+    r"""The right-hand side of Theorem 5's condition: ``sum sigma_j^2 / (18 sigma_*^2)``.
+
+    Theorem 5 holds when ``ln n`` is at most this value. It equals
+    ``bernstein_max_t(b * stds)**2`` for the scaling ``b`` of Lemma 3.1, since
+    the condition is Lemma 3.2's range ``sqrt(ln n) <= t_max`` for the scaled
+    record. It is at most ``d / 18``, with equality when all ``sigma_j`` are
+    equal.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+
+    Returns
+    -------
+    float
+    """
+    pw = _Powers(_check_stds(stds))
+    return pw.r2 / 18.0
+
+
+def theorem5_condition_holds(stds, n):
+    r"""Whether Theorem 5's condition ``ln n <= sum sigma_j^2 / (18 sigma_*^2)`` holds.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+    n : float or array_like
+        Dataset size(s), ``n >= 1`` (the clipping probability is ``1/n``).
+
+    Returns
+    -------
+    bool or numpy.ndarray of bool
+    """
+    limit = theorem5_max_log_n(stds)
+    nv = _check_n(n)
+    ok = np.log(np.asarray(nv, dtype=float)) <= limit * (1 + _LIMIT_RTOL)
+    return bool(ok) if np.ndim(n) == 0 else ok
+
+
+def _theorem5_checked(stds, n, strict: bool):
+    strict = _check_bool(strict, "strict")
+    pw = _Powers(_check_stds(stds))
+    nv = np.asarray(_check_n(n), dtype=float)
+    log_n = np.log(nv)
+    limit = pw.r2 / 18.0
+    if strict and np.any(log_n > limit * (1 + _LIMIT_RTOL)):
+        worst = float(np.max(log_n))
+        raise ValueError(
+            f"Theorem 5 needs ln(n) <= sum sigma_j^2 / (18 sigma_*^2) = {limit:.6g} "
+            f"(n <= {math.exp(limit):.6g}), got ln(n) = {worst:.6g}; pass strict=False to "
+            "evaluate the formula anyway (it is then not a proven bound), or use "
+            "laurent_massart_clip_radius, which holds for every n")
+    return pw, log_n
+
+
+def theorem5_clip_radius_squared(stds, n, *, strict: bool = True):
+    r"""Theorem 5's upper bound on ``C^2`` for the scaling of Lemma 3.1.
+
+    .. math:: C^2 \le \frac{\sqrt{8\ln(n)\sum_j\sigma_j^2}}{\sum_j\sigma_j} + 1,
+
+    Lemma 3.2 at ``t = sqrt(ln n)`` for the scaled standard deviations
+    ``b_j sigma_j = sqrt(sigma_j / sum_i sigma_i)`` (proof of Theorem 5), so
+    that ``P(||x_hat|| >= C) < 1/n``. Equal to
+    ``bernstein_clip_radius(stds, 1/n, gaussian_data_scaling(stds))**2``.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+    n : float or array_like
+        Dataset size(s), ``n >= 1``.
+    strict : bool, default True
+        Raise ``ValueError`` when Theorem 5's condition
+        ``ln n <= sum sigma_j^2 / (18 sigma_*^2)`` fails for some ``n``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+    """
+    pw, log_n = _theorem5_checked(stds, n, strict)
+    out = np.sqrt(8.0 * log_n * pw.r2) / pw.r1 + 1.0
+    return _as_output(out, n)
+
+
+def theorem5_error_bound(stds, n, epsilon: float, delta: float, *,
+                         neighbouring: Neighbouring | str = "replace",
+                         strict: bool = True):
+    r"""Theorem 5's bound on the expected squared error (9) of Algorithm 3.
+
+    .. math:: \mathbb E\|\eta\|^2 \le 4\sigma_{opt}^2 \sum_j\sigma_j
+              \Bigl(\sqrt{8\ln(n)\sum_j\sigma_j^2} + \sum_j\sigma_j\Bigr)
+
+    for the scaling of Lemma 3.1 and clipping probability ``1/n``, where
+    ``sigma_opt = analytic_sigma(epsilon, delta)`` is the noise of Theorem 3
+    for unit sensitivity. It is equation (20),
+    ``(2 C sigma_opt)^2 sum_j b_j^{-2}``, with ``C^2`` replaced by
+    :func:`theorem5_clip_radius_squared`, so its ratio to the exact error
+    :func:`dpsum.errors.gaussian_data_error` is the ratio of the two ``C^2``. Under
+    add-remove neighbours the sensitivity is ``C`` instead of ``2C`` and the
+    factor 4 becomes 1. Like equation (9), it is the error against the
+    clipped sum: the clipping bias is not included.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+    n : float or array_like
+        Dataset size(s), ``n >= 1``.
+    epsilon, delta : float
+        The privacy guarantee.
+    neighbouring : {"replace", "add-remove"}
+        The neighbouring relation (sensitivity ``2C`` or ``C``).
+    strict : bool, default True
+        Raise ``ValueError`` when Theorem 5's condition fails for some ``n``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+    """
+    pw, log_n = _theorem5_checked(stds, n, strict)
+    sens = clipped_sum_sensitivity(1.0, neighbouring)
+    sopt = analytic_sigma(epsilon, delta)
+    # 4 s^2 S1 (sqrt(8 ln n S2) + S1) = 4 s^2 sigma_*^2 r1 (sqrt(8 ln n r2) + r1)
+    out = (sens * sopt) ** 2 * pw.max2 * pw.r1 * (np.sqrt(8.0 * log_n * pw.r2) + pw.r1)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("stds too large: the error bound overflows")
+    return _as_output(out, n)
+
+
+# ------------------------------------------------ the Chebyshev alternative
+def chebyshev_clip_radius(stds, clip_probability: float, scaling=None, *,
+                          one_sided: bool = False) -> float:
+    r"""Upper bound on the clip radius from Chebyshev's inequality.
+
+    The report's alternative to Lemma 3.2 (end of section 3): with
+    ``E = E||x_hat||^2 = sum s_j^2`` and ``V = Var||x_hat||^2 = 2 sum s_j^4``
+    (``s = b * stds``), Chebyshev's inequality gives
+    ``P(||x_hat||^2 >= E + a) <= V / a^2``, so
+
+    .. math:: C^2 = E + \sqrt{V / p_C}
+
+    has clipping probability at most ``p_C``. This is the report's constraint
+    ``Var / (1 - E)^2 = p`` solved for the radius instead of the scaling (the
+    error (9) does not change when ``b`` is multiplied by a constant, so
+    fixing the radius at 1 and fixing the scale of ``b`` are the same
+    choice; :func:`chebyshev_clip_probability` is the inverse). With
+    ``one_sided=True`` Cantelli's inequality ``P(X - E >= a) <= V / (V + a^2)``
+    is used instead, giving the smaller ``C^2 = E + sqrt(V (1 - p_C) / p_C)``.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+    clip_probability : float
+        Target clipping probability ``p_C`` in (0, 1).
+    scaling : array_like, shape (d,), optional
+        Scaling vector ``b`` (all > 0); ``None`` means ``b = 1``.
+    one_sided : bool, default False
+        Use Cantelli's one-sided inequality instead of the report's two-sided
+        Chebyshev inequality.
+
+    Returns
+    -------
+    float
+        The radius ``C``.
+    """
+    pw = _Powers(_scaled_stds(stds, scaling))
+    p = _check_clip_probability(clip_probability)
+    one_sided = _check_bool(one_sided, "one_sided")
+    factor = (1.0 - p) / p if one_sided else 1.0 / p
+    # C^2 = sigma_*^2 (r2 + sqrt(2 r4 factor))
+    return pw.s_max * math.sqrt(pw.r2 + math.sqrt(2.0 * pw.r4 * factor))
+
+
+def chebyshev_clip_probability(stds, clip_norm: float = 1.0, scaling=None, *,
+                               one_sided: bool = False) -> float:
+    r"""Chebyshev's upper bound on the clipping probability at radius ``C``.
+
+    The left-hand side of the report's Chebyshev constraint,
+
+    .. math:: \Pr\bigl[\|\hat x\|^2 \ge C^2\bigr] \le
+              \frac{\operatorname{Var}\|\hat x\|^2}{(C^2 - \mathbb E\|\hat x\|^2)^2},
+
+    which for ``C = 1`` is the report's ``Var / (1 - E)^2``, with
+    ``E = sum s_j^2``, ``Var = 2 sum s_j^4`` and ``s = b * stds``. When
+    ``C^2 <= E`` Chebyshev gives nothing and the bound 1 is returned (the
+    report's warning that the constraint can be met with ``E > 1``); the
+    result is also capped at 1. With ``one_sided=True`` Cantelli's bound
+    ``Var / (Var + (C^2 - E)^2)`` is returned.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+    clip_norm : float, default 1.0
+        The radius ``C > 0``.
+    scaling : array_like, shape (d,), optional
+        Scaling vector ``b`` (all > 0); ``None`` means ``b = 1``.
+    one_sided : bool, default False
+        Use Cantelli's inequality.
+
+    Returns
+    -------
+    float
+        An upper bound on ``P(||x_hat|| >= C)``, in ``(0, 1]``.
+    """
+    pw = _Powers(_scaled_stds(stds, scaling))
+    C = float(check_positive(clip_norm, "clip_norm"))
+    one_sided = _check_bool(one_sided, "one_sided")
+    if np.ndim(clip_norm) != 0:
+        raise ValueError("clip_norm must be a scalar")
+    # everything relative to sigma_*^2
+    gap = (C / pw.s_max) ** 2 - pw.r2
+    if not gap > 0:
+        return 1.0
+    var = 2.0 * pw.r4
+    if one_sided:
+        return float(var / (var + gap * gap))
+    return float(min(1.0, var / (gap * gap)))
+
+
+# ------------------------------------------------------ the "Extra" alpha
+def extra_bernstein_alpha(stds, clip_probability: float, *, as_written: bool = False,
+                          moment_constant: float = REPORT_MOMENT_CONSTANT) -> float:
+    r"""The report's Bernstein ``alpha``: a bound on ``C^2`` for Lemma 3.1's scaling.
+
+    The "Extra" section of the report bounds the clip radius for the scaling
+    of Lemma 3.1, under which ``E||x_hat||^2 = 1``, by ``C^2 <= alpha = 1 + t``
+    with ``t`` solving
+
+    .. math:: \exp\Bigl(-\frac{t^2/2}{V + c\,t}\Bigr) = q,
+              \qquad V = \operatorname{Var}\|\hat x\|^2
+              = 2\frac{\sum_j\sigma_j^2}{(\sum_j\sigma_j)^2},
+
+    that is ``t = c l + sqrt(c^2 l^2 + 2 V l)`` with ``l = ln(1/q)``.
+
+    * ``as_written=False`` (default, corrected): Bernstein's inequality for
+      the centred summands ``Y_j = x_hat_j^2 - E x_hat_j^2``, whose moments
+      satisfy condition (13) with ``L = moment_constant * s_*^2``
+      (``s_*^2 = sigma_* / sum sigma``), gives the one-sided bound
+      ``P(||x_hat||^2 - 1 >= t) <= exp(-t^2 / (2 (V + L t)))`` (Boucheron,
+      Lugosi and Massart 2013, Theorem 2.10), so ``c = L`` and ``q = p_C``.
+      This holds for every ``p_C``: no range restriction.
+    * ``as_written=True``: the report's formula, Bernstein's inequality for
+      *bounded* summands with the bound ``16 s_*^2`` (four standard
+      deviations, "less than 0.0001 fraction of the data is outside this
+      bound in each dimension") and the two-sided factor 2: ``c = 16 s_*^2 / 3``
+      and ``q = p_C / 2``. The summands are not bounded, so this is not a
+      proof; but since ``16/3 > 3`` and ``2/p_C > 1/p_C``, the value is never
+      below the corrected one, hence still an upper bound on ``C^2``.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0`` of the data.
+    clip_probability : float
+        Target clipping probability ``p_C`` in (0, 1) (the report uses
+        ``10^-4``).
+    as_written : bool, default False
+        Reproduce the report's formula instead of the corrected one.
+    moment_constant : float, default 3.0
+        ``L / s_*^2`` for the corrected version: 3 is the report's Lemma 3.2,
+        2 (:data:`SMALLEST_MOMENT_CONSTANT`) the smallest valid value. Must be
+        at least 2; ignored when ``as_written`` is true.
+
+    Returns
+    -------
+    float
+        ``alpha``, an upper bound on ``C^2`` in the space scaled by Lemma 3.1.
+    """
+    pw = _Powers(_check_stds(stds))
+    p = _check_clip_probability(clip_probability)
+    as_written = _check_bool(as_written, "as_written")
+    L = float(check_positive(moment_constant, "moment_constant"))
+    if np.ndim(moment_constant) != 0:
+        raise ValueError("moment_constant must be a scalar")
+    if L < SMALLEST_MOMENT_CONSTANT:
+        raise ValueError(
+            f"moment_constant must be >= {SMALLEST_MOMENT_CONSTANT:g}: condition (13) fails "
+            f"for L = {L:.6g} sigma_*^2 at large k (book chapter 5)")
+    # scaled variances s_j^2 = sigma_j / S1; s_*^2 = r_max / r1 = 1 / r1
+    s_star2 = 1.0 / pw.r1
+    var = 2.0 * pw.r2 / pw.r1**2
+    if as_written:
+        c = 16.0 * s_star2 / 3.0
+        ell = math.log(2.0 / p)
+    else:
+        c = L * s_star2
+        ell = -math.log(p)
+    t = c * ell + math.sqrt((c * ell) ** 2 + 2.0 * var * ell)
+    return 1.0 + t
+
+
+# ------------------------------------------------------ Laurent--Massart
+def laurent_massart_threshold(stds, x):
+    r"""Laurent and Massart's chi-square threshold (their Lemma 1).
+
+    For independent ``X_j ~ N(0, sigma_j^2)`` and every ``x >= 0``
+
+    .. math:: \Pr\Bigl[\sum_j X_j^2 \ge \sum_j\sigma_j^2
+              + 2\sqrt{x\sum_j\sigma_j^4} + 2\sigma_*^2 x\Bigr] \le e^{-x}.
+
+    This is Bernstein's inequality with the sharp sub-gamma constants of the
+    chi-square (variance factor ``2 sum sigma^4``, scale ``2 sigma_*^2``). At
+    ``x = t^2`` its threshold is below that of Lemma 3.2 for all
+    ``t <= (sqrt 2 - 1) sqrt(sum sigma^4) / sigma_*^2``, which contains
+    Lemma 3.2's whole range, and unlike Lemma 3.2 it holds for every ``x``.
+
+    Parameters
+    ----------
+    stds : array_like, shape (d,)
+        Standard deviations ``sigma_j > 0``.
+    x : float or array_like
+        ``x >= 0`` (the tail probability bound is ``e^{-x}``).
+
+    Returns
+    -------
+    float or numpy.ndarray
+    """
+    pw = _Powers(_check_stds(stds))
+    xv = np.asarray(check_positive(x, "x", allow_zero=True))
+    out = pw.sum2 + 2.0 * np.sqrt(xv) * pw.root4 + 2.0 * pw.max2 * xv
+    return _as_output(out, x)
+
+
+def laurent_massart_clip_radius(stds, clip_probability: float, scaling=None) -> float:
+    r"""Upper bound on the clip radius from :func:`laurent_massart_threshold`.
+
+    ``C = sqrt(sum s_j^2 + 2 sqrt(l sum s_j^4) + 2 s_*^2 l)`` with
+    ``l = ln(1/p_C)`` and ``s = b * stds``; valid for every ``p_C`` in (0, 1),
+    so it can replace Theorem 5's bound where Theorem 5's condition fails.
+    Same arguments as :func:`dpsum.clipping.clip_radius`.
+
+    Returns
+    -------
+    float
+    """
+    s = _scaled_stds(stds, scaling)
+    p = _check_clip_probability(clip_probability)
+    return math.sqrt(laurent_massart_threshold(s, -math.log(p)))
