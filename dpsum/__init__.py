@@ -10,6 +10,7 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.clipping` — the exact clip radius and the clipped sum
 - :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3 and the clipping baseline
 - :mod:`dpsum.errors` — closed-form expected errors
+- :mod:`dpsum.bounds` — tail bounds on the clip radius (Lemma 3.2, Theorem 5, alternatives)
 - :mod:`dpsum.binary` — binary sums: randomized response, binomial noise, sample-and-threshold
 - :mod:`dpsum.audit` — empirical lower bounds on epsilon (privacy auditing)
 """
@@ -55,6 +56,21 @@ from .binary import (
     sample_threshold_tau,
     sample_threshold_variance,
 )
+from .bounds import (
+    bernstein_clip_radius,
+    bernstein_max_t,
+    bernstein_tail_bound,
+    bernstein_tail_threshold,
+    chebyshev_clip_probability,
+    chebyshev_clip_radius,
+    extra_bernstein_alpha,
+    laurent_massart_clip_radius,
+    laurent_massart_threshold,
+    theorem5_clip_radius_squared,
+    theorem5_condition_holds,
+    theorem5_error_bound,
+    theorem5_max_log_n,
+)
 from .calibration import analytic_sigma, classic_sigma, gaussian_delta, gaussian_epsilon
 from .clipping import clip_radius, clipped_sum
 from .errors import (
@@ -88,6 +104,19 @@ from .scaling import (
 )
 
 __all__ = [
+    "bernstein_clip_radius",
+    "bernstein_max_t",
+    "bernstein_tail_bound",
+    "bernstein_tail_threshold",
+    "chebyshev_clip_probability",
+    "chebyshev_clip_radius",
+    "extra_bernstein_alpha",
+    "laurent_massart_clip_radius",
+    "laurent_massart_threshold",
+    "theorem5_clip_radius_squared",
+    "theorem5_condition_holds",
+    "theorem5_error_bound",
+    "theorem5_max_log_n",
     "AuditResult",
     "audit_power",
     "batched_gaussian_release",

@@ -112,24 +112,23 @@ def check_epsilon(epsilon, name: str = "epsilon"):
     return _scalar_or_array(arr, epsilon)
 
 
-def check_delta(delta, name: str = "delta"):
-    """Validate a privacy parameter delta: real and strictly inside (0, 1)."""
-    arr = _as_real_array(delta, name)
+def _check_open_unit_interval(value, name: str):
+    arr = _as_real_array(value, name)
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(arr)) or not np.all((arr > 0) & (arr < 1)):
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {delta!r}")
-    return _scalar_or_array(arr, delta)
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    return _scalar_or_array(arr, value)
+
+
+def check_delta(delta, name: str = "delta"):
+    """Validate a privacy parameter delta: real and strictly inside (0, 1)."""
+    return _check_open_unit_interval(delta, name)
 
 
 def check_probability(p, name: str = "p"):
     """Validate a probability strictly inside (0, 1)."""
-    arr = _as_real_array(p, name)
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)) or not np.all((arr > 0) & (arr < 1)):
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {p!r}")
-    return _scalar_or_array(arr, p)
+    return _check_open_unit_interval(p, name)
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False):
