@@ -98,8 +98,10 @@ from .privacy import (
 from .release import Release
 from .scaling import (
     elliptical_scaling,
+    error_optimal_scaling,
     gaussian_data_scaling,
     power_scaling,
+    tilted_scaling,
     whitening_scaling,
 )
 
@@ -168,6 +170,7 @@ __all__ = [
     "elliptical_improvement_ratio",
     "elliptical_noise_error",
     "elliptical_scaling",
+    "error_optimal_scaling",
     "gaussian_data_error",
     "gaussian_data_mechanism",
     "gaussian_data_scaling",
@@ -178,5 +181,6 @@ __all__ = [
     "group_privacy",
     "isotropic_noise_error",
     "power_scaling",
+    "tilted_scaling",
     "whitening_scaling",
 ]

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
+from .clipping import clip_radius
 from .privacy import (
     Neighbouring,
     check_finite_array,
@@ -39,6 +40,7 @@ from .privacy import (
     check_rng,
     check_vector,
 )
+from .scaling import resolve_scaling
 
 __all__ = [
     "AuditResult",
@@ -802,24 +804,13 @@ def gaussian_data_pair(stds, *, center=None, scaling="optimal", clip_probability
       ``b ⊙ c + C u``, whose norm reaches the sensitivity ``C + ||b ⊙ c||``
       when ``u`` points along ``b ⊙ c`` (``e_1`` when ``c = 0``).
     """
-    from .clipping import clip_radius
-    from .scaling import check_scaling, gaussian_data_scaling
-
     sigma = check_vector(stds, "stds", positive=True)
     dd = sigma.size
     c = None if center is None else check_vector(center, "center", dd)
     relation = Neighbouring.parse(neighbouring)
     nn = _check_n(n, "n")
     f = check_positive(factor, "factor")
-    if isinstance(scaling, str):
-        if scaling == "optimal":
-            b = gaussian_data_scaling(sigma)
-        elif scaling == "none":
-            b = np.ones(dd)
-        else:
-            raise ValueError(f"scaling must be 'optimal', 'none' or a vector, got {scaling!r}")
-    else:
-        b = check_scaling(scaling, dd)
+    b = resolve_scaling(scaling, sigma)
     if clip_probability is None:
         if relation is Neighbouring.ADD_REMOVE:
             raise ValueError("clip_probability must be given under add-remove neighbouring")

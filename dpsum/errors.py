@@ -22,7 +22,7 @@ from .privacy import (
     check_vector,
     clipped_sum_sensitivity,
 )
-from .scaling import elliptical_scaling, gaussian_data_scaling
+from .scaling import elliptical_scaling, resolve_scaling
 
 __all__ = [
     "isotropic_noise_error",
@@ -114,15 +114,7 @@ def gaussian_data_error(stds, epsilon: float, delta: float, clip_probability: fl
         The neighbouring relation (sensitivity ``2C`` or ``C``).
     """
     sigma = check_vector(stds, "stds", positive=True)
-    if isinstance(scaling, str):
-        if scaling == "optimal":
-            b = gaussian_data_scaling(sigma)
-        elif scaling == "none":
-            b = np.ones_like(sigma)
-        else:
-            raise ValueError(f"scaling must be 'optimal', 'none' or a vector, got {scaling!r}")
-    else:
-        b = check_vector(scaling, "scaling", sigma.size, positive=True)
+    b = resolve_scaling(scaling, sigma)
     C = clip_radius(sigma, clip_probability, b)
     return clipped_noise_error(C, b, epsilon, delta, neighbouring)
 

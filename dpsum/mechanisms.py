@@ -34,7 +34,7 @@ from .privacy import (
     clipped_sum_sensitivity,
 )
 from .release import Release
-from .scaling import check_scaling, elliptical_scaling, gaussian_data_scaling
+from .scaling import elliptical_scaling, resolve_scaling
 
 __all__ = [
     "gaussian_mechanism",
@@ -297,15 +297,7 @@ def gaussian_data_mechanism(X, *, epsilon: float, delta: float, stds, center=Non
         p = check_probability(clip_probability, "clip_probability")
         if np.ndim(p):
             raise ValueError("clip_probability must be a scalar")
-    if isinstance(scaling, str):
-        if scaling == "optimal":
-            b = gaussian_data_scaling(sigma)
-        elif scaling == "none":
-            b = np.ones(d)
-        else:
-            raise ValueError(f"scaling must be 'optimal', 'none' or a vector, got {scaling!r}")
-    else:
-        b = check_scaling(scaling, d)
+    b = resolve_scaling(scaling, sigma)
     gen = check_rng(rng)
     C = clip_radius(sigma, p, b)
     return _clipped_release(data, eps=eps, dlt=dlt, C=C, b=b, center=c, relation=relation,
