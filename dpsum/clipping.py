@@ -43,6 +43,12 @@ def _row_norms(rows: np.ndarray, sq: np.ndarray) -> np.ndarray:
     return norms
 
 
+def _raise_non_finite(block: np.ndarray) -> None:
+    """Raise the data-validation error if ``block`` holds NaN or inf."""
+    if not np.all(np.isfinite(block)):
+        raise ValueError("X contains NaN or infinite values")
+
+
 def clip_radius(stds, clip_probability: float, scaling=None) -> float:
     """The clip radius ``C`` of Algorithm 3 for centred Gaussian data.
 
@@ -128,49 +134,48 @@ def clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray | None = No
     # rows whose computed norm is within the rounding bound of C are clipped
     # too, so an unclipped row's exact norm is at most C as well
     C2 = (C * shrink) ** 2
-    for start in range(0, n, rows):
-        block = X[start:start + rows]
-        m = block.shape[0]
-        tmp = buffer[:m]
-        with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is detected below
+        for start in range(0, n, rows):
+            block = X[start:start + rows]
+            m = block.shape[0]
+            tmp = buffer[:m]
             if center is None:
                 np.square(block, out=tmp)
             else:
                 np.subtract(block, center, out=tmp)
                 np.square(tmp, out=tmp)
             sq = tmp @ weights
-        if not np.all(np.isfinite(sq)):
-            bad = ~np.isfinite(sq)
-            if not np.all(np.isfinite(block[bad])):
-                raise ValueError("X contains NaN or infinite values")
-            sq[bad] = np.inf  # squares overflowed: far outside the ball, clipped below
-        over = sq > C2
-        if not over.any():
-            total += ones[:m] @ block
-            weight_sum += m
-            continue
-        idx = np.flatnonzero(over)
-        deviation = block[idx] if center is None else block[idx] - center
-        with np.errstate(over="ignore"):
+            over = sq > C2  # NaN compares False: checked separately below
+            if not over.any():
+                if not np.isfinite(sq.sum()):
+                    _raise_non_finite(block)
+                total += ones[:m] @ block
+                weight_sum += m
+                continue
+            if not np.isfinite(sq[~over].sum()):
+                _raise_non_finite(block)
+            idx = np.flatnonzero(over)
+            deviation = block[idx] if center is None else block[idx] - center
             scaled = deviation * b
-        if not np.all(np.isfinite(scaled)):
-            raise ValueError("X overflows when centred and scaled: rescale the data")
-        factor = ones[:m].copy()
-        # C / ||x̂|| shrunk by the rounding-error bound of a d-term Euclidean
-        # norm, (d + 2) u (Higham, Accuracy and Stability, section 3.1), so
-        # that the exact norm of the clipped floating-point row is at most C
-        factor[idx] = C / _row_norms(scaled, sq[idx]) * shrink
-        clipped = scaled * factor[idx, None]
-        norms = _row_norms(clipped, np.einsum("ij,ij->i", clipped, clipped))
-        while np.any(norms > C):  # re-check after rounding; rarely if ever taken
-            worse = norms > C
-            factor[idx[worse]] *= 1.0 - 4 * np.finfo(float).eps
-            clipped[worse] = scaled[worse] * factor[idx[worse], None]
-            norms[worse] = _row_norms(clipped[worse],
-                                      np.einsum("ij,ij->i", clipped[worse], clipped[worse]))
-        n_clipped += idx.size
-        total += factor @ block
-        weight_sum += float(factor.sum())
+            if not np.all(np.isfinite(scaled)):
+                _raise_non_finite(block)
+                raise ValueError("X overflows when centred and scaled: rescale the data")
+            factor = ones[:m].copy()
+            # C / ||x̂|| shrunk by the rounding-error bound of a d-term Euclidean
+            # norm, (d + 2) u (Higham, Accuracy and Stability, section 3.1), so
+            # that the exact norm of the clipped floating-point row is at most C
+            factor[idx] = C / _row_norms(scaled, sq[idx]) * shrink
+            clipped = scaled * factor[idx, None]
+            norms = _row_norms(clipped, np.einsum("ij,ij->i", clipped, clipped))
+            while np.any(norms > C):  # re-check after rounding; rarely if ever taken
+                worse = norms > C
+                factor[idx[worse]] *= 1.0 - 4 * np.finfo(float).eps
+                clipped[worse] = scaled[worse] * factor[idx[worse], None]
+                norms[worse] = _row_norms(clipped[worse],
+                                          np.einsum("ij,ij->i", clipped[worse], clipped[worse]))
+            n_clipped += idx.size
+            total += factor @ block
+            weight_sum += float(factor.sum())
     if center is not None:
         total = total - center * weight_sum
     return total * b, n_clipped
