@@ -17,7 +17,7 @@ error near ``1e-14`` for probabilities down to ``1e-300`` and beyond, for one
 to millions of terms.
 
 Method: saddlepoint-contour inversion (Helstrom)
------------------------------------------------
+------------------------------------------------
 The cumulant generating function of ``X`` is, for ``s < 1/(2 max w)``,
 
 .. math::
