@@ -20,7 +20,7 @@ import numpy as np
 from .gchisq import GeneralizedChiSquare
 from .privacy import check_positive, check_probability, check_vector
 
-__all__ = ["clip_radius", "clipped_sum", "CLIP_RADIUS_MARGIN"]
+__all__ = ["clip_radius", "clipped_sum", "clamped_sum", "CLIP_RADIUS_MARGIN"]
 
 #: Relative amount by which the clip radius is rounded up, so that the
 #: exceedance probability at the returned ``C`` is at most ``p_C`` despite the
@@ -179,3 +179,36 @@ def clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray | None = No
     if center is not None:
         total = total - center * weight_sum
     return total * b, n_clipped
+
+
+def clamped_sum(X: np.ndarray, half_widths: np.ndarray) -> tuple[np.ndarray, int]:
+    """Sum of the rows of ``X`` with coordinate ``j`` clamped to ``[-h_j, h_j]``.
+
+    The per-coordinate clipping of Algorithm 2 (equation (3): each row lies in
+    a box of side ``Delta_j = 2 h_j``), computed block by block in one pass.
+    ``X`` must be a float64 array of shape (n, d); its finiteness is checked
+    here before anything is returned. ``X`` is never modified.
+
+    Returns
+    -------
+    T : numpy.ndarray, shape (d,)
+        The clamped sum.
+    n_clamped : int
+        How many values were clamped. This count depends on the private data
+        and is **not** differentially private.
+    """
+    n, d = X.shape
+    rows = max(1, min(n, _BLOCK_ELEMENTS // d))
+    buffer = np.empty((rows, d))
+    ones = np.ones(rows)
+    total = np.zeros(d)
+    n_clamped = 0
+    for start in range(0, n, rows):
+        block = X[start:start + rows]
+        m = block.shape[0]
+        tmp = buffer[:m]
+        _raise_non_finite(block)  # clamping would turn inf into a finite value
+        np.clip(block, -half_widths, half_widths, out=tmp)
+        n_clamped += int(np.count_nonzero(tmp != block))
+        total += ones[:m] @ tmp
+    return total, n_clamped

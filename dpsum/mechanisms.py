@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from .calibration import analytic_sigma, classic_sigma
-from .clipping import clip_radius, clipped_sum
+from .clipping import clamped_sum, clip_radius, clipped_sum
 from .privacy import (
     Neighbouring,
     check_data_matrix,
@@ -42,9 +42,6 @@ __all__ = [
     "gaussian_data_mechanism",
     "clipped_gaussian_mechanism",
 ]
-
-_BLOCK_ELEMENTS = 1 << 15
-
 
 @lru_cache(maxsize=256)
 def _sigma_opt(epsilon: float, delta: float, calibration: str = "analytic") -> float:
@@ -157,22 +154,8 @@ def elliptical_gaussian_mechanism(X, *, epsilon: float, delta: float, bounds, rn
     gen = check_rng(rng)
     b = elliptical_scaling(width)
     sopt = _sigma_opt(eps, dlt)
-    half = width / 2.0
-    n, d = data.shape
-    rows = max(1, min(n, _BLOCK_ELEMENTS // d))
-    buffer = np.empty((rows, d))
-    ones = np.ones(rows)
-    total = np.zeros(d)
-    clamped = 0
-    for start in range(0, n, rows):
-        block = data[start:start + rows]
-        tmp = buffer[:block.shape[0]]
-        if not np.all(np.isfinite(block)):
-            raise ValueError("X contains NaN or infinite values")
-        np.clip(block, -half, half, out=tmp)
-        if return_diagnostics:
-            clamped += int(np.count_nonzero(tmp != block))
-        total += ones[:block.shape[0]] @ tmp
+    total, clamped = clamped_sum(data, width / 2.0)
+    d = data.shape[1]
     noise_std = sopt * width / b
     release = Release(
         estimate=total + gen.normal(0.0, 1.0, size=d) * noise_std,

@@ -89,7 +89,7 @@ def test_elliptical_error_is_equation_6_and_optimal():
         assert other >= opt * (1 - 1e-12)
     ratio = errors.gaussian_sum_error(bounds, EPS, DELTA) / opt
     assert ratio == pytest.approx(errors.elliptical_improvement_ratio(bounds), rel=1e-12)
-    assert 1 <= ratio < bounds.size
+    assert ratio >= 1 and ratio < bounds.size
 
 
 def test_improvement_ratio_equality_case():
