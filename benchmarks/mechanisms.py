@@ -55,7 +55,6 @@ def main():
             X, epsilon=1.0, delta=1e-6, stds=stds, center=center, rng=1))
         print(f"{f'{n:.0e}x{d}':>14} {bare * 1e3:9.1f} {alg3 * 1e3:10.1f} {alg3 / bare:6.2f} "
               f"{centred / bare_c:12.2f} {base / bare:9.2f} {peak / X.nbytes:10.2%}")
-        del X
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from .privacy import (
     check_positive,
     check_probability,
     check_rng,
+    check_scalar_privacy,
 )
 
 __all__ = [
@@ -156,18 +157,6 @@ def _check_int(value, name: str, *, minimum: int = 0):
     if arr.ndim == 0:
         return int(arr)
     return arr.astype(np.int64)
-
-
-def _scalar_privacy(epsilon, delta=None):
-    eps = check_epsilon(epsilon)
-    if np.ndim(eps):
-        raise ValueError("epsilon must be a scalar here")
-    if delta is None:
-        return eps
-    dlt = check_delta(delta)
-    if np.ndim(dlt):
-        raise ValueError("delta must be a scalar here")
-    return eps, dlt
 
 
 def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
@@ -314,7 +303,7 @@ def randomized_response_reports(bits, *, epsilon: float, rng=None) -> np.ndarray
     Returns a boolean array of the same length as ``bits``; the input is not
     modified. Each report is epsilon-DP with respect to its user's bit.
     """
-    eps = _scalar_privacy(epsilon)
+    eps = check_scalar_privacy(epsilon)
     x = _as_bits(bits)
     gen = check_rng(rng)
     flip = gen.random(x.shape[0]) < special.expit(-eps)
@@ -328,7 +317,7 @@ def randomized_response_estimate(output, n, *, epsilon: float):
     ``k_hat = (output - (1 - q) n) / (2 q - 1)``. For ``epsilon = ln 3``
     (``q = 3/4``) this is the seed's ``2 n_obs - N / 2``.
     """
-    eps = _scalar_privacy(epsilon)
+    eps = check_scalar_privacy(epsilon)
     nn = _check_int(n, "n", minimum=1)
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
@@ -376,7 +365,7 @@ def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
         ``output`` is the number of 1-reports, ``probability`` the keep
         probability, ``delta`` is 0.
     """
-    eps = _scalar_privacy(epsilon)
+    eps = check_scalar_privacy(epsilon)
     x = _as_bits(bits)
     gen = check_rng(rng)
     n = int(x.shape[0])
@@ -420,7 +409,7 @@ def binomial_min_users(epsilon, delta):
 def binomial_noise_probability(n, epsilon, delta) -> float:
     """Noise probability ``p = 50 ln(2/delta) / (epsilon^2 n)`` of the binomial
     mechanism; raises if ``n`` is below :func:`binomial_min_users` (``p > 1/2``)."""
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     nn = _check_int(n, "n", minimum=1)
     if np.ndim(nn):
         raise ValueError("n must be a scalar here")
@@ -438,7 +427,7 @@ def binomial_conditions_hold(n, epsilon, delta, p=None) -> bool:
     privacy proof: ``epsilon <= 1``, ``p <= 1/2`` and
     ``p >= 50 ln(2/delta) / (epsilon^2 n)`` (``p`` defaults to that minimum, so
     the default case is ``n >= 100 ln(2/delta) / epsilon^2``)."""
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     nn = _check_int(n, "n", minimum=1)
     p_min = 50.0 * math.log(2.0 / dlt) / (eps * eps * nn)
     pp = p_min if p is None else check_probability(p, "p")
@@ -463,7 +452,7 @@ def binomial_variance(n, epsilon, delta, p=None):
     least noise is at the smallest admissible ``n`` (``p = 1/2``) and it grows
     towards ``50 ln(2/delta) / epsilon^2`` as ``n`` grows.
     """
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     nn = _check_int(n, "n", minimum=1)
     if np.ndim(nn):
         raise ValueError("n must be a scalar here")
@@ -485,7 +474,7 @@ def binomial_privacy_delta(n, p, epsilon) -> float:
     """
     nn = _check_int(n, "n", minimum=1)
     pp = check_probability(p, "p")
-    eps = _scalar_privacy(epsilon)
+    eps = check_scalar_privacy(epsilon)
     if np.ndim(nn) or np.ndim(pp):
         raise ValueError("n and p must be scalars")
     e = math.exp(eps)
@@ -533,7 +522,7 @@ def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | N
     -------
     BinaryRelease
     """
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     _check_epsilon_covered(eps, "binomial mechanism")
     x = _as_bits(bits)
     gen = check_rng(rng)
@@ -594,7 +583,7 @@ def sample_threshold_conditions_hold(epsilon, delta, p=None, threshold=None) -> 
     ``threshold`` is covered by the privacy proof of the book: ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``.
     Defaults: ``threshold = 3 + ln(1/delta)`` and ``p = epsilon / threshold``."""
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     tau_min = sample_threshold_tau(dlt)
     tau = tau_min if threshold is None else check_positive(threshold, "threshold")
     pp = eps / tau if p is None else check_probability(p, "p")
@@ -616,7 +605,7 @@ def sample_threshold_estimate(output, p):
 def _st_parameters(epsilon, delta, p, threshold):
     """The (p, tau) of sample-and-threshold, defaults filled in (not checked
     against the privacy conditions: the closed forms hold for any p and tau)."""
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     tau = sample_threshold_tau(dlt) if threshold is None else check_positive(threshold, "threshold")
     pp = eps / tau if p is None else check_probability(p, "p")
     return pp, tau
@@ -726,7 +715,7 @@ def sample_threshold_privacy_delta(p, threshold, epsilon, *, max_count: int = 2_
     """
     pp = check_probability(p, "p")
     tau = check_positive(threshold, "threshold")
-    eps = _scalar_privacy(epsilon)
+    eps = check_scalar_privacy(epsilon)
     if np.ndim(pp) or np.ndim(tau):
         raise ValueError("p and threshold must be scalars")
     if -math.log1p(-pp) > eps:
@@ -782,7 +771,7 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
     -------
     BinaryRelease
     """
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     _check_epsilon_covered(eps, "sample-and-threshold mechanism")
     tau_min = sample_threshold_tau(dlt)
     if threshold is None:
@@ -839,7 +828,7 @@ def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
     """
     if mechanism not in _MECHANISMS:
         raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     nn = np.asarray(_check_int(n, "n", minimum=1))
     kk = np.asarray(_check_int(k, "k"))
     nn, kk = np.broadcast_arrays(nn, kk)

@@ -18,6 +18,7 @@ from .privacy import (
     check_delta,
     check_epsilon,
     check_finite_array,
+    check_integer,
     check_positive,
     check_vector,
     clipped_sum_sensitivity,
@@ -45,8 +46,7 @@ def isotropic_noise_error(noise_std: float, d: int) -> float:
         Dimension, ``d >= 1``.
     """
     s = check_positive(noise_std, "noise_std")
-    if isinstance(d, bool) or int(d) != d or d < 1:
-        raise ValueError(f"d must be a positive integer, got {d!r}")
+    d = check_integer(d, "d")
     return float(d * s * s)
 
 

@@ -725,26 +725,26 @@ class GeneralizedChiSquare:
 
     def isf(self, p):
         """Inverse survival function: the ``x`` with ``P(X > x) = p``, p in (0, 1)."""
-        pa = np.asarray(check_probability(p, "p"), dtype=float)
-        flat = pa.ravel()
-        out = np.empty(flat.shape)
-        for n, pv in enumerate(flat.tolist()):
-            if pv <= 0.5:
-                out[n] = self._quantile(math.log(pv), upper=True)
-            else:
-                out[n] = self._quantile(math.log1p(-pv), upper=False)
-        return _scalar_or_array(out.reshape(pa.shape) * self._wmax, p)
+        return self._quantiles(p, upper=True)
 
     def ppf(self, p):
         """Quantile function: the ``x`` with ``P(X <= x) = p``, p in (0, 1)."""
+        return self._quantiles(p, upper=False)
+
+    def _quantiles(self, p, upper: bool):
+        """The ``x`` whose upper (``upper=True``) or lower tail probability is ``p``.
+
+        Each ``p`` is inverted on the tail where it is at most 1/2, as a
+        logarithm, so that neither tail loses digits to ``1 - p``.
+        """
         pa = np.asarray(check_probability(p, "p"), dtype=float)
         flat = pa.ravel()
         out = np.empty(flat.shape)
         for n, pv in enumerate(flat.tolist()):
             if pv <= 0.5:
-                out[n] = self._quantile(math.log(pv), upper=False)
+                out[n] = self._quantile(math.log(pv), upper=upper)
             else:
-                out[n] = self._quantile(math.log1p(-pv), upper=True)
+                out[n] = self._quantile(math.log1p(-pv), upper=not upper)
         return _scalar_or_array(out.reshape(pa.shape) * self._wmax, p)
 
     # ------------------------------------------------------------- quantiles

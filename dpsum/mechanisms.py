@@ -24,12 +24,11 @@ from .clipping import clamped_sum, clip_radius, clipped_sum
 from .privacy import (
     Neighbouring,
     check_data_matrix,
-    check_delta,
-    check_epsilon,
     check_finite_array,
     check_positive,
     check_probability,
     check_rng,
+    check_scalar_privacy,
     check_vector,
     clipped_sum_sensitivity,
 )
@@ -50,14 +49,6 @@ def _sigma_opt(epsilon: float, delta: float, calibration: str = "analytic") -> f
     if calibration == "classic":
         return float(classic_sigma(epsilon, delta))
     return float(analytic_sigma(epsilon, delta))
-
-
-def _scalar_privacy(epsilon, delta) -> tuple[float, float]:
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    if np.ndim(eps) or np.ndim(dlt):
-        raise ValueError("epsilon and delta must be scalars for a mechanism")
-    return eps, dlt
 
 
 def gaussian_mechanism(value, *, epsilon: float, delta: float, sensitivity: float,
@@ -92,7 +83,7 @@ def gaussian_mechanism(value, *, epsilon: float, delta: float, sensitivity: floa
         ``estimate`` has the shape of ``value``; ``noise_std`` is
         ``sensitivity * sigma_opt`` in every coordinate.
     """
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     sens = check_positive(sensitivity, "sensitivity")
     if np.ndim(sens):
         raise ValueError("sensitivity must be a scalar")
@@ -148,7 +139,7 @@ def elliptical_gaussian_mechanism(X, *, epsilon: float, delta: float, bounds, rn
     -------
     Release or (Release, dict)
     """
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     data = check_data_matrix(X, finite=False)  # finiteness checked in the pass below
     width = check_vector(bounds, "bounds", data.shape[1], positive=True)
     gen = check_rng(rng)
@@ -259,7 +250,7 @@ def gaussian_data_mechanism(X, *, epsilon: float, delta: float, stds, center=Non
     -------
     Release or (Release, dict)
     """
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     data = check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
     n, d = data.shape
@@ -314,7 +305,7 @@ def clipped_gaussian_mechanism(X, *, epsilon: float, delta: float, clip_norm: fl
     -------
     Release or (Release, dict)
     """
-    eps, dlt = _scalar_privacy(epsilon, delta)
+    eps, dlt = check_scalar_privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     C = check_positive(clip_norm, "clip_norm")
     if np.ndim(C):

@@ -28,6 +28,8 @@ __all__ = [
     "check_data_matrix",
     "check_vector",
     "check_rng",
+    "check_integer",
+    "check_scalar_privacy",
     "clipped_sum_sensitivity",
     "basic_composition",
     "advanced_composition",
@@ -191,6 +193,31 @@ def check_vector(v, name: str, d: int | None = None, *, positive: bool = False) 
     return arr
 
 
+def check_integer(value, name: str, minimum: int = 1) -> int:
+    """Validate a Python or NumPy integer (not a bool) that is at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    return int(value)
+
+
+def check_scalar_privacy(epsilon, delta=None):
+    """Validate scalar privacy parameters for a mechanism.
+
+    Returns ``epsilon`` alone when ``delta`` is None (pure DP), else the pair
+    ``(epsilon, delta)``, as floats.
+    """
+    eps = check_epsilon(epsilon)
+    if np.ndim(eps):
+        raise ValueError("epsilon must be a scalar for a mechanism")
+    if delta is None:
+        return eps
+    dlt = check_delta(delta)
+    if np.ndim(dlt):
+        raise ValueError("delta must be a scalar for a mechanism")
+    return eps, dlt
+
+
 def check_rng(rng) -> np.random.Generator:
     """Turn ``rng`` (a Generator, an int seed or None) into a Generator (SPEC 7)."""
     if isinstance(rng, np.random.Generator):
@@ -243,8 +270,7 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
     dp = check_delta(delta_prime, "delta_prime")
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    k = check_integer(k, "k")
     eps_total = math.sqrt(2 * k * math.log(1 / dp)) * eps + k * eps * math.expm1(eps)
     delta_total = k * dlt + dp
     if delta_total >= 1:
@@ -264,8 +290,7 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     """
     eps = check_epsilon(epsilon)
     dlt = check_delta(delta)
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    k = check_integer(k, "k")
     # delta * sum_{i<k} e^{i eps} = delta * (e^{k eps} - 1) / (e^{eps} - 1)
     group_delta = dlt * math.expm1(k * eps) / math.expm1(eps)
     if not group_delta < 1:

@@ -12,7 +12,7 @@ from scipy import optimize, special
 
 from .clipping import clip_radius as _clip_radius
 from .gchisq import GeneralizedChiSquare as _GeneralizedChiSquare
-from .privacy import check_finite_array, check_probability, check_vector
+from .privacy import check_finite_array, check_integer, check_probability, check_vector
 
 __all__ = [
     "elliptical_scaling",
@@ -368,8 +368,7 @@ def error_optimal_scaling(stds, clip_probability: float, *, family: str = "tilte
     p = float(p)
     if family not in _FAMILIES:
         raise ValueError(f"family must be one of {_FAMILIES}, got {family!r}")
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    max_iter = check_integer(max_iter, "max_iter")
     exact = bool(exact)
     exact_F = _make_objective(sigma, p, True)
     F = _make_objective(sigma, p, exact=False)

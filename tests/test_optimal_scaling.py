@@ -21,7 +21,6 @@ from dpsum.scaling import (
     _saddlepoint_isf,
     error_optimal_scaling,
     gaussian_data_scaling,
-    power_scaling,
     tilted_scaling,
     whitening_scaling,
 )
