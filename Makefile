@@ -8,6 +8,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.dpsum-installed
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg
 CHAPTERS := $(wildcard book/*.ipynb)
+# fails when a built page loads a script or stylesheet from the network
+OFFLINE_CHECK := $(BIN)/python tests/offline_html.py _build/html
 
 .PHONY: test book lab clean setup bench
 
@@ -27,14 +29,23 @@ else
 	@echo "nbval: no chapter notebooks in book/ yet, nothing to validate"
 endif
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(OFFLINE_CHECK)
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(OFFLINE_CHECK)
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
+# JupyterLab on the chapters, for a reader who wants to run them. It listens on
+# 127.0.0.1 only, opens no browser (open the printed URL, token included), and
+# starts as root too (containers). LAB_PORT is the first port tried; when it is
+# taken, Jupyter tries the next ones. Stop it with Ctrl-C.
+LAB_PORT ?= 8888
 lab: $(STAMP)
-	$(BIN)/python -m pip install --quiet jupyterlab
-	$(BIN)/jupyter lab book
+	$(BIN)/jupyter-lab --version >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet jupyterlab
+	@echo "Starting JupyterLab on book/; open the http://127.0.0.1:...?token=... URL it prints below."
+	$(BIN)/jupyter-lab --no-browser --allow-root --ip=127.0.0.1 --port=$(LAB_PORT) \
+		--ServerApp.root_dir=book
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
