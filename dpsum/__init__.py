@@ -5,6 +5,7 @@ re-exported here; each lives in the module of its idea:
 
 - :mod:`dpsum.privacy` — validation, neighbouring relations, composition
 - :mod:`dpsum.calibration` — the Gaussian mechanism's noise (Theorems 2 and 3)
+- :mod:`dpsum.accounting` — composing Gaussian and pure-DP steps exactly; GDP and zCDP
 - :mod:`dpsum.gchisq` — the generalized chi-square distribution
 - :mod:`dpsum.scaling` — scaling vectors (Theorem 4, Lemma 3.1)
 - :mod:`dpsum.clipping` — the exact clip radius and the clipped sum
@@ -17,6 +18,34 @@ re-exported here; each lives in the module of its idea:
 
 __version__ = "0.1.0"
 
+from .accounting import (
+    ComposedGuarantee,
+    PrivacyStep,
+    approximate_step,
+    compose,
+    compose_gaussian_multipliers,
+    gaussian_composition_delta,
+    gaussian_composition_epsilon,
+    gaussian_profile,
+    gaussian_step,
+    gdp_compose,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_multiplier,
+    gdp_mu,
+    mixed_delta,
+    mixed_epsilon,
+    mixed_gaussian_multiplier,
+    pure_step,
+    split_gaussian_multiplier,
+    zcdp_compose,
+    zcdp_delta,
+    zcdp_epsilon,
+    zcdp_gaussian_multiplier,
+    zcdp_rho,
+    zcdp_rho_gaussian,
+    zcdp_rho_pure,
+)
 from .audit import (
     AuditResult,
     audit_power,
@@ -183,4 +212,31 @@ __all__ = [
     "power_scaling",
     "tilted_scaling",
     "whitening_scaling",
+    # accounting
+    "ComposedGuarantee",
+    "PrivacyStep",
+    "approximate_step",
+    "compose",
+    "compose_gaussian_multipliers",
+    "gaussian_composition_delta",
+    "gaussian_composition_epsilon",
+    "gaussian_profile",
+    "gaussian_step",
+    "gdp_compose",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_multiplier",
+    "gdp_mu",
+    "mixed_delta",
+    "mixed_epsilon",
+    "mixed_gaussian_multiplier",
+    "pure_step",
+    "split_gaussian_multiplier",
+    "zcdp_compose",
+    "zcdp_delta",
+    "zcdp_epsilon",
+    "zcdp_gaussian_multiplier",
+    "zcdp_rho",
+    "zcdp_rho_gaussian",
+    "zcdp_rho_pure",
 ]
