@@ -13,16 +13,8 @@ import numpy as np
 
 from .calibration import analytic_sigma
 from .clipping import clip_radius
-from .privacy import (
-    Neighbouring,
-    check_delta,
-    check_epsilon,
-    check_finite_array,
-    check_integer,
-    check_positive,
-    check_vector,
-    clipped_sum_sensitivity,
-)
+from . import _validation as V
+from .privacy import Neighbouring, clipped_sum_sensitivity
 from .scaling import elliptical_scaling, resolve_scaling
 
 __all__ = [
@@ -45,8 +37,8 @@ def isotropic_noise_error(noise_std: float, d: int) -> float:
     d : int
         Dimension, ``d >= 1``.
     """
-    s = check_positive(noise_std, "noise_std")
-    d = check_integer(d, "d")
+    s = V.check_positive(noise_std, "noise_std", scalar=True)
+    d = V.check_integer(d, "d")
     return float(d * s * s)
 
 
@@ -57,7 +49,7 @@ def gaussian_sum_error(bounds, epsilon: float, delta: float) -> float:
     The L2 sensitivity of the sum is ``||Delta||`` (equation (4)) and the
     noise ``sigma_opt ||Delta||`` per coordinate (Theorem 3).
     """
-    delta_vec = check_vector(bounds, "bounds", positive=True)
+    delta_vec = V.check_vector(bounds, "bounds", positive=True)
     sopt = analytic_sigma(epsilon, delta)
     return float(delta_vec.size * sopt**2 * np.sum(delta_vec**2))
 
@@ -69,13 +61,13 @@ def elliptical_noise_error(bounds, epsilon: float, delta: float, scaling=None) -
     ``sigma_opt^2 ||Delta||_1^2`` (equation (6)). An explicit ``scaling`` is
     used as given after normalising it to unit norm, as Algorithm 2 requires.
     """
-    delta_vec = check_vector(bounds, "bounds", positive=True)
-    check_epsilon(epsilon)
-    check_delta(delta)
+    delta_vec = V.check_vector(bounds, "bounds", positive=True)
+    V.check_epsilon(epsilon)
+    V.check_delta(delta)
     if scaling is None:
         b = elliptical_scaling(delta_vec)
     else:
-        b = check_vector(scaling, "scaling", delta_vec.size, positive=True)
+        b = V.check_vector(scaling, "scaling", delta_vec.size, positive=True)
         b = b / np.linalg.norm(b)
     sopt = analytic_sigma(epsilon, delta)
     return float(sopt**2 * np.sum((delta_vec / b) ** 2))
@@ -88,9 +80,7 @@ def clipped_noise_error(clip_norm: float, scaling, epsilon: float, delta: float,
     Under add-remove the sensitivity is ``C`` instead of ``2C``, which divides
     the error by four (for a centred model).
     """
-    b = check_finite_array(scaling, "scaling", ndim=1)
-    if not np.all(b > 0):
-        raise ValueError("scaling must be > 0 in every coordinate")
+    b = V.check_vector(scaling, "scaling", positive=True)
     sens = clipped_sum_sensitivity(clip_norm, neighbouring)
     sopt = analytic_sigma(epsilon, delta)
     return float((sens * sopt) ** 2 * np.sum(b**-2.0))
@@ -113,7 +103,7 @@ def gaussian_data_error(stds, epsilon: float, delta: float, clip_probability: fl
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation (sensitivity ``2C`` or ``C``).
     """
-    sigma = check_vector(stds, "stds", positive=True)
+    sigma = V.check_vector(stds, "stds", positive=True)
     b = resolve_scaling(scaling, sigma)
     C = clip_radius(sigma, clip_probability, b)
     return clipped_noise_error(C, b, epsilon, delta, neighbouring)
@@ -126,5 +116,5 @@ def elliptical_improvement_ratio(bounds) -> float:
     ``Delta_j`` are equal; for positive ``Delta`` it is strictly below ``d``
     when ``d > 1`` (book chapter 3).
     """
-    delta_vec = check_vector(bounds, "bounds", positive=True)
+    delta_vec = V.check_vector(bounds, "bounds", positive=True)
     return float(delta_vec.size * np.sum(delta_vec**2) / np.sum(delta_vec) ** 2)

@@ -21,17 +21,8 @@ import numpy as np
 
 from .calibration import analytic_sigma, classic_sigma
 from .clipping import clamped_sum, clip_radius, clipped_sum
-from .privacy import (
-    Neighbouring,
-    check_data_matrix,
-    check_finite_array,
-    check_positive,
-    check_probability,
-    check_rng,
-    check_scalar_privacy,
-    check_vector,
-    clipped_sum_sensitivity,
-)
+from . import _validation as V
+from .privacy import Neighbouring, clipped_sum_sensitivity
 from .release import Release
 from .scaling import elliptical_scaling, resolve_scaling
 
@@ -83,16 +74,14 @@ def gaussian_mechanism(value, *, epsilon: float, delta: float, sensitivity: floa
         ``estimate`` has the shape of ``value``; ``noise_std`` is
         ``sensitivity * sigma_opt`` in every coordinate.
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
-    sens = check_positive(sensitivity, "sensitivity")
-    if np.ndim(sens):
-        raise ValueError("sensitivity must be a scalar")
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
+    sens = V.check_positive(sensitivity, "sensitivity", scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    if calibration not in ("analytic", "classic"):
-        raise ValueError(f"calibration must be 'analytic' or 'classic', got {calibration!r}")
+    calibration = V.check_choice(calibration, "calibration", ("analytic", "classic"))
     sopt = _sigma_opt(eps, dlt, calibration)
-    x = check_finite_array(value, "value")
-    gen = check_rng(rng)
+    x = V.check_finite_array(value, "value")
+    gen = V.check_rng(rng)
     std = sens * sopt
     estimate = x + gen.normal(0.0, std, size=x.shape)
     return Release(
@@ -139,10 +128,11 @@ def elliptical_gaussian_mechanism(X, *, epsilon: float, delta: float, bounds, rn
     -------
     Release or (Release, dict)
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
-    data = check_data_matrix(X, finite=False)  # finiteness checked in the pass below
-    width = check_vector(bounds, "bounds", data.shape[1], positive=True)
-    gen = check_rng(rng)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
+    data = V.check_data_matrix(X, finite=False)  # finiteness checked in the pass below
+    width = V.check_vector(bounds, "bounds", data.shape[1], positive=True)
+    gen = V.check_rng(rng)
     b = elliptical_scaling(width)
     sopt = _sigma_opt(eps, dlt)
     total, clamped = clamped_sum(data, width / 2.0)
@@ -250,12 +240,13 @@ def gaussian_data_mechanism(X, *, epsilon: float, delta: float, stds, center=Non
     -------
     Release or (Release, dict)
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    data = check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
+    data = V.check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
     n, d = data.shape
-    sigma = check_vector(stds, "stds", d, positive=True)
-    c = None if center is None else check_vector(center, "center", d)
+    sigma = V.check_vector(stds, "stds", d, positive=True)
+    c = None if center is None else V.check_vector(center, "center", d)
     if c is not None and not np.any(c):
         c = None
     if clip_probability is None:
@@ -268,11 +259,9 @@ def gaussian_data_mechanism(X, *, epsilon: float, delta: float, stds, center=Non
                              "pass clip_probability explicitly")
         p = 1.0 / n
     else:
-        p = check_probability(clip_probability, "clip_probability")
-        if np.ndim(p):
-            raise ValueError("clip_probability must be a scalar")
+        p = V.check_probability(clip_probability, "clip_probability", scalar=True)
     b = resolve_scaling(scaling, sigma)
-    gen = check_rng(rng)
+    gen = V.check_rng(rng)
     C = clip_radius(sigma, p, b)
     return _clipped_release(data, eps=eps, dlt=dlt, C=C, b=b, center=c, relation=relation,
                             gen=gen, name="gaussian data (Algorithm 3)",
@@ -305,13 +294,12 @@ def clipped_gaussian_mechanism(X, *, epsilon: float, delta: float, clip_norm: fl
     -------
     Release or (Release, dict)
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    C = check_positive(clip_norm, "clip_norm")
-    if np.ndim(C):
-        raise ValueError("clip_norm must be a scalar")
-    data = check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
-    gen = check_rng(rng)
+    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
+    data = V.check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
+    gen = V.check_rng(rng)
     return _clipped_release(data, eps=eps, dlt=dlt, C=C, b=np.ones(data.shape[1]),
                             center=None, relation=relation, gen=gen,
                             name="clipped gaussian", return_diagnostics=return_diagnostics)

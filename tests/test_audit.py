@@ -551,9 +551,12 @@ def test_bad_arguments_raise_clear_errors():
     for bad in (-0.1, 1.0, np.nan):
         with pytest.raises(ValueError, match="delta"):
             epsilon_lower_bound(rel, 0.0, 1.0, delta=bad, n_samples=100, rng=0)
-    for bad in (0, 5, 2.5, True):
+    for bad in (0, 5, 2.5):
         with pytest.raises(ValueError, match="n_samples"):
             epsilon_lower_bound(rel, 0.0, 1.0, delta=DELTA, n_samples=bad, rng=0)
+    # dpsum's integer rule: a boolean is a TypeError, as for real numbers
+    with pytest.raises(TypeError, match="n_samples"):
+        epsilon_lower_bound(rel, 0.0, 1.0, delta=DELTA, n_samples=True, rng=0)
     for bad in (0.0, 1.0, -1):
         with pytest.raises(ValueError, match="alpha"):
             epsilon_lower_bound(rel, 0.0, 1.0, alpha=bad, **ok)
