@@ -31,9 +31,7 @@ import numpy as np
 from scipy import stats
 
 from . import _validation as V
-from .clipping import clip_radius
-from .privacy import Neighbouring
-from .scaling import resolve_scaling
+from ._deprecation import moved_attributes
 
 __all__ = [
     "AuditResult",
@@ -45,13 +43,6 @@ __all__ = [
     "audit_power",
     "discrete_audit_power",
     "pair_delta",
-    "statistic_pair",
-    "replace_one_pair",
-    "add_remove_pair",
-    "elliptical_pair",
-    "clipped_pair",
-    "gaussian_data_pair",
-    "binary_pair",
 ]
 
 #: Number of tests :func:`epsilon_lower_bound` runs (upper tail with the
@@ -467,9 +458,10 @@ def epsilon_lower_bound(release: Callable, dataset, neighbour, *, delta: float,
     **What it cannot show.** The result is only a lower bound: a mechanism
     whose result is below its claim has not been shown private. Only
     half-space events of one projection of the output are tested, on the
-    datasets given (choose a worst-case pair: see :func:`replace_one_pair`
-    and friends), and outputs are read as numbers, so floating-point attacks
-    on the noise (Mironov 2012) and timing side channels are not examined.
+    datasets given (choose a worst-case pair: see
+    :func:`dpsum.pairs.replace_one_pair` and friends), and outputs are read as
+    numbers, so floating-point attacks on the noise (Mironov 2012) and timing
+    side channels are not examined.
 
     Parameters
     ----------
@@ -654,174 +646,10 @@ def batched_gaussian_release(release: Callable) -> Callable:
     return batched
 
 
-# ------------------------------------------------- worst-case neighbouring pairs
-
-def statistic_pair(sensitivity: float, d: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Two values of a statistic at L2 distance ``sensitivity``: ``0`` and
-    ``sensitivity * e_1``, for auditing :func:`~dpsum.mechanisms.gaussian_mechanism`.
-
-    For isotropic Gaussian noise only the distance matters, and the largest
-    distance neighbouring datasets can produce is the sensitivity, so this
-    pair is worst case (the privacy loss is then exactly that of Theorem 3).
-    """
-    s = V.check_positive(sensitivity, "sensitivity")
-    dd = V.check_integer(d, "d")
-    x = np.zeros(dd)
-    y = np.zeros(dd)
-    y[0] = s
-    return x, y
-
-
-def _filler(n: int, d: int, center) -> np.ndarray:
-    base = np.zeros(d) if center is None else center
-    return np.tile(base, (n, 1))
-
-
-def replace_one_pair(record, *, n: int = 2, center=None) -> tuple[np.ndarray, np.ndarray]:
-    """Replace-one neighbours ``D = [c + v, c, ..., c]`` and ``D' = [c - v, c, ..., c]``.
-
-    ``record`` is ``v`` (relative to ``center`` ``c``, default 0). For a
-    mechanism that clips to a ball around ``c``, a record far outside the
-    ball and its reflection are clipped to opposite points of the sphere, so
-    the sum moves by exactly the sensitivity ``2C``: the worst case.
-    """
-    v = V.check_vector(record, "record")
-    nn = V.check_integer(n, "n")
-    c = None if center is None else V.check_vector(center, "center", v.size)
-    X = _filler(nn, v.size, c)
-    Y = X.copy()
-    X[0] += v
-    Y[0] -= v
-    return X, Y
-
-
-def add_remove_pair(record, *, n: int = 1, center=None) -> tuple[np.ndarray, np.ndarray]:
-    """Add-remove neighbours: ``D`` has ``n`` rows at ``center`` (default 0),
-    ``D'`` is ``D`` plus the row ``center + record``.
-
-    Note the order: the larger dataset is the second one, so the upper-tail
-    test of :func:`epsilon_lower_bound` looks for outputs pushed *against*
-    ``record``; the audit runs both tests, so the order does not matter.
-    """
-    v = V.check_vector(record, "record")
-    nn = V.check_integer(n, "n")
-    c = None if center is None else V.check_vector(center, "center", v.size)
-    X = _filler(nn, v.size, c)
-    Y = np.vstack([X, (v if c is None else c + v)[None, :]])
-    return X, Y
-
-
-def elliptical_pair(bounds, *, n: int = 1, factor: float = 10.0,
-                    coordinates=None) -> tuple[np.ndarray, np.ndarray]:
-    """Worst-case replace-one pair for :func:`~dpsum.mechanisms.elliptical_gaussian_mechanism`.
-
-    The changed record is ``factor * Delta / 2`` against ``-factor * Delta / 2``
-    (other rows 0): both are clamped to the corners ``+-Delta / 2`` of the box,
-    so the clamping is exercised and the sum moves by ``Delta_j`` in every
-    coordinate. With diagonal noise ``sigma_j`` the privacy loss depends on
-    ``sum_j (Delta_j / sigma_j)^2``, which the corner maximises over the box.
-    For the mechanism as specified (``sigma_j = sigma_opt Delta_j / b_j``,
-    ``||b|| = 1``) this equals ``1 / sigma_opt^2``: the pair is tight.
-
-    ``coordinates`` restricts the change to some coordinates (e.g. the one
-    whose noise is smallest relative to its width, ``argmin sigma_j / Delta_j``);
-    such a pair is never worse than the corner, but isolates one coordinate.
-    """
-    width = V.check_vector(bounds, "bounds", positive=True)
-    f = V.check_positive(factor, "factor")
-    if f < 1:
-        raise ValueError("factor must be >= 1 so that the record reaches the box corner")
-    v = f * width / 2.0
-    if coordinates is not None:
-        idx = np.atleast_1d(np.asarray(coordinates))
-        if not np.issubdtype(idx.dtype, np.integer) or np.any(idx < 0) or np.any(idx >= width.size):
-            raise ValueError(f"coordinates must be indices in [0, {width.size})")
-        mask = np.zeros(width.size, dtype=bool)
-        mask[idx] = True
-        v = np.where(mask, v, 0.0)
-    return replace_one_pair(v, n=n)
-
-
-def clipped_pair(d: int, clip_norm: float, neighbouring: str = "replace", *,
-                 n: int = 2, factor: float = 100.0) -> tuple[np.ndarray, np.ndarray]:
-    """Worst-case pair for :func:`~dpsum.mechanisms.clipped_gaussian_mechanism`.
-
-    A record of norm ``factor * C`` (far outside the clip ball) along
-    ``e_1``: replaced by its opposite under replace-one (the clipped sum
-    moves by ``2C``), or added under add-remove (it moves by ``C``).
-    """
-    dd = V.check_integer(d, "d")
-    C = V.check_positive(clip_norm, "clip_norm")
-    f = V.check_positive(factor, "factor")
-    relation = Neighbouring.parse(neighbouring)
-    v = np.zeros(dd)
-    v[0] = f * C
-    if relation is Neighbouring.REPLACE:
-        return replace_one_pair(v, n=n)
-    return add_remove_pair(v, n=n)
-
-
-def gaussian_data_pair(stds, *, center=None, scaling="optimal", clip_probability=None,
-                       neighbouring: str = "replace", n: int = 2,
-                       factor: float = 100.0) -> tuple[np.ndarray, np.ndarray]:
-    """Worst-case pair for :func:`~dpsum.mechanisms.gaussian_data_mechanism`.
-
-    Arguments as for the mechanism (``n`` is the size of the first dataset).
-    The changed record ``x`` has scaled, centred version
-    ``(x - c) ⊙ b = factor * C * u`` for a unit ``u``, far outside the clip
-    ball of radius ``C``:
-
-    - replace-one: ``u = e_1`` and the neighbour holds ``c - (x - c)``; after
-      clipping the scaled sum moves by ``2C`` whatever ``u`` is;
-    - add-remove: the record is added; its contribution to the scaled sum is
-      ``b ⊙ c + C u``, whose norm reaches the sensitivity ``C + ||b ⊙ c||``
-      when ``u`` points along ``b ⊙ c`` (``e_1`` when ``c = 0``).
-    """
-    sigma = V.check_vector(stds, "stds", positive=True)
-    dd = sigma.size
-    c = None if center is None else V.check_vector(center, "center", dd)
-    relation = Neighbouring.parse(neighbouring)
-    nn = V.check_integer(n, "n")
-    f = V.check_positive(factor, "factor")
-    b = resolve_scaling(scaling, sigma)
-    if clip_probability is None:
-        if relation is Neighbouring.ADD_REMOVE:
-            raise ValueError("clip_probability must be given under add-remove neighbouring")
-        if nn < 2:
-            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2")
-        p = 1.0 / nn
-    else:
-        p = V.check_probability(clip_probability, "clip_probability")
-    C = clip_radius(sigma, p, b)
-    u = np.zeros(dd)
-    u[0] = 1.0
-    if relation is Neighbouring.ADD_REMOVE and c is not None and np.any(c):
-        u = b * c / np.linalg.norm(b * c)
-    v = f * C * u / b
-    if relation is Neighbouring.REPLACE:
-        return replace_one_pair(v, n=nn, center=c)
-    return add_remove_pair(v, n=nn, center=c)
-
-
-def binary_pair(n: int = 1, ones: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Neighbouring bit vectors for the binary-sum mechanisms of :mod:`dpsum.binary`.
-
-    ``D`` has ``ones + 1`` ones among ``n`` bits and ``D'`` has ``ones`` (its
-    first bit is 0 instead of 1); both are boolean arrays. The binary
-    mechanisms depend on the data only through the count, so which bit
-    changes does not matter, but the count does:
-
-    - randomized response: ``n = 1``, so that the output is one randomized
-      bit, whose privacy loss is exactly epsilon;
-    - binomial noise: any count (the noise does not depend on it);
-    - sample-and-threshold: counts near the threshold, where the threshold
-      stops hiding a changed user (the test suite uses 11 against 10 ones
-      for the threshold ``ceil(3 + ln 1000) = 10``).
-    """
-    nn = V.check_integer(n, "n")
-    ones = V.check_integer(ones, "ones", 0, nn - 1)
-    x = np.zeros(nn, dtype=bool)
-    x[: ones + 1] = True
-    y = x.copy()
-    y[0] = False
-    return x, y
+# The worst-case neighbouring pairs moved to dpsum.pairs; the old names still
+# work with a DeprecationWarning.
+__getattr__ = moved_attributes(__name__, {
+    name: f"dpsum.pairs:{name}"
+    for name in ("statistic_pair", "replace_one_pair", "add_remove_pair", "elliptical_pair",
+                 "clipped_pair", "gaussian_data_pair", "binary_pair")
+})

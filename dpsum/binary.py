@@ -45,13 +45,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from . import _validation as V
 from .privacy import Neighbouring
+from .release import _StrEnum
 
 __all__ = [
     "BinaryRelease",
+    "BinaryMechanism",
     "MAX_EPSILON",
     "WARNER_KEEP_PROBABILITY",
     "randomized_response",
@@ -91,7 +94,21 @@ MAX_EPSILON = 1.0
 #: true answer is reported with probability 3/4 (``epsilon = ln 3``).
 WARNER_KEEP_PROBABILITY = 0.75
 
-_MECHANISMS = ("randomized_response", "binomial", "sample_and_threshold")
+
+class BinaryMechanism(_StrEnum):
+    """Which binary-sum mechanism produced a :class:`BinaryRelease` (a ``str``
+    enum: ``release.mechanism == "binomial"`` still holds)."""
+
+    RANDOMIZED_RESPONSE = "randomized_response"
+    BINOMIAL = "binomial"
+    SAMPLE_AND_THRESHOLD = "sample_and_threshold"
+
+    @classmethod
+    def parse(cls, value: Any, name: str = "mechanism") -> BinaryMechanism:
+        """The member named by ``value`` (a member or its string), or a clear error."""
+        if isinstance(value, cls):
+            return value
+        return cls(V.check_choice(value, name, tuple(m.value for m in cls)))
 
 
 # ---------------------------------------------------------------------------
@@ -136,8 +153,9 @@ class BinaryRelease:
         The number of users (public under replace-one).
     epsilon, delta : float
         The privacy guarantee (``delta = 0`` for randomized response).
-    mechanism : str
-        ``"randomized_response"``, ``"binomial"`` or ``"sample_and_threshold"``.
+    mechanism : BinaryMechanism
+        ``"randomized_response"``, ``"binomial"`` or ``"sample_and_threshold"``
+        (a ``str`` enum).
     probability : float
         The mechanism's coin: the keep probability ``e^eps / (1 + e^eps)`` of
         randomized response, the noise probability ``p`` of the binomial
@@ -154,15 +172,18 @@ class BinaryRelease:
     n: int
     epsilon: float
     delta: float
-    mechanism: str
+    mechanism: BinaryMechanism
     probability: float
     threshold: float | None
     neighbouring: Neighbouring = Neighbouring.REPLACE
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism))
+
     @property
     def released(self) -> bool:
         """False only when sample-and-threshold suppressed the count."""
-        if self.mechanism != "sample_and_threshold":
+        if self.mechanism is not BinaryMechanism.SAMPLE_AND_THRESHOLD:
             return True
         return self.output > 0
 
@@ -187,23 +208,41 @@ def _check_k(k, n):
     return kk
 
 
-def _bias(mechanism, n, k, p, threshold):
-    kk = _check_k(k, n)
-    if mechanism == "sample_and_threshold":
-        return _st_bias(kk, p, threshold)
-    return 0.0 if np.ndim(kk) == 0 else np.zeros(np.shape(kk))
+def _unbiased(k: Any, p: float, threshold: float | None) -> Any:
+    """Zero bias (randomized response and binomial noise)."""
+    return V.scalar_or_array(np.zeros(np.shape(k)), k)
 
 
-def _variance(mechanism, n, k, p, threshold):
-    kk = _check_k(k, n)
-    if mechanism == "sample_and_threshold":
-        return _st_variance(kk, p, threshold)
-    if mechanism == "randomized_response":
-        # keep probability q: each report is Bernoulli with variance q (1 - q)
-        value = n * p * (1.0 - p) / (2.0 * p - 1.0) ** 2
-    else:
-        value = n * p * (1.0 - p)
-    return value if np.ndim(kk) == 0 else np.full(np.shape(kk), value)
+def _rr_variance(n: int, k: Any, q: float) -> Any:
+    """Randomized response with keep probability q: each report is Bernoulli
+    with variance q (1 - q), and the estimator divides by 2 q - 1."""
+    return V.scalar_or_array(np.full(np.shape(k), n * q * (1.0 - q) / (2.0 * q - 1.0) ** 2), k)
+
+
+def _binomial_variance(n: int, k: Any, p: float) -> Any:
+    return V.scalar_or_array(np.full(np.shape(k), n * p * (1.0 - p)), k)
+
+
+# bias(k, p, threshold) and variance(n, k, p, threshold) of each estimator
+_BIAS = {
+    BinaryMechanism.RANDOMIZED_RESPONSE: _unbiased,
+    BinaryMechanism.BINOMIAL: _unbiased,
+    BinaryMechanism.SAMPLE_AND_THRESHOLD: lambda k, p, t: _st_bias(k, p, t),
+}
+_VARIANCE = {
+    BinaryMechanism.RANDOMIZED_RESPONSE: lambda n, k, p, t: _rr_variance(n, k, p),
+    BinaryMechanism.BINOMIAL: lambda n, k, p, t: _binomial_variance(n, k, p),
+    BinaryMechanism.SAMPLE_AND_THRESHOLD: lambda n, k, p, t: _st_variance(k, p, t),
+}
+
+
+def _bias(mechanism: BinaryMechanism, n: int, k: Any, p: float, threshold: float | None) -> Any:
+    return _BIAS[mechanism](_check_k(k, n), p, threshold)
+
+
+def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
+              threshold: float | None) -> Any:
+    return _VARIANCE[mechanism](n, _check_k(k, n), p, threshold)
 
 
 # ---------------------------------------------------------------------------
@@ -324,7 +363,7 @@ def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
         n=n,
         epsilon=eps,
         delta=0.0,
-        mechanism="randomized_response",
+        mechanism=BinaryMechanism.RANDOMIZED_RESPONSE,
         probability=q,
         threshold=None,
     )
@@ -496,7 +535,7 @@ def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | N
         n=n,
         epsilon=eps,
         delta=dlt,
-        mechanism="binomial",
+        mechanism=BinaryMechanism.BINOMIAL,
         probability=pp,
         threshold=None,
     )
@@ -757,7 +796,7 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
         n=n,
         epsilon=eps,
         delta=dlt,
-        mechanism="sample_and_threshold",
+        mechanism=BinaryMechanism.SAMPLE_AND_THRESHOLD,
         probability=pp,
         threshold=float(tau),
     )
@@ -767,7 +806,8 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
 # comparison
 
 
-def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
+def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
+               epsilon: float, delta: float) -> Any:
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
     ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
@@ -777,8 +817,7 @@ def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
     Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are
     scalars, and the two approximate-DP mechanisms need ``epsilon <= 1``.
     """
-    if mechanism not in _MECHANISMS:
-        raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
+    which = BinaryMechanism.parse(mechanism)
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     nn = np.asarray(_check_int(n, "n", minimum=1))
@@ -786,9 +825,9 @@ def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
     nn, kk = np.broadcast_arrays(nn, kk)
     if np.any(kk > nn):
         raise ValueError("k must be at most n")
-    if mechanism == "randomized_response":
+    if which is BinaryMechanism.RANDOMIZED_RESPONSE:
         out = nn / (4.0 * math.sinh(eps / 2.0) ** 2)
-    elif mechanism == "binomial":
+    elif which is BinaryMechanism.BINOMIAL:
         _check_epsilon_covered(eps, "binomial mechanism")
         mu = 50.0 * math.log(2.0 / dlt) / (eps * eps)  # n p, fixed by (eps, delta)
         n_min = binomial_min_users(eps, dlt)
