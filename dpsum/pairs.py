@@ -90,8 +90,9 @@ def add_remove_pair(record: ArrayLike, *, n: int = 1, center: ArrayLike | None =
     ``D'`` is ``D`` plus the row ``center + record``.
 
     Note the order: the larger dataset is the second one, so the upper-tail
-    test of :func:`epsilon_lower_bound` looks for outputs pushed *against*
-    ``record``; the audit runs both tests, so the order does not matter.
+    test of :func:`dpsum.audit.epsilon_lower_bound` looks for outputs pushed
+    *against* ``record``; the audit runs both tests, so the order does not
+    matter.
 
     Examples
     --------
