@@ -3,17 +3,20 @@
 The companion package of the book *Private Sums of Vectors*. Public names are
 re-exported here; each lives in the module of its idea:
 
-- :mod:`dpsum.privacy` — validation, neighbouring relations, composition
+- :mod:`dpsum.privacy` — neighbouring relations, sensitivity, composition
 - :mod:`dpsum.calibration` — the Gaussian mechanism's noise (Theorems 2 and 3)
 - :mod:`dpsum.accounting` — composing Gaussian and pure-DP steps exactly; GDP and zCDP
 - :mod:`dpsum.gchisq` — the generalized chi-square distribution
 - :mod:`dpsum.scaling` — scaling vectors (Theorem 4, Lemma 3.1)
 - :mod:`dpsum.clipping` — the exact clip radius and the clipped sum
+- :mod:`dpsum.gaussian_data` — Algorithm 3's public set-up (scaling, clip radius, sensitivity, noise)
 - :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3 and the clipping baseline
+- :mod:`dpsum.release` — the release record
 - :mod:`dpsum.errors` — closed-form expected errors
 - :mod:`dpsum.bounds` — tail bounds on the clip radius (Lemma 3.2, Theorem 5, alternatives)
 - :mod:`dpsum.binary` — binary sums: randomized response, binomial noise, sample-and-threshold
 - :mod:`dpsum.audit` — empirical lower bounds on epsilon (privacy auditing)
+- :mod:`dpsum.pairs` — worst-case neighbouring datasets for the audits
 """
 
 __version__ = "0.1.0"
@@ -58,6 +61,7 @@ from .audit import (
     pair_delta,
 )
 from .binary import (
+    BinaryMechanism,
     BinaryRelease,
     MAX_EPSILON,
     WARNER_KEEP_PROBABILITY,
@@ -111,11 +115,22 @@ from .errors import (
     isotropic_noise_error,
 )
 from .gchisq import GeneralizedChiSquare
+from .gaussian_data import GaussianDataSetup, gaussian_data_setup
 from .mechanisms import (
     clipped_gaussian_mechanism,
     elliptical_gaussian_mechanism,
     gaussian_data_mechanism,
     gaussian_mechanism,
+    release_diagnostics,
+)
+from .pairs import (
+    add_remove_pair,
+    binary_pair,
+    clipped_pair,
+    elliptical_pair,
+    gaussian_data_pair,
+    replace_one_pair,
+    statistic_pair,
 )
 from .privacy import (
     Neighbouring,
@@ -124,7 +139,7 @@ from .privacy import (
     clipped_sum_sensitivity,
     group_privacy,
 )
-from .release import Release
+from .release import Calibration, Mechanism, Release
 from .scaling import (
     elliptical_scaling,
     error_optimal_scaling,
@@ -157,6 +172,7 @@ __all__ = [
     "epsilon_from_counts",
     "epsilon_lower_bound",
     "pair_delta",
+    "BinaryMechanism",
     "BinaryRelease",
     "MAX_EPSILON",
     "WARNER_KEEP_PROBABILITY",
@@ -239,4 +255,16 @@ __all__ = [
     "zcdp_rho",
     "zcdp_rho_gaussian",
     "zcdp_rho_pure",
+    "Calibration",
+    "GaussianDataSetup",
+    "Mechanism",
+    "gaussian_data_setup",
+    "release_diagnostics",
+    "add_remove_pair",
+    "binary_pair",
+    "clipped_pair",
+    "elliptical_pair",
+    "gaussian_data_pair",
+    "replace_one_pair",
+    "statistic_pair",
 ]

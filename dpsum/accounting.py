@@ -57,7 +57,7 @@ from scipy.special import erf, log_expit, xlogy
 from scipy.stats import binom
 
 from .calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
-from .privacy import check_delta, check_epsilon, check_positive
+from ._validation import check_delta, check_epsilon, check_positive
 
 __all__ = [
     "compose_gaussian_multipliers",
@@ -102,7 +102,7 @@ _ZCDP_METHODS = ("cks", "standard")
 
 
 # ---------------------------------------------------------------------------
-# validation helpers (scalars only; the array rules are in dpsum.privacy)
+# validation helpers (scalars only; the rules themselves are in dpsum._validation)
 # ---------------------------------------------------------------------------
 def _scalar(value, name: str, check) -> float:
     out = check(value, name)

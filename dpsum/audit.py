@@ -24,24 +24,14 @@ noise (Mironov 2012) or on running time are out of its reach.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from scipy import stats
 
-from .clipping import clip_radius
-from .privacy import (
-    Neighbouring,
-    check_finite_array,
-    check_integer,
-    check_positive,
-    check_probability,
-    check_rng,
-    check_vector,
-)
-from .scaling import resolve_scaling
+from . import _validation as V
+from ._deprecation import moved_attributes
 
 __all__ = [
     "AuditResult",
@@ -53,13 +43,6 @@ __all__ = [
     "audit_power",
     "discrete_audit_power",
     "pair_delta",
-    "statistic_pair",
-    "replace_one_pair",
-    "add_remove_pair",
-    "elliptical_pair",
-    "clipped_pair",
-    "gaussian_data_pair",
-    "binary_pair",
 ]
 
 #: Number of tests :func:`epsilon_lower_bound` runs (upper tail with the
@@ -74,21 +57,11 @@ _MAX_CANDIDATES = 400
 # ----------------------------------------------------------------- statistics
 
 def _check_alpha(alpha) -> float:
-    a = check_probability(alpha, "alpha")
-    if np.ndim(a):
-        raise ValueError("alpha must be a scalar")
-    return float(a)
+    return V.check_probability(alpha, "alpha", scalar=True)
 
 
 def _check_count(k, n, name: str):
-    k_arr = np.asarray(k)
-    if k_arr.dtype == object or not np.issubdtype(k_arr.dtype, np.integer):
-        if not (np.issubdtype(k_arr.dtype, np.floating)
-                and np.all(np.isfinite(k_arr)) and np.all(k_arr == np.round(k_arr))):
-            raise TypeError(f"{name} must be an integer count (or array of counts)")
-    if np.any(k_arr < 0) or np.any(k_arr > n):
-        raise ValueError(f"{name} must lie between 0 and n = {n}")
-    return k_arr.astype(np.float64)
+    return V.check_count(k, n, name)
 
 
 def _cp_lower(k, n: int, level: float):
@@ -125,11 +98,11 @@ def clopper_pearson_lower(k, n: int, alpha: float):
     alpha : float
         Error probability of the bound, in (0, 1).
     """
-    n = check_integer(n, "n")
+    n = V.check_integer(n, "n")
     a = _check_alpha(alpha)
     kk = _check_count(k, n, "k")
     out = _cp_lower(kk, n, a)
-    return float(out) if np.ndim(out) == 0 else out
+    return V.scalar_or_array(out)
 
 
 def clopper_pearson_upper(k, n: int, alpha: float):
@@ -140,11 +113,11 @@ def clopper_pearson_upper(k, n: int, alpha: float):
     ``1 - alpha^(1/n)``, strictly positive, so a ratio with ``p_hi`` in the
     denominator is always finite.
     """
-    n = check_integer(n, "n")
+    n = V.check_integer(n, "n")
     a = _check_alpha(alpha)
     kk = _check_count(k, n, "k")
     out = _cp_upper(kk, n, a)
-    return float(out) if np.ndim(out) == 0 else out
+    return V.scalar_or_array(out)
 
 
 def _epsilon_bound(p_lo, q_hi, delta: float):
@@ -159,10 +132,7 @@ def _epsilon_bound(p_lo, q_hi, delta: float):
 
 def _check_delta_audit(delta) -> float:
     # delta = 0 is legitimate here: pure epsilon-DP mechanisms are audited too
-    d = check_positive(delta, "delta", allow_zero=True)
-    if np.ndim(d) or d >= 1:
-        raise ValueError(f"delta must be a scalar in [0, 1), got {delta!r}")
-    return float(d)
+    return V.check_delta(delta, allow_zero=True, scalar=True)
 
 
 def epsilon_from_counts(k_first: int, k_second: int, n_samples: int, *, delta: float,
@@ -176,7 +146,7 @@ def epsilon_from_counts(k_first: int, k_second: int, n_samples: int, *, delta: f
     no evidence (``p_lo <= delta``). If the mechanism is (epsilon, delta)-DP,
     the returned value exceeds epsilon with probability at most ``alpha``.
     """
-    n = check_integer(n_samples, "n_samples")
+    n = V.check_integer(n_samples, "n_samples")
     a = _check_alpha(alpha)
     d = _check_delta_audit(delta)
     k1 = _check_count(k_first, n, "k_first")
@@ -216,18 +186,18 @@ def audit_power(p, q, n_samples: int, *, epsilon: float, delta: float,
     alpha, n_tests :
         As in :func:`epsilon_lower_bound` (two tests).
     """
-    n = check_integer(n_samples, "n_samples")
-    level = _check_alpha(alpha) / (2 * check_integer(n_tests, "n_tests"))
-    pa = check_finite_array(p, "p")
-    qa = check_finite_array(q, "q")
+    n = V.check_integer(n_samples, "n_samples")
+    level = _check_alpha(alpha) / (2 * V.check_integer(n_tests, "n_tests"))
+    pa = V.check_finite_array(p, "p")
+    qa = V.check_finite_array(q, "q")
     if np.any((pa < 0) | (pa > 1)) or np.any((qa < 0) | (qa > 1)):
         raise ValueError("p and q must be probabilities in [0, 1]")
-    eps = float(check_positive(epsilon, "epsilon", allow_zero=True))
+    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True))
     d = _check_delta_audit(delta)
     pa, qa = np.broadcast_arrays(pa, qa)
     out = np.array([_power_one(float(pi), float(qi), n, eps, d, level)
                     for pi, qi in zip(pa.ravel(), qa.ravel())]).reshape(pa.shape)
-    return float(out) if out.ndim == 0 else out
+    return V.scalar_or_array(out)
 
 
 def _power_one(p: float, q: float, n: int, eps: float, d: float, level: float) -> float:
@@ -248,8 +218,8 @@ def _power_one(p: float, q: float, n: int, eps: float, d: float, level: float) -
 
 
 def _check_laws(first, second):
-    P = check_finite_array(first, "first", ndim=1)
-    Q = check_finite_array(second, "second", ndim=1)
+    P = V.check_finite_array(first, "first", ndim=1)
+    Q = V.check_finite_array(second, "second", ndim=1)
     if P.shape != Q.shape:
         raise ValueError(f"first and second must have the same length, got {P.size} and {Q.size}")
     for arr, name in ((P, "first"), (Q, "second")):
@@ -269,7 +239,7 @@ def pair_delta(first, second, epsilon: float) -> float:
     exchanged.
     """
     P, Q = _check_laws(first, second)
-    e = math.exp(float(check_positive(epsilon, "epsilon", allow_zero=True)))
+    e = math.exp(float(V.check_positive(epsilon, "epsilon", allow_zero=True)))
     return float(max(np.sum(np.maximum(P - e * Q, 0.0)), np.sum(np.maximum(Q - e * P, 0.0))))
 
 
@@ -291,7 +261,7 @@ def discrete_audit_power(first, second, n_samples: int, *, epsilon: float, delta
     p = np.minimum(np.concatenate([sfP, np.cumsum(Q)]), 1.0)
     q = np.minimum(np.concatenate([sfQ, np.cumsum(P)]), 1.0)
     d = _check_delta_audit(delta)
-    eps = float(check_positive(epsilon, "epsilon", allow_zero=True))
+    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True))
     # an event can prove a violation only if p - delta > e^eps q; a margin of
     # 2 keeps the candidates that are close
     useful = (p > d) & (p - d > 0.5 * math.exp(eps) * q)
@@ -376,6 +346,8 @@ def _sample(release, dataset, m: int, gen, batched: bool, shape) -> np.ndarray:
             if y.size != first.size:
                 raise ValueError("release returned outputs of different sizes")
             out[i] = y.ravel()
+    if out.shape[1] == 0:
+        raise ValueError("release returned an empty output: there is nothing to audit")
     if shape is not None and out.shape[1] != shape:
         raise ValueError(
             f"release returned outputs of size {out.shape[1]} on one dataset and "
@@ -486,9 +458,10 @@ def epsilon_lower_bound(release: Callable, dataset, neighbour, *, delta: float,
     **What it cannot show.** The result is only a lower bound: a mechanism
     whose result is below its claim has not been shown private. Only
     half-space events of one projection of the output are tested, on the
-    datasets given (choose a worst-case pair: see :func:`replace_one_pair`
-    and friends), and outputs are read as numbers, so floating-point attacks
-    on the noise (Mironov 2012) and timing side channels are not examined.
+    datasets given (choose a worst-case pair: see
+    :func:`dpsum.pairs.replace_one_pair` and friends), and outputs are read as
+    numbers, so floating-point attacks on the noise (Mironov 2012) and timing
+    side channels are not examined.
 
     Parameters
     ----------
@@ -521,22 +494,20 @@ def epsilon_lower_bound(release: Callable, dataset, neighbour, *, delta: float,
     -------
     AuditResult
     """
-    if not callable(release):
-        raise TypeError("release must be callable as release(dataset, rng)")
+    V.check_callable(release, "release", "release(dataset, rng)")
     d = _check_delta_audit(delta)
-    n = check_integer(n_samples, "n_samples", 10)
+    n = V.check_integer(n_samples, "n_samples", 10)
     a = _check_alpha(alpha)
-    m = max(200, n // 5) if n_pilot is None else check_integer(n_pilot, "n_pilot", 10)
-    if not isinstance(batched, (bool, np.bool_)):
-        raise TypeError(f"batched must be True or False, got {batched!r}")
+    m = max(200, n // 5) if n_pilot is None else V.check_integer(n_pilot, "n_pilot", 10)
+    batched = V.check_bool(batched, "batched")
     w = None
     if direction is not None:
-        w = check_vector(direction, "direction")
+        w = V.check_vector(direction, "direction")
         norm = np.linalg.norm(w)
         if norm == 0:
             raise ValueError("direction must not be the zero vector")
         w = w / norm
-    gen = check_rng(rng)
+    gen = V.check_rng(rng)
     level = a / (2 * N_TESTS)
 
     # 1. pilot
@@ -659,12 +630,11 @@ def batched_gaussian_release(release: Callable) -> Callable:
     sampling method raises ``TypeError``; one that reduces over its noise is
     caught by the shape check (the output's first axis must be ``size``).
     """
-    if not callable(release):
-        raise TypeError("release must be callable as release(dataset, rng)")
+    V.check_callable(release, "release", "release(dataset, rng)")
 
     def batched(dataset, rng, size):
-        m = check_integer(size, "size")
-        gen = _BatchGenerator(check_rng(rng), m)
+        m = V.check_integer(size, "size")
+        gen = _BatchGenerator(V.check_rng(rng), m)
         out = _as_output(release(dataset, gen))
         if out.ndim == 0 or out.shape[0] != m:
             raise ValueError(
@@ -676,175 +646,10 @@ def batched_gaussian_release(release: Callable) -> Callable:
     return batched
 
 
-# ------------------------------------------------- worst-case neighbouring pairs
-
-def statistic_pair(sensitivity: float, d: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Two values of a statistic at L2 distance ``sensitivity``: ``0`` and
-    ``sensitivity * e_1``, for auditing :func:`~dpsum.mechanisms.gaussian_mechanism`.
-
-    For isotropic Gaussian noise only the distance matters, and the largest
-    distance neighbouring datasets can produce is the sensitivity, so this
-    pair is worst case (the privacy loss is then exactly that of Theorem 3).
-    """
-    s = check_positive(sensitivity, "sensitivity")
-    dd = check_integer(d, "d")
-    x = np.zeros(dd)
-    y = np.zeros(dd)
-    y[0] = s
-    return x, y
-
-
-def _filler(n: int, d: int, center) -> np.ndarray:
-    base = np.zeros(d) if center is None else center
-    return np.tile(base, (n, 1))
-
-
-def replace_one_pair(record, *, n: int = 2, center=None) -> tuple[np.ndarray, np.ndarray]:
-    """Replace-one neighbours ``D = [c + v, c, ..., c]`` and ``D' = [c - v, c, ..., c]``.
-
-    ``record`` is ``v`` (relative to ``center`` ``c``, default 0). For a
-    mechanism that clips to a ball around ``c``, a record far outside the
-    ball and its reflection are clipped to opposite points of the sphere, so
-    the sum moves by exactly the sensitivity ``2C``: the worst case.
-    """
-    v = check_vector(record, "record")
-    nn = check_integer(n, "n")
-    c = None if center is None else check_vector(center, "center", v.size)
-    X = _filler(nn, v.size, c)
-    Y = X.copy()
-    X[0] += v
-    Y[0] -= v
-    return X, Y
-
-
-def add_remove_pair(record, *, n: int = 1, center=None) -> tuple[np.ndarray, np.ndarray]:
-    """Add-remove neighbours: ``D`` has ``n`` rows at ``center`` (default 0),
-    ``D'`` is ``D`` plus the row ``center + record``.
-
-    Note the order: the larger dataset is the second one, so the upper-tail
-    test of :func:`epsilon_lower_bound` looks for outputs pushed *against*
-    ``record``; the audit runs both tests, so the order does not matter.
-    """
-    v = check_vector(record, "record")
-    nn = check_integer(n, "n")
-    c = None if center is None else check_vector(center, "center", v.size)
-    X = _filler(nn, v.size, c)
-    Y = np.vstack([X, (v if c is None else c + v)[None, :]])
-    return X, Y
-
-
-def elliptical_pair(bounds, *, n: int = 1, factor: float = 10.0,
-                    coordinates=None) -> tuple[np.ndarray, np.ndarray]:
-    """Worst-case replace-one pair for :func:`~dpsum.mechanisms.elliptical_gaussian_mechanism`.
-
-    The changed record is ``factor * Delta / 2`` against ``-factor * Delta / 2``
-    (other rows 0): both are clamped to the corners ``+-Delta / 2`` of the box,
-    so the clamping is exercised and the sum moves by ``Delta_j`` in every
-    coordinate. With diagonal noise ``sigma_j`` the privacy loss depends on
-    ``sum_j (Delta_j / sigma_j)^2``, which the corner maximises over the box.
-    For the mechanism as specified (``sigma_j = sigma_opt Delta_j / b_j``,
-    ``||b|| = 1``) this equals ``1 / sigma_opt^2``: the pair is tight.
-
-    ``coordinates`` restricts the change to some coordinates (e.g. the one
-    whose noise is smallest relative to its width, ``argmin sigma_j / Delta_j``);
-    such a pair is never worse than the corner, but isolates one coordinate.
-    """
-    width = check_vector(bounds, "bounds", positive=True)
-    f = check_positive(factor, "factor")
-    if f < 1:
-        raise ValueError("factor must be >= 1 so that the record reaches the box corner")
-    v = f * width / 2.0
-    if coordinates is not None:
-        idx = np.atleast_1d(np.asarray(coordinates))
-        if not np.issubdtype(idx.dtype, np.integer) or np.any(idx < 0) or np.any(idx >= width.size):
-            raise ValueError(f"coordinates must be indices in [0, {width.size})")
-        mask = np.zeros(width.size, dtype=bool)
-        mask[idx] = True
-        v = np.where(mask, v, 0.0)
-    return replace_one_pair(v, n=n)
-
-
-def clipped_pair(d: int, clip_norm: float, neighbouring: str = "replace", *,
-                 n: int = 2, factor: float = 100.0) -> tuple[np.ndarray, np.ndarray]:
-    """Worst-case pair for :func:`~dpsum.mechanisms.clipped_gaussian_mechanism`.
-
-    A record of norm ``factor * C`` (far outside the clip ball) along
-    ``e_1``: replaced by its opposite under replace-one (the clipped sum
-    moves by ``2C``), or added under add-remove (it moves by ``C``).
-    """
-    dd = check_integer(d, "d")
-    C = check_positive(clip_norm, "clip_norm")
-    f = check_positive(factor, "factor")
-    relation = Neighbouring.parse(neighbouring)
-    v = np.zeros(dd)
-    v[0] = f * C
-    if relation is Neighbouring.REPLACE:
-        return replace_one_pair(v, n=n)
-    return add_remove_pair(v, n=n)
-
-
-def gaussian_data_pair(stds, *, center=None, scaling="optimal", clip_probability=None,
-                       neighbouring: str = "replace", n: int = 2,
-                       factor: float = 100.0) -> tuple[np.ndarray, np.ndarray]:
-    """Worst-case pair for :func:`~dpsum.mechanisms.gaussian_data_mechanism`.
-
-    Arguments as for the mechanism (``n`` is the size of the first dataset).
-    The changed record ``x`` has scaled, centred version
-    ``(x - c) ⊙ b = factor * C * u`` for a unit ``u``, far outside the clip
-    ball of radius ``C``:
-
-    - replace-one: ``u = e_1`` and the neighbour holds ``c - (x - c)``; after
-      clipping the scaled sum moves by ``2C`` whatever ``u`` is;
-    - add-remove: the record is added; its contribution to the scaled sum is
-      ``b ⊙ c + C u``, whose norm reaches the sensitivity ``C + ||b ⊙ c||``
-      when ``u`` points along ``b ⊙ c`` (``e_1`` when ``c = 0``).
-    """
-    sigma = check_vector(stds, "stds", positive=True)
-    dd = sigma.size
-    c = None if center is None else check_vector(center, "center", dd)
-    relation = Neighbouring.parse(neighbouring)
-    nn = check_integer(n, "n")
-    f = check_positive(factor, "factor")
-    b = resolve_scaling(scaling, sigma)
-    if clip_probability is None:
-        if relation is Neighbouring.ADD_REMOVE:
-            raise ValueError("clip_probability must be given under add-remove neighbouring")
-        if nn < 2:
-            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2")
-        p = 1.0 / nn
-    else:
-        p = check_probability(clip_probability, "clip_probability")
-    C = clip_radius(sigma, p, b)
-    u = np.zeros(dd)
-    u[0] = 1.0
-    if relation is Neighbouring.ADD_REMOVE and c is not None and np.any(c):
-        u = b * c / np.linalg.norm(b * c)
-    v = f * C * u / b
-    if relation is Neighbouring.REPLACE:
-        return replace_one_pair(v, n=nn, center=c)
-    return add_remove_pair(v, n=nn, center=c)
-
-
-def binary_pair(n: int = 1, ones: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Neighbouring bit vectors for the binary-sum mechanisms of :mod:`dpsum.binary`.
-
-    ``D`` has ``ones + 1`` ones among ``n`` bits and ``D'`` has ``ones`` (its
-    first bit is 0 instead of 1); both are boolean arrays. The binary
-    mechanisms depend on the data only through the count, so which bit
-    changes does not matter, but the count does:
-
-    - randomized response: ``n = 1``, so that the output is one randomized
-      bit, whose privacy loss is exactly epsilon;
-    - binomial noise: any count (the noise does not depend on it);
-    - sample-and-threshold: counts near the threshold, where the threshold
-      stops hiding a changed user (the test suite uses 11 against 10 ones
-      for the threshold ``ceil(3 + ln 1000) = 10``).
-    """
-    nn = check_integer(n, "n")
-    if isinstance(ones, bool) or not isinstance(ones, numbers.Integral) or not 0 <= ones < nn:
-        raise ValueError(f"ones must be an integer in [0, n), got {ones!r}")
-    x = np.zeros(nn, dtype=bool)
-    x[: ones + 1] = True
-    y = x.copy()
-    y[0] = False
-    return x, y
+# The worst-case neighbouring pairs moved to dpsum.pairs; the old names still
+# work with a DeprecationWarning.
+__getattr__ = moved_attributes(__name__, {
+    name: f"dpsum.pairs:{name}"
+    for name in ("statistic_pair", "replace_one_pair", "add_remove_pair", "elliptical_pair",
+                 "clipped_pair", "gaussian_data_pair", "binary_pair")
+})

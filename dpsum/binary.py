@@ -41,24 +41,20 @@ slack the published conditions leave.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
-from .privacy import (
-    Neighbouring,
-    check_delta,
-    check_epsilon,
-    check_positive,
-    check_probability,
-    check_rng,
-    check_scalar_privacy,
-)
+from . import _validation as V
+from .privacy import Neighbouring
+from .release import _StrEnum
 
 __all__ = [
     "BinaryRelease",
+    "BinaryMechanism",
     "MAX_EPSILON",
     "WARNER_KEEP_PROBABILITY",
     "randomized_response",
@@ -98,65 +94,30 @@ MAX_EPSILON = 1.0
 #: true answer is reported with probability 3/4 (``epsilon = ln 3``).
 WARNER_KEEP_PROBABILITY = 0.75
 
-_MECHANISMS = ("randomized_response", "binomial", "sample_and_threshold")
+
+class BinaryMechanism(_StrEnum):
+    """Which binary-sum mechanism produced a :class:`BinaryRelease` (a ``str``
+    enum: ``release.mechanism == "binomial"`` still holds)."""
+
+    RANDOMIZED_RESPONSE = "randomized_response"
+    BINOMIAL = "binomial"
+    SAMPLE_AND_THRESHOLD = "sample_and_threshold"
+
+    @classmethod
+    def parse(cls, value: Any, name: str = "mechanism") -> BinaryMechanism:
+        """The member named by ``value`` (a member or its string), or a clear error."""
+        if isinstance(value, cls):
+            return value
+        return cls(V.check_choice(value, name, tuple(m.value for m in cls)))
 
 
 # ---------------------------------------------------------------------------
 # validation helpers
 
 
-def _as_bits(bits, name: str = "bits") -> np.ndarray:
-    """Return ``bits`` as a 1-d boolean array after checking it holds 0/1 values.
-
-    Accepts a 1-d array (or sequence) of booleans or integers equal to 0 or 1.
-    Floats are refused even when they equal 0.0 or 1.0, so that a fraction or
-    a probability passed by mistake is not silently accepted.
-    """
-    if isinstance(bits, (str, bytes)) or bits is None or np.isscalar(bits):
-        raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, got {bits!r}")
-    arr = np.asarray(bits)
-    if arr.dtype == np.bool_:
-        out = arr
-    elif np.issubdtype(arr.dtype, np.integer):
-        if arr.ndim == 1 and arr.size and not np.all((arr == 0) | (arr == 1)):
-            raise ValueError(f"{name} must hold only 0 and 1")
-        out = arr.astype(np.bool_)
-    else:
-        raise TypeError(
-            f"{name} must be a 1-d array of 0/1 integers or booleans, got dtype {arr.dtype}"
-        )
-    if out.ndim != 1:
-        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
-    if out.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    return out
-
-
-def _check_int(value, name: str, *, minimum: int = 0):
-    """Validate a non-negative integer (or integer array) ``>= minimum``."""
-    if isinstance(value, bool) or (isinstance(value, np.ndarray) and value.dtype == np.bool_):
-        raise TypeError(f"{name} must be an integer, not a boolean")
-    if isinstance(value, numbers.Integral):
-        if value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        return int(value)
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic objects
-        raise TypeError(f"{name} must be an integer or an array of integers") from exc
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must hold whole numbers, got {value!r}")
-        arr = arr.astype(np.int64)
-    elif not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"{name} must be an integer or an array of integers, got {value!r}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(arr >= minimum):
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    if arr.ndim == 0:
-        return int(arr)
-    return arr.astype(np.int64)
+def _check_int(value: Any, name: str, *, minimum: int = 0) -> Any:
+    """An integer or an array of integers ``>= minimum`` (the package's integer rule)."""
+    return V.check_integer(value, name, minimum, array=True)
 
 
 def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
@@ -192,8 +153,9 @@ class BinaryRelease:
         The number of users (public under replace-one).
     epsilon, delta : float
         The privacy guarantee (``delta = 0`` for randomized response).
-    mechanism : str
-        ``"randomized_response"``, ``"binomial"`` or ``"sample_and_threshold"``.
+    mechanism : BinaryMechanism
+        ``"randomized_response"``, ``"binomial"`` or ``"sample_and_threshold"``
+        (a ``str`` enum).
     probability : float
         The mechanism's coin: the keep probability ``e^eps / (1 + e^eps)`` of
         randomized response, the noise probability ``p`` of the binomial
@@ -210,15 +172,18 @@ class BinaryRelease:
     n: int
     epsilon: float
     delta: float
-    mechanism: str
+    mechanism: BinaryMechanism
     probability: float
     threshold: float | None
     neighbouring: Neighbouring = Neighbouring.REPLACE
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism))
+
     @property
     def released(self) -> bool:
         """False only when sample-and-threshold suppressed the count."""
-        if self.mechanism != "sample_and_threshold":
+        if self.mechanism is not BinaryMechanism.SAMPLE_AND_THRESHOLD:
             return True
         return self.output > 0
 
@@ -243,23 +208,41 @@ def _check_k(k, n):
     return kk
 
 
-def _bias(mechanism, n, k, p, threshold):
-    kk = _check_k(k, n)
-    if mechanism == "sample_and_threshold":
-        return _st_bias(kk, p, threshold)
-    return 0.0 if np.ndim(kk) == 0 else np.zeros(np.shape(kk))
+def _unbiased(k: Any, p: float, threshold: float | None) -> Any:
+    """Zero bias (randomized response and binomial noise)."""
+    return V.scalar_or_array(np.zeros(np.shape(k)), k)
 
 
-def _variance(mechanism, n, k, p, threshold):
-    kk = _check_k(k, n)
-    if mechanism == "sample_and_threshold":
-        return _st_variance(kk, p, threshold)
-    if mechanism == "randomized_response":
-        # keep probability q: each report is Bernoulli with variance q (1 - q)
-        value = n * p * (1.0 - p) / (2.0 * p - 1.0) ** 2
-    else:
-        value = n * p * (1.0 - p)
-    return value if np.ndim(kk) == 0 else np.full(np.shape(kk), value)
+def _rr_variance(n: int, k: Any, q: float) -> Any:
+    """Randomized response with keep probability q: each report is Bernoulli
+    with variance q (1 - q), and the estimator divides by 2 q - 1."""
+    return V.scalar_or_array(np.full(np.shape(k), n * q * (1.0 - q) / (2.0 * q - 1.0) ** 2), k)
+
+
+def _binomial_variance(n: int, k: Any, p: float) -> Any:
+    return V.scalar_or_array(np.full(np.shape(k), n * p * (1.0 - p)), k)
+
+
+# bias(k, p, threshold) and variance(n, k, p, threshold) of each estimator
+_BIAS = {
+    BinaryMechanism.RANDOMIZED_RESPONSE: _unbiased,
+    BinaryMechanism.BINOMIAL: _unbiased,
+    BinaryMechanism.SAMPLE_AND_THRESHOLD: lambda k, p, t: _st_bias(k, p, t),
+}
+_VARIANCE = {
+    BinaryMechanism.RANDOMIZED_RESPONSE: lambda n, k, p, t: _rr_variance(n, k, p),
+    BinaryMechanism.BINOMIAL: lambda n, k, p, t: _binomial_variance(n, k, p),
+    BinaryMechanism.SAMPLE_AND_THRESHOLD: lambda n, k, p, t: _st_variance(k, p, t),
+}
+
+
+def _bias(mechanism: BinaryMechanism, n: int, k: Any, p: float, threshold: float | None) -> Any:
+    return _BIAS[mechanism](_check_k(k, n), p, threshold)
+
+
+def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
+              threshold: float | None) -> Any:
+    return _VARIANCE[mechanism](n, _check_k(k, n), p, threshold)
 
 
 # ---------------------------------------------------------------------------
@@ -274,9 +257,9 @@ def randomized_response_keep_probability(epsilon):
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
     Vectorised over ``epsilon``.
     """
-    eps = check_epsilon(epsilon)
+    eps = V.check_epsilon(epsilon)
     q = special.expit(eps)
-    return float(q) if np.ndim(q) == 0 else q
+    return V.scalar_or_array(q)
 
 
 def randomized_response_epsilon(keep_probability):
@@ -286,14 +269,14 @@ def randomized_response_epsilon(keep_probability):
     Warner's fair-coin scheme keeps the answer with probability 3/4
     (:data:`WARNER_KEEP_PROBABILITY`), hence ``epsilon = ln 3``.
     """
-    q = check_probability(keep_probability, "keep_probability")
+    q = V.check_probability(keep_probability, "keep_probability")
     if not np.all(np.asarray(q) > 0.5):
         raise ValueError(
             f"keep_probability must exceed 1/2 (otherwise the reports carry no "
             f"information or invert it), got {keep_probability!r}"
         )
     eps = special.logit(q)
-    return float(eps) if np.ndim(eps) == 0 else eps
+    return V.scalar_or_array(eps)
 
 
 def randomized_response_reports(bits, *, epsilon: float, rng=None) -> np.ndarray:
@@ -303,9 +286,9 @@ def randomized_response_reports(bits, *, epsilon: float, rng=None) -> np.ndarray
     Returns a boolean array of the same length as ``bits``; the input is not
     modified. Each report is epsilon-DP with respect to its user's bit.
     """
-    eps = check_scalar_privacy(epsilon)
-    x = _as_bits(bits)
-    gen = check_rng(rng)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    x = V.check_bits(bits)
+    gen = V.check_rng(rng)
     flip = gen.random(x.shape[0]) < special.expit(-eps)
     return x ^ flip
 
@@ -317,7 +300,7 @@ def randomized_response_estimate(output, n, *, epsilon: float):
     ``k_hat = (output - (1 - q) n) / (2 q - 1)``. For ``epsilon = ln 3``
     (``q = 3/4``) this is the seed's ``2 n_obs - N / 2``.
     """
-    eps = check_scalar_privacy(epsilon)
+    eps = V.check_epsilon(epsilon, scalar=True)
     nn = _check_int(n, "n", minimum=1)
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
@@ -326,7 +309,7 @@ def randomized_response_estimate(output, n, *, epsilon: float):
         raise ValueError(f"output must lie in [0, n], got {output!r}")
     # 1 - q = expit(-eps) and 2 q - 1 = tanh(eps / 2)
     est = (out - special.expit(-eps) * nn) / math.tanh(eps / 2.0)
-    return float(est) if est.ndim == 0 else est
+    return V.scalar_or_array(est)
 
 
 def randomized_response_variance(n, epsilon):
@@ -336,9 +319,9 @@ def randomized_response_variance(n, epsilon):
     Vectorised over ``n`` and ``epsilon``.
     """
     nn = _check_int(n, "n", minimum=1)
-    eps = check_epsilon(epsilon)
+    eps = V.check_epsilon(epsilon)
     value = np.asarray(nn, dtype=float) / (4.0 * np.sinh(np.asarray(eps) / 2.0) ** 2)
-    return float(value) if value.ndim == 0 else value
+    return V.scalar_or_array(value)
 
 
 def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
@@ -365,9 +348,9 @@ def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
         ``output`` is the number of 1-reports, ``probability`` the keep
         probability, ``delta`` is 0.
     """
-    eps = check_scalar_privacy(epsilon)
-    x = _as_bits(bits)
-    gen = check_rng(rng)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    x = V.check_bits(bits)
+    gen = V.check_rng(rng)
     n = int(x.shape[0])
     k = int(np.count_nonzero(x))
     q = float(special.expit(eps))
@@ -380,7 +363,7 @@ def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
         n=n,
         epsilon=eps,
         delta=0.0,
-        mechanism="randomized_response",
+        mechanism=BinaryMechanism.RANDOMIZED_RESPONSE,
         probability=q,
         threshold=None,
     )
@@ -398,8 +381,8 @@ def binomial_min_users(epsilon, delta):
     The condition is the seed's; it does not depend on ``epsilon <= 1``, which
     the mechanism checks separately.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+    eps = V.check_epsilon(epsilon)
+    dlt = V.check_delta(delta)
     value = np.ceil(100.0 * np.log(2.0 / np.asarray(dlt)) / np.asarray(eps) ** 2)
     if value.ndim == 0:
         return int(value)
@@ -409,7 +392,8 @@ def binomial_min_users(epsilon, delta):
 def binomial_noise_probability(n, epsilon, delta) -> float:
     """Noise probability ``p = 50 ln(2/delta) / (epsilon^2 n)`` of the binomial
     mechanism; raises if ``n`` is below :func:`binomial_min_users` (``p > 1/2``)."""
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     nn = _check_int(n, "n", minimum=1)
     if np.ndim(nn):
         raise ValueError("n must be a scalar here")
@@ -427,22 +411,23 @@ def binomial_conditions_hold(n, epsilon, delta, p=None) -> bool:
     privacy proof: ``epsilon <= 1``, ``p <= 1/2`` and
     ``p >= 50 ln(2/delta) / (epsilon^2 n)`` (``p`` defaults to that minimum, so
     the default case is ``n >= 100 ln(2/delta) / epsilon^2``)."""
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     nn = _check_int(n, "n", minimum=1)
     p_min = 50.0 * math.log(2.0 / dlt) / (eps * eps * nn)
-    pp = p_min if p is None else check_probability(p, "p")
+    pp = p_min if p is None else V.check_probability(p, "p")
     return bool(eps <= MAX_EPSILON and pp <= 0.5 and pp >= p_min)
 
 
 def binomial_estimate(output, n, p):
     """Unbiased estimator ``output - n p`` of the count under binomial noise."""
     nn = _check_int(n, "n", minimum=1)
-    pp = check_probability(p, "p")
+    pp = V.check_probability(p, "p")
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
         raise TypeError(f"output must be a number, got {output!r}")
     est = out - nn * pp
-    return float(est) if est.ndim == 0 else est
+    return V.scalar_or_array(est)
 
 
 def binomial_variance(n, epsilon, delta, p=None):
@@ -452,11 +437,12 @@ def binomial_variance(n, epsilon, delta, p=None):
     least noise is at the smallest admissible ``n`` (``p = 1/2``) and it grows
     towards ``50 ln(2/delta) / epsilon^2`` as ``n`` grows.
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     nn = _check_int(n, "n", minimum=1)
     if np.ndim(nn):
         raise ValueError("n must be a scalar here")
-    pp = binomial_noise_probability(nn, eps, dlt) if p is None else check_probability(p, "p")
+    pp = binomial_noise_probability(nn, eps, dlt) if p is None else V.check_probability(p, "p")
     return nn * pp * (1.0 - pp)
 
 
@@ -473,8 +459,8 @@ def binomial_privacy_delta(n, p, epsilon) -> float:
     not needed here).
     """
     nn = _check_int(n, "n", minimum=1)
-    pp = check_probability(p, "p")
-    eps = check_scalar_privacy(epsilon)
+    pp = V.check_probability(p, "p")
+    eps = V.check_epsilon(epsilon, scalar=True)
     if np.ndim(nn) or np.ndim(pp):
         raise ValueError("n and p must be scalars")
     e = math.exp(eps)
@@ -522,16 +508,17 @@ def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | N
     -------
     BinaryRelease
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     _check_epsilon_covered(eps, "binomial mechanism")
-    x = _as_bits(bits)
-    gen = check_rng(rng)
+    x = V.check_bits(bits)
+    gen = V.check_rng(rng)
     n = int(x.shape[0])
     p_min = binomial_noise_probability(n, eps, dlt)
     if p is None:
         pp = p_min
     else:
-        pp = check_probability(p, "p")
+        pp = V.check_probability(p, "p")
         if np.ndim(pp):
             raise ValueError("p must be a scalar")
         if pp > 0.5:
@@ -548,7 +535,7 @@ def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | N
         n=n,
         epsilon=eps,
         delta=dlt,
-        mechanism="binomial",
+        mechanism=BinaryMechanism.BINOMIAL,
         probability=pp,
         threshold=None,
     )
@@ -565,7 +552,7 @@ def sample_threshold_tau(delta):
     ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
     (book chapter 7). Vectorised over ``delta``.
     """
-    dlt = check_delta(delta)
+    dlt = V.check_delta(delta)
     return 3.0 - np.log(dlt) if np.ndim(dlt) else 3.0 - math.log(dlt)
 
 
@@ -574,7 +561,7 @@ def sample_threshold_probability(epsilon, delta):
 
     It does not depend on ``n``. Vectorised over ``epsilon`` and ``delta``.
     """
-    eps = check_epsilon(epsilon)
+    eps = V.check_epsilon(epsilon)
     return eps / sample_threshold_tau(delta)
 
 
@@ -583,31 +570,33 @@ def sample_threshold_conditions_hold(epsilon, delta, p=None, threshold=None) -> 
     ``threshold`` is covered by the privacy proof of the book: ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``.
     Defaults: ``threshold = 3 + ln(1/delta)`` and ``p = epsilon / threshold``."""
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     tau_min = sample_threshold_tau(dlt)
-    tau = tau_min if threshold is None else check_positive(threshold, "threshold")
-    pp = eps / tau if p is None else check_probability(p, "p")
+    tau = tau_min if threshold is None else V.check_positive(threshold, "threshold")
+    pp = eps / tau if p is None else V.check_probability(p, "p")
     return bool(eps <= MAX_EPSILON and tau >= tau_min and pp <= eps / tau)
 
 
 def sample_threshold_estimate(output, p):
     """Estimator ``output / p`` of the count (``0`` when the count was suppressed)."""
-    pp = check_probability(p, "p")
+    pp = V.check_probability(p, "p")
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
         raise TypeError(f"output must be a number, got {output!r}")
     if np.any(out < 0):
         raise ValueError(f"output must be >= 0, got {output!r}")
     est = out / pp
-    return float(est) if est.ndim == 0 else est
+    return V.scalar_or_array(est)
 
 
 def _st_parameters(epsilon, delta, p, threshold):
     """The (p, tau) of sample-and-threshold, defaults filled in (not checked
     against the privacy conditions: the closed forms hold for any p and tau)."""
-    eps, dlt = check_scalar_privacy(epsilon, delta)
-    tau = sample_threshold_tau(dlt) if threshold is None else check_positive(threshold, "threshold")
-    pp = eps / tau if p is None else check_probability(p, "p")
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
+    tau = sample_threshold_tau(dlt) if threshold is None else V.check_positive(threshold, "threshold")
+    pp = eps / tau if p is None else V.check_probability(p, "p")
     return pp, tau
 
 
@@ -632,7 +621,7 @@ def _st_bias(k, p, tau):
     km1 = np.maximum(kk - 1, 0)
     b1 = stats.binom.cdf(t - 2, km1, p)
     out = np.where(kk < t, -kk.astype(float), -kk * b1) + 0.0  # no negative zero
-    return float(out) if out.ndim == 0 else out
+    return V.scalar_or_array(out)
 
 
 def _st_variance(k, p, tau):
@@ -656,7 +645,7 @@ def _st_variance(k, p, tau):
     spread = np.where(b1 <= 0.5, 2.0 * b1 - b2 - b1 * b1, a2 - a1 * a1)
     var = kf * kf * spread + kf * (a1 / p - a2)
     var = np.where(kk < t, 0.0, np.maximum(var, 0.0))
-    return float(var) if var.ndim == 0 else var
+    return V.scalar_or_array(var)
 
 
 def sample_threshold_release_probability(k, epsilon, delta, *, p=None, threshold=None):
@@ -667,7 +656,7 @@ def sample_threshold_release_probability(k, epsilon, delta, *, p=None, threshold
     kk = _check_int(k, "k")
     pp, tau = _st_parameters(epsilon, delta, p, threshold)
     value = _st_release_probability(kk, pp, tau)
-    return float(value) if np.ndim(value) == 0 else value
+    return V.scalar_or_array(value)
 
 
 def sample_threshold_bias(k, epsilon, delta, *, p=None, threshold=None):
@@ -713,9 +702,9 @@ def sample_threshold_privacy_delta(p, threshold, epsilon, *, max_count: int = 2_
     tail bound, hence an upper bound that is exact whenever the tail is
     negligible.
     """
-    pp = check_probability(p, "p")
-    tau = check_positive(threshold, "threshold")
-    eps = check_scalar_privacy(epsilon)
+    pp = V.check_probability(p, "p")
+    tau = V.check_positive(threshold, "threshold")
+    eps = V.check_epsilon(epsilon, scalar=True)
     if np.ndim(pp) or np.ndim(tau):
         raise ValueError("p and threshold must be scalars")
     if -math.log1p(-pp) > eps:
@@ -771,13 +760,14 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
     -------
     BinaryRelease
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     _check_epsilon_covered(eps, "sample-and-threshold mechanism")
     tau_min = sample_threshold_tau(dlt)
     if threshold is None:
         tau = tau_min
     else:
-        tau = check_positive(threshold, "threshold")
+        tau = V.check_positive(threshold, "threshold")
         if np.ndim(tau):
             raise ValueError("threshold must be a scalar")
         if tau < tau_min:
@@ -787,15 +777,15 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
     if p is None:
         pp = eps / tau
     else:
-        pp = check_probability(p, "p")
+        pp = V.check_probability(p, "p")
         if np.ndim(pp):
             raise ValueError("p must be a scalar")
         if pp > eps / tau:
             raise ValueError(
                 f"p must be at most epsilon / threshold = {eps / tau:.6g}, got {p!r}"
             )
-    x = _as_bits(bits)
-    gen = check_rng(rng)
+    x = V.check_bits(bits)
+    gen = V.check_rng(rng)
     n = int(x.shape[0])
     k = int(np.count_nonzero(x))
     sampled = int(gen.binomial(k, pp))
@@ -806,7 +796,7 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
         n=n,
         epsilon=eps,
         delta=dlt,
-        mechanism="sample_and_threshold",
+        mechanism=BinaryMechanism.SAMPLE_AND_THRESHOLD,
         probability=pp,
         threshold=float(tau),
     )
@@ -816,7 +806,8 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
 # comparison
 
 
-def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
+def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
+               epsilon: float, delta: float) -> Any:
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
     ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
@@ -826,17 +817,17 @@ def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
     Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are
     scalars, and the two approximate-DP mechanisms need ``epsilon <= 1``.
     """
-    if mechanism not in _MECHANISMS:
-        raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    which = BinaryMechanism.parse(mechanism)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
     nn = np.asarray(_check_int(n, "n", minimum=1))
     kk = np.asarray(_check_int(k, "k"))
     nn, kk = np.broadcast_arrays(nn, kk)
     if np.any(kk > nn):
         raise ValueError("k must be at most n")
-    if mechanism == "randomized_response":
+    if which is BinaryMechanism.RANDOMIZED_RESPONSE:
         out = nn / (4.0 * math.sinh(eps / 2.0) ** 2)
-    elif mechanism == "binomial":
+    elif which is BinaryMechanism.BINOMIAL:
         _check_epsilon_covered(eps, "binomial mechanism")
         mu = 50.0 * math.log(2.0 / dlt) / (eps * eps)  # n p, fixed by (eps, delta)
         n_min = binomial_min_users(eps, dlt)
@@ -848,4 +839,4 @@ def binary_mse(mechanism: str, *, n, k, epsilon: float, delta: float):
         bias = np.asarray(_st_bias(kk, pp, tau))
         out = bias * bias + np.asarray(_st_variance(kk, pp, tau))
     out = np.asarray(out, dtype=float)
-    return float(out) if out.ndim == 0 else out
+    return V.scalar_or_array(out)

@@ -48,18 +48,14 @@ deviations anywhere in the floating-point range.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .calibration import analytic_sigma
-from .privacy import (
-    Neighbouring,
-    check_finite_array,
-    check_positive,
-    check_probability,
-    check_vector,
-    clipped_sum_sensitivity,
-)
+from . import _validation as V
+from .privacy import Neighbouring, clipped_sum_sensitivity
 
 __all__ = [
     "bernstein_max_t",
@@ -94,7 +90,7 @@ _LIMIT_RTOL = 8 * np.finfo(float).eps
 
 # ----------------------------------------------------------------- helpers
 def _check_stds(stds) -> np.ndarray:
-    return check_vector(stds, "stds", positive=True)
+    return V.check_vector(stds, "stds", positive=True)
 
 
 def _scaled_stds(stds, scaling) -> np.ndarray:
@@ -102,7 +98,7 @@ def _scaled_stds(stds, scaling) -> np.ndarray:
     sigma = _check_stds(stds)
     if scaling is None:
         return sigma
-    b = check_vector(scaling, "scaling", sigma.size, positive=True)
+    b = V.check_vector(scaling, "scaling", sigma.size, positive=True)
     s = b * sigma
     if not np.all(np.isfinite(s)) or not np.all(s > 0):
         raise ValueError("scaling * stds overflows or underflows: rescale the inputs")
@@ -147,31 +143,16 @@ class _Powers:
         return self._finite(self.max2 * math.sqrt(self.r4))
 
 
-def _check_clip_probability(p) -> float:
-    value = check_probability(p, "clip_probability")
-    if np.ndim(value) != 0:
-        raise ValueError("clip_probability must be a scalar")
-    return float(value)
+def _check_clip_probability(p: Any) -> float:
+    return V.check_probability(p, "clip_probability", scalar=True)
 
 
 def _check_n(n):
     """``n >= 1`` (a dataset size, or ``1/p`` for a clipping probability ``p``)."""
-    value = check_positive(n, "n")
+    value = V.check_positive(n, "n")
     if not np.all(np.asarray(value) >= 1):
         raise ValueError(f"n must be >= 1, got {n!r}")
     return value
-
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _as_output(arr: np.ndarray, original):
-    if np.ndim(original) == 0:
-        return float(arr)
-    return arr
 
 
 # ------------------------------------------------------------ Lemma 3.2
@@ -200,8 +181,8 @@ def bernstein_max_t(stds) -> float:
 
 
 def _check_t(t, t_max: float, strict: bool):
-    strict = _check_bool(strict, "strict")
-    tv = check_positive(t, "t", allow_zero=True)
+    strict = V.check_bool(strict, "strict")
+    tv = V.check_positive(t, "t", allow_zero=True)
     if strict and np.any(np.asarray(tv) > t_max * (1 + _LIMIT_RTOL)):
         worst = float(np.max(tv))
         raise ValueError(
@@ -244,7 +225,7 @@ def bernstein_tail_threshold(stds, t, *, strict: bool = True):
     pw = _Powers(_check_stds(stds))
     tv = _check_t(t, math.sqrt(2.0 * pw.r4) / 6.0, strict)
     out = np.asarray(tv) * math.sqrt(8.0) * pw.root4 + pw.sum2
-    return _as_output(out, t)
+    return V.scalar_or_array(out, t)
 
 
 def bernstein_tail_bound(stds, x):
@@ -270,11 +251,11 @@ def bernstein_tail_bound(stds, x):
         Upper bound(s) on ``P(sum_j X_j^2 >= x)``, in ``(0, 1]``.
     """
     pw = _Powers(_check_stds(stds))
-    xv = check_finite_array(x, "x")
+    xv = V.check_finite_array(x, "x")
     t_max = math.sqrt(2.0 * pw.r4) / 6.0
     t = (xv - pw.sum2) / (math.sqrt(8.0) * pw.root4)
     t_eff = np.clip(t, 0.0, t_max)
-    return _as_output(np.exp(-t_eff**2), x)
+    return V.scalar_or_array(np.exp(-t_eff**2), x)
 
 
 def bernstein_clip_radius(stds, clip_probability: float, scaling=None, *,
@@ -305,7 +286,7 @@ def bernstein_clip_radius(stds, clip_probability: float, scaling=None, *,
     """
     s = _scaled_stds(stds, scaling)
     p = _check_clip_probability(clip_probability)
-    strict = _check_bool(strict, "strict")
+    strict = V.check_bool(strict, "strict")
     t = math.sqrt(-math.log(p))
     t_max = bernstein_max_t(s)
     if strict and t > t_max * (1 + _LIMIT_RTOL):
@@ -315,7 +296,10 @@ def bernstein_clip_radius(stds, clip_probability: float, scaling=None, *,
             f"{math.exp(-t_max * t_max):.6g} for these standard deviations; pass strict=False "
             "to evaluate the formula anyway (it is then not a proven bound), or use "
             "laurent_massart_clip_radius, which holds for every clip_probability")
-    return math.sqrt(bernstein_tail_threshold(s, t, strict=False))
+    # sqrt(t sqrt(8 sum s^4) + sum s^2) = s_max sqrt(t sqrt(8 r4) + r2): no
+    # underflow or overflow of the squares, whatever the scale of s
+    pw = _Powers(s)
+    return pw.s_max * math.sqrt(t * math.sqrt(8.0 * pw.r4) + pw.r2)
 
 
 # -------------------------------------------------------------- Theorem 5
@@ -362,7 +346,7 @@ def theorem5_condition_holds(stds, n):
 
 
 def _theorem5_checked(stds, n, strict: bool):
-    strict = _check_bool(strict, "strict")
+    strict = V.check_bool(strict, "strict")
     pw = _Powers(_check_stds(stds))
     nv = np.asarray(_check_n(n), dtype=float)
     log_n = np.log(nv)
@@ -403,7 +387,7 @@ def theorem5_clip_radius_squared(stds, n, *, strict: bool = True):
     """
     pw, log_n = _theorem5_checked(stds, n, strict)
     out = np.sqrt(8.0 * log_n * pw.r2) / pw.r1 + 1.0
-    return _as_output(out, n)
+    return V.scalar_or_array(out, n)
 
 
 def theorem5_error_bound(stds, n, epsilon: float, delta: float, *,
@@ -448,7 +432,7 @@ def theorem5_error_bound(stds, n, epsilon: float, delta: float, *,
     out = (sens * sopt) ** 2 * pw.max2 * pw.r1 * (np.sqrt(8.0 * log_n * pw.r2) + pw.r1)
     if not np.all(np.isfinite(out)):
         raise ValueError("stds too large: the error bound overflows")
-    return _as_output(out, n)
+    return V.scalar_or_array(out, n)
 
 
 # ------------------------------------------------ the Chebyshev alternative
@@ -490,7 +474,7 @@ def chebyshev_clip_radius(stds, clip_probability: float, scaling=None, *,
     """
     pw = _Powers(_scaled_stds(stds, scaling))
     p = _check_clip_probability(clip_probability)
-    one_sided = _check_bool(one_sided, "one_sided")
+    one_sided = V.check_bool(one_sided, "one_sided")
     factor = (1.0 - p) / p if one_sided else 1.0 / p
     # C^2 = sigma_*^2 (r2 + sqrt(2 r4 factor))
     return pw.s_max * math.sqrt(pw.r2 + math.sqrt(2.0 * pw.r4 * factor))
@@ -529,10 +513,8 @@ def chebyshev_clip_probability(stds, clip_norm: float = 1.0, scaling=None, *,
         An upper bound on ``P(||x_hat|| >= C)``, in ``(0, 1]``.
     """
     pw = _Powers(_scaled_stds(stds, scaling))
-    C = float(check_positive(clip_norm, "clip_norm"))
-    one_sided = _check_bool(one_sided, "one_sided")
-    if np.ndim(clip_norm) != 0:
-        raise ValueError("clip_norm must be a scalar")
+    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
+    one_sided = V.check_bool(one_sided, "one_sided")
     # everything relative to sigma_*^2
     gap = (C / pw.s_max) ** 2 - pw.r2
     if not gap > 0:
@@ -594,10 +576,8 @@ def extra_bernstein_alpha(stds, clip_probability: float, *, as_written: bool = F
     """
     pw = _Powers(_check_stds(stds))
     p = _check_clip_probability(clip_probability)
-    as_written = _check_bool(as_written, "as_written")
-    L = float(check_positive(moment_constant, "moment_constant"))
-    if np.ndim(moment_constant) != 0:
-        raise ValueError("moment_constant must be a scalar")
+    as_written = V.check_bool(as_written, "as_written")
+    L = V.check_positive(moment_constant, "moment_constant", scalar=True)
     if L < SMALLEST_MOMENT_CONSTANT:
         raise ValueError(
             f"moment_constant must be >= {SMALLEST_MOMENT_CONSTANT:g}: condition (13) fails "
@@ -642,9 +622,9 @@ def laurent_massart_threshold(stds, x):
     float or numpy.ndarray
     """
     pw = _Powers(_check_stds(stds))
-    xv = np.asarray(check_positive(x, "x", allow_zero=True))
+    xv = np.asarray(V.check_positive(x, "x", allow_zero=True))
     out = pw.sum2 + 2.0 * np.sqrt(xv) * pw.root4 + 2.0 * pw.max2 * xv
-    return _as_output(out, x)
+    return V.scalar_or_array(out, x)
 
 
 def laurent_massart_clip_radius(stds, clip_probability: float, scaling=None) -> float:
@@ -659,6 +639,9 @@ def laurent_massart_clip_radius(stds, clip_probability: float, scaling=None) -> 
     -------
     float
     """
-    s = _scaled_stds(stds, scaling)
+    pw = _Powers(_scaled_stds(stds, scaling))
     p = _check_clip_probability(clip_probability)
-    return math.sqrt(laurent_massart_threshold(s, -math.log(p)))
+    ell = -math.log(p)
+    # relative to s_max, so that nothing underflows (an underflowing sum of
+    # squares would return 0, which is not an upper bound) or overflows
+    return pw.s_max * math.sqrt(pw.r2 + 2.0 * math.sqrt(ell * pw.r4) + 2.0 * ell)

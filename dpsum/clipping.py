@@ -13,12 +13,16 @@ The input is never modified.
 
 from __future__ import annotations
 
-from functools import lru_cache
+import hashlib
+import math
+from collections import OrderedDict
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from . import _validation as V
 from .gchisq import GeneralizedChiSquare
-from .privacy import check_positive, check_probability, check_vector
 
 __all__ = ["clip_radius", "clipped_sum", "clamped_sum", "CLIP_RADIUS_MARGIN"]
 
@@ -49,13 +53,20 @@ def _raise_non_finite(block: np.ndarray) -> None:
         raise ValueError("X contains NaN or infinite values")
 
 
-def clip_radius(stds, clip_probability: float, scaling=None) -> float:
+def clip_radius(stds: ArrayLike, clip_probability: float, scaling: ArrayLike | None = None) -> float:
     """The clip radius ``C`` of Algorithm 3 for centred Gaussian data.
 
     ``C`` is the smallest radius with ``Pr[||x ⊙ b|| > C] <= p_C`` for
     ``x ~ N(0, diag(stds^2))``, computed from the generalized chi-square
     quantile ``C^2 = isf(p_C)`` with weights ``(b_j sigma_j)^2`` and rounded
     up by a relative ``CLIP_RADIUS_MARGIN``.
+
+    The weights are first divided by the largest one, rounded to a power of
+    two (an exact operation), so standard deviations anywhere in the float
+    range work: ``C`` is computed in units of that power of two and scaled
+    back. A relative weight that underflows (below about 1e-308 of the
+    largest) is replaced by the smallest normal float, which can only raise
+    the radius: the result stays an upper bound.
 
     Parameters
     ----------
@@ -70,28 +81,91 @@ def clip_radius(stds, clip_probability: float, scaling=None) -> float:
     -------
     float
         The clip radius ``C`` in the scaled space.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range, or ``b * stds`` or ``C`` is not a
+        finite positive float.
+
+    Examples
+    --------
+    >>> from scipy import stats
+    >>> C = clip_radius([1.0, 1.0, 1.0], 1e-6)
+    >>> bool(abs(C**2 / stats.chi2.isf(1e-6, 3) - 1) < 1e-11)
+    True
     """
-    sigma = check_vector(stds, "stds", positive=True)
-    p = check_probability(clip_probability, "clip_probability")
-    if np.ndim(p) != 0:
-        raise ValueError("clip_probability must be a scalar")
-    b = np.ones_like(sigma) if scaling is None else check_vector(
-        scaling, "scaling", sigma.size, positive=True)
-    weights = (b * sigma) ** 2
-    return _clip_radius_cached(weights.tobytes(), float(p))
+    stds_ = V.check_vector(stds, "stds", positive=True)
+    p = V.check_probability(clip_probability, "clip_probability", scalar=True)
+    b = None if scaling is None else V.check_vector(scaling, "scaling", stds_.size, positive=True)
+    mantissa, exponent = np.frexp(stds_)
+    if b is not None:
+        mb, eb = np.frexp(b)
+        mantissa, exponent = mantissa * mb, exponent + eb
+    # s = b * stds = mantissa * 2**exponent with mantissa in [1/4, 1): the
+    # relative scales s / 2**top are exact up to underflow
+    top = int(np.max(exponent))
+    rel = np.ldexp(mantissa, exponent - top)
+    weights = np.maximum(rel * rel, np.finfo(np.float64).tiny)
+    radius = math.ldexp(_clip_radius_relative(weights, p), top)
+    if not 0.0 < radius < math.inf:
+        raise ValueError("the clip radius for these stds and scaling is not a finite positive "
+                         "float: rescale stds or scaling")
+    return radius
 
 
-@lru_cache(maxsize=512)
-def _clip_radius_cached(weights_bytes: bytes, p: float) -> float:
-    """The quantile is a pure function of public inputs: repeated releases with
-    the same model (simulations, audits) compute it once."""
-    weights = np.frombuffer(weights_bytes, dtype=np.float64)
-    c2 = float(GeneralizedChiSquare(weights).isf(p))
-    return float(np.sqrt(c2) * (1.0 + CLIP_RADIUS_MARGIN))
+class _RadiusCache:
+    """Memory-bounded memo of relative clip radii, keyed by a digest of the weights.
+
+    The quantile is a pure function of public inputs, and repeated releases
+    with one model (simulations, audits) ask for it again and again. The key
+    is ``(d, p, blake2b(weights))``: 32 bytes of digest instead of the 8 d
+    bytes of the weights themselves, so the cache holds at most
+    ``_MAX_ENTRIES`` small tuples whatever ``d`` is.
+    """
+
+    _MAX_ENTRIES = 512
+
+    def __init__(self) -> None:
+        self._store: OrderedDict[tuple[int, float, bytes], float] = OrderedDict()
+
+    @staticmethod
+    def key(weights: np.ndarray, p: float) -> tuple[int, float, bytes]:
+        digest = hashlib.blake2b(np.ascontiguousarray(weights).tobytes(), digest_size=32)
+        return weights.size, p, digest.digest()
+
+    def get(self, key: tuple[int, float, bytes]) -> float | None:
+        value = self._store.get(key)
+        if value is not None:
+            self._store.move_to_end(key)
+        return value
+
+    def put(self, key: tuple[int, float, bytes], value: float) -> None:
+        self._store[key] = value
+        self._store.move_to_end(key)
+        while len(self._store) > self._MAX_ENTRIES:
+            self._store.popitem(last=False)
+
+    def clear(self) -> None:
+        self._store.clear()
 
 
-def clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray | None = None,
-                center: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+_RADIUS_CACHE = _RadiusCache()
+
+
+def _clip_radius_relative(weights: np.ndarray, p: float) -> float:
+    """``sqrt(isf(p))`` of the weights, rounded up by ``CLIP_RADIUS_MARGIN``; memoised."""
+    key = _RADIUS_CACHE.key(weights, p)
+    radius = _RADIUS_CACHE.get(key)
+    if radius is None:
+        c2 = float(GeneralizedChiSquare(weights).isf(p))
+        radius = float(np.sqrt(c2) * (1.0 + CLIP_RADIUS_MARGIN))
+        _RADIUS_CACHE.put(key, radius)
+    return radius
+
+
+def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None,
+                center: ArrayLike | None = None) -> tuple[np.ndarray, int]:
     """Sum of the scaled, centred rows of ``X``, each clipped to norm ``clip_norm``.
 
     Computes ``T = sum_i min(1, C / ||x̂_i||) x̂_i`` with
@@ -102,9 +176,10 @@ def clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray | None = No
     shrunk by the rounding-error bound of its norm and re-checked, so that its
     norm does not exceed ``C`` after rounding.
 
-    ``X`` must be a float64 array of shape (n, d); its finiteness is checked
-    here, in the same pass, before anything is returned. ``X`` is never
-    modified.
+    ``X`` is a real array of shape (n, d) (converted to float64 if needed);
+    its finiteness is checked here, in the same pass, before anything is
+    returned. ``X`` is never modified. ``scaling`` and ``center`` are vectors
+    of length ``d`` (``scaling`` positive).
 
     Returns
     -------
@@ -117,12 +192,24 @@ def clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray | None = No
     Raises
     ------
     ValueError
-        If ``X`` holds NaN or infinite values, or overflows when centred and
-        scaled.
+        If ``X`` is not a non-empty 2-d array, ``scaling`` or ``center`` is
+        not a vector of length ``d``, ``X`` holds NaN or infinite values, or
+        ``X`` overflows when centred and scaled.
+    TypeError
+        If an argument is not numeric.
+
+    Examples
+    --------
+    >>> T, k = clipped_sum([[3.0, 4.0], [0.3, 0.4]], 1.0)
+    >>> [round(float(t), 12) for t in T], k
+    ([0.9, 1.2], 1)
     """
-    C = check_positive(clip_norm, "clip_norm")
+    X = V.check_data_matrix(X, finite=False)  # finiteness is checked in the pass below
+    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
     n, d = X.shape
-    b = np.ones(d) if scaling is None else np.asarray(scaling, dtype=np.float64)
+    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
+    if center is not None:
+        center = V.check_vector(center, "center", d)
     weights = b * b
     rows = max(1, min(n, _BLOCK_ELEMENTS // d))
     buffer = np.empty((rows, d))
@@ -181,13 +268,13 @@ def clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray | None = No
     return total * b, n_clipped
 
 
-def clamped_sum(X: np.ndarray, half_widths: np.ndarray) -> tuple[np.ndarray, int]:
+def clamped_sum(X: ArrayLike, half_widths: ArrayLike) -> tuple[np.ndarray, int]:
     """Sum of the rows of ``X`` with coordinate ``j`` clamped to ``[-h_j, h_j]``.
 
     The per-coordinate clipping of Algorithm 2 (equation (3): each row lies in
     a box of side ``Delta_j = 2 h_j``), computed block by block in one pass.
-    ``X`` must be a float64 array of shape (n, d); its finiteness is checked
-    here before anything is returned. ``X`` is never modified.
+    ``X`` is a real array of shape (n, d); its finiteness is checked here
+    before anything is returned. ``X`` is never modified.
 
     Returns
     -------
@@ -196,8 +283,16 @@ def clamped_sum(X: np.ndarray, half_widths: np.ndarray) -> tuple[np.ndarray, int
     n_clamped : int
         How many values were clamped. This count depends on the private data
         and is **not** differentially private.
+
+    Examples
+    --------
+    >>> T, k = clamped_sum([[3.0, -0.1], [0.2, 0.4]], [1.0, 0.25])
+    >>> [round(float(t), 12) for t in T], k
+    ([1.2, 0.15], 2)
     """
+    X = V.check_data_matrix(X, finite=False)  # finiteness is checked in the pass below
     n, d = X.shape
+    half_widths = V.check_vector(half_widths, "half_widths", d, positive=True)
     rows = max(1, min(n, _BLOCK_ELEMENTS // d))
     buffer = np.empty((rows, d))
     ones = np.ones(rows)

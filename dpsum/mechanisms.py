@@ -15,46 +15,60 @@ functions of public inputs only.
 
 from __future__ import annotations
 
-from functools import lru_cache
+import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from . import _validation as V
+from ._deprecation import renamed_keyword, warn_deprecated
 from .calibration import analytic_sigma, classic_sigma
-from .clipping import clamped_sum, clip_radius, clipped_sum
-from .privacy import (
-    Neighbouring,
-    check_data_matrix,
-    check_finite_array,
-    check_positive,
-    check_probability,
-    check_rng,
-    check_scalar_privacy,
-    check_vector,
-    clipped_sum_sensitivity,
-)
-from .release import Release
-from .scaling import elliptical_scaling, resolve_scaling
+from .clipping import clamped_sum, clipped_sum
+from .gaussian_data import gaussian_data_setup
+from .privacy import Neighbouring, clipped_sum_sensitivity
+from .release import Calibration, Mechanism, Release
+from .scaling import elliptical_scaling
 
 __all__ = [
     "gaussian_mechanism",
     "elliptical_gaussian_mechanism",
     "gaussian_data_mechanism",
     "clipped_gaussian_mechanism",
+    "release_diagnostics",
 ]
 
-@lru_cache(maxsize=256)
-def _sigma_opt(epsilon: float, delta: float, calibration: str = "analytic") -> float:
-    """Noise multiplier for unit sensitivity; cached, as it depends on public
-    inputs only and repeated releases (simulations, audits) reuse it."""
-    if calibration == "classic":
+
+def _sigma_opt(epsilon: float, delta: float, calibration: Calibration) -> float:
+    """Noise multiplier for unit sensitivity (the calibration memoises scalar calls)."""
+    if calibration is Calibration.CLASSIC:
         return float(classic_sigma(epsilon, delta))
     return float(analytic_sigma(epsilon, delta))
 
 
-def gaussian_mechanism(value, *, epsilon: float, delta: float, sensitivity: float,
+def _privacy(epsilon: Any, delta: Any) -> tuple[float, float]:
+    return V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
+
+
+def _diagnostics_flag(return_diagnostics: Any, func: str) -> bool:
+    """The deprecated ``return_diagnostics`` switch: a real bool, warned about."""
+    flag = V.check_bool(return_diagnostics, "return_diagnostics")
+    if flag:
+        warn_deprecated(f"{func}(..., return_diagnostics=True)",
+                        "dpsum.mechanisms.release_diagnostics(X, release)", stacklevel=4)
+    return flag
+
+
+def _finite_noise(noise_std: np.ndarray, what: str) -> np.ndarray:
+    if not np.all(np.isfinite(noise_std)):
+        raise ValueError(f"the noise standard deviation overflows: {what} is too large")
+    return noise_std
+
+
+def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensitivity: float,
                        calibration: str = "analytic",
                        neighbouring: Neighbouring | str = "replace",
-                       rng=None) -> Release:
+                       rng: Any = None) -> Release:
     """Algorithm 1: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
 
     ``sigma = sensitivity * sigma_opt`` with ``sigma_opt`` from the analytic
@@ -82,18 +96,23 @@ def gaussian_mechanism(value, *, epsilon: float, delta: float, sensitivity: floa
     Release
         ``estimate`` has the shape of ``value``; ``noise_std`` is
         ``sensitivity * sigma_opt`` in every coordinate.
+
+    Examples
+    --------
+    >>> r = gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-5, sensitivity=1.0, rng=0)
+    >>> round(float(r.noise_std[0]), 6), str(r.calibration)
+    (3.730632, 'analytic')
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
-    sens = check_positive(sensitivity, "sensitivity")
-    if np.ndim(sens):
-        raise ValueError("sensitivity must be a scalar")
+    eps, dlt = _privacy(epsilon, delta)
+    sens = V.check_positive(sensitivity, "sensitivity", scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    if calibration not in ("analytic", "classic"):
-        raise ValueError(f"calibration must be 'analytic' or 'classic', got {calibration!r}")
-    sopt = _sigma_opt(eps, dlt, calibration)
-    x = check_finite_array(value, "value")
-    gen = check_rng(rng)
+    calib = Calibration(V.check_choice(calibration, "calibration", ("analytic", "classic")))
+    sopt = _sigma_opt(eps, dlt, calib)
     std = sens * sopt
+    if not math.isfinite(std):
+        raise ValueError("the noise standard deviation overflows: sensitivity is too large")
+    x = V.check_finite_array(value, "value")
+    gen = V.check_rng(rng)
     estimate = x + gen.normal(0.0, std, size=x.shape)
     return Release(
         estimate=estimate,
@@ -103,14 +122,18 @@ def gaussian_mechanism(value, *, epsilon: float, delta: float, sensitivity: floa
         epsilon=eps,
         delta=dlt,
         neighbouring=relation,
-        sigma_opt=float(sopt),
-        sensitivity=float(sens),
-        mechanism=f"gaussian ({calibration})",
+        sigma_opt=sopt,
+        sensitivity=sens,
+        mechanism=(Mechanism.GAUSSIAN_CLASSIC if calib is Calibration.CLASSIC
+                   else Mechanism.GAUSSIAN_ANALYTIC),
+        calibration=calib,
     )
 
 
-def elliptical_gaussian_mechanism(X, *, epsilon: float, delta: float, bounds, rng=None,
-                                  return_diagnostics: bool = False):
+@renamed_keyword("bounds", "widths")
+def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
+                                  widths: ArrayLike, rng: Any = None,
+                                  return_diagnostics: bool = False) -> Any:
     """Algorithm 2, the Elliptical Gaussian mechanism, on the sum of the rows of ``X``.
 
     Each coordinate ``j`` of every row is clamped to ``[-Delta_j/2, Delta_j/2]``,
@@ -126,28 +149,38 @@ def elliptical_gaussian_mechanism(X, *, epsilon: float, delta: float, bounds, rn
         The dataset; finite reals.
     epsilon, delta : float
         The privacy guarantee.
-    bounds : array_like, shape (d,)
-        The widths ``Delta_j > 0``; public.
+    widths : array_like, shape (d,)
+        The widths ``Delta_j > 0``; public. (Formerly ``bounds=``, which
+        still works with a DeprecationWarning.)
     rng : numpy.random.Generator, int or None
         Source of randomness.
     return_diagnostics : bool
-        If True, also return ``{"clamped_values": k}``, the number of values
-        that were clamped. **That count depends on the private data and is not
-        differentially private**; do not publish it.
+        Deprecated: if True, also return ``{"clamped_values": k}``. Call
+        :func:`release_diagnostics` instead. **That count depends on the
+        private data and is not differentially private**; do not publish it.
 
     Returns
     -------
-    Release or (Release, dict)
+    Release
+        ``widths`` records ``Delta``; ``scaling`` is Theorem 4's ``b``.
+
+    Examples
+    --------
+    >>> X = [[0.2, 5.0], [-0.1, 0.3]]
+    >>> r = elliptical_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, widths=[1.0, 4.0], rng=0)
+    >>> r.mechanism, r.estimate.shape
+    (<Mechanism.ELLIPTICAL_GAUSSIAN: 'elliptical gaussian'>, (2,))
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
-    data = check_data_matrix(X, finite=False)  # finiteness checked in the pass below
-    width = check_vector(bounds, "bounds", data.shape[1], positive=True)
-    gen = check_rng(rng)
+    eps, dlt = _privacy(epsilon, delta)
+    data = V.check_data_matrix(X, finite=False)  # finiteness checked in the pass below
+    width = V.check_vector(widths, "widths", data.shape[1], positive=True)
+    diagnostics = _diagnostics_flag(return_diagnostics, "elliptical_gaussian_mechanism")
+    gen = V.check_rng(rng)
     b = elliptical_scaling(width)
-    sopt = _sigma_opt(eps, dlt)
+    sopt = _sigma_opt(eps, dlt, Calibration.ANALYTIC)
+    noise_std = _finite_noise(sopt * width / b, "widths")
     total, clamped = clamped_sum(data, width / 2.0)
     d = data.shape[1]
-    noise_std = sopt * width / b
     release = Release(
         estimate=total + gen.normal(0.0, 1.0, size=d) * noise_std,
         noise_std=noise_std,
@@ -156,52 +189,54 @@ def elliptical_gaussian_mechanism(X, *, epsilon: float, delta: float, bounds, rn
         epsilon=eps,
         delta=dlt,
         neighbouring=Neighbouring.REPLACE,
-        sigma_opt=float(sopt),
+        sigma_opt=sopt,
         sensitivity=1.0,
-        mechanism="elliptical gaussian",
+        mechanism=Mechanism.ELLIPTICAL_GAUSSIAN,
+        widths=width,
     )
-    if return_diagnostics:
+    if diagnostics:
         return release, {"clamped_values": clamped}
     return release
 
 
-def _clipped_release(data, *, eps, dlt, C, b, center, relation, gen, name,
-                     return_diagnostics):
+def _clipped_release(data: np.ndarray, *, clip_norm: float, scaling: np.ndarray,
+                     center: np.ndarray | None, sensitivity: float, sigma_opt: float,
+                     noise_std: np.ndarray, neighbouring: Neighbouring, epsilon: float,
+                     delta: float, clip_probability: float | None, mechanism: Mechanism,
+                     gen: np.random.Generator, diagnostics: bool) -> Any:
     """Shared tail of Algorithm 3 and the clipping baseline: clip, sum, add noise."""
     n, d = data.shape
-    sens = clipped_sum_sensitivity(C, relation)
-    if relation is Neighbouring.ADD_REMOVE and center is not None:
-        # an added row contributes b ⊙ center plus a clipped deviation of norm <= C
-        sens = C + float(np.linalg.norm(b * center))
-    sopt = _sigma_opt(eps, dlt)
-    scaled_sum, n_clipped = clipped_sum(data, C, b, center)
-    noise_std = sens * sopt / b
-    estimate = scaled_sum / b + gen.normal(0.0, 1.0, size=d) * noise_std
+    scaled_sum, n_clipped = clipped_sum(data, clip_norm, scaling, center)
+    estimate = scaled_sum / scaling + gen.normal(0.0, 1.0, size=d) * noise_std
     if center is not None:
         # each record contributes c + b^{-1} clip(x̂_i); under add-remove the
-        # sensitivity above covers the c term, so the private n never leaks
+        # sensitivity covers the c term, so the private n never leaks
         estimate = estimate + n * center
     release = Release(
         estimate=estimate,
         noise_std=noise_std,
-        scaling=b,
-        clip_norm=float(C),
-        epsilon=eps,
-        delta=dlt,
-        neighbouring=relation,
-        sigma_opt=float(sopt),
-        sensitivity=float(sens),
-        mechanism=name,
+        scaling=scaling,
+        clip_norm=clip_norm,
+        epsilon=epsilon,
+        delta=delta,
+        neighbouring=neighbouring,
+        sigma_opt=sigma_opt,
+        sensitivity=sensitivity,
+        mechanism=mechanism,
+        center=center,
+        clip_probability=clip_probability,
     )
-    if return_diagnostics:
+    if diagnostics:
         return release, {"clipped_rows": n_clipped}
     return release
 
 
-def gaussian_data_mechanism(X, *, epsilon: float, delta: float, stds, center=None,
-                            clip_probability: float | None = None, scaling="optimal",
-                            neighbouring: Neighbouring | str = "replace", rng=None,
-                            return_diagnostics: bool = False):
+def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds: ArrayLike,
+                            center: ArrayLike | None = None,
+                            clip_probability: float | None = None,
+                            scaling: str | ArrayLike = "optimal",
+                            neighbouring: Neighbouring | str = "replace", rng: Any = None,
+                            return_diagnostics: bool = False) -> Any:
     """Algorithm 3: the Elliptical Gaussian mechanism for Gaussian data.
 
     Each record is centred and scaled, ``x̂_i = (x_i - c) ⊙ b``, clipped to the
@@ -243,45 +278,51 @@ def gaussian_data_mechanism(X, *, epsilon: float, delta: float, stds, center=Non
     rng : numpy.random.Generator, int or None
         Source of randomness.
     return_diagnostics : bool
-        If True, also return ``{"clipped_rows": k}``. **That count depends on
-        the private data and is not differentially private.**
+        Deprecated: if True, also return ``{"clipped_rows": k}``. Call
+        :func:`release_diagnostics` instead. **That count depends on the
+        private data and is not differentially private.**
 
     Returns
     -------
-    Release or (Release, dict)
+    Release
+        With ``clip_norm`` (C), ``scaling`` (b), ``center``,
+        ``clip_probability`` and the sensitivity: everything the guarantee
+        depends on (computed by :func:`dpsum.gaussian_data.gaussian_data_setup`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.normal(0.0, [4.0, 1.0], size=(1000, 2))
+    >>> r = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], rng=rng)
+    >>> r.clip_probability, r.sensitivity == 2 * r.clip_norm
+    (0.001, True)
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
-    relation = Neighbouring.parse(neighbouring)
-    data = check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
+    _privacy(epsilon, delta)  # the public arguments are checked before the data is read
+    Neighbouring.parse(neighbouring)
+    data = V.check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
     n, d = data.shape
-    sigma = check_vector(stds, "stds", d, positive=True)
-    c = None if center is None else check_vector(center, "center", d)
-    if c is not None and not np.any(c):
-        c = None
-    if clip_probability is None:
-        if relation is Neighbouring.ADD_REMOVE:
-            raise ValueError(
-                "clip_probability must be given under add-remove neighbouring: the "
-                "default 1/n would use the private number of rows n")
-        if n < 2:
-            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2 rows; "
-                             "pass clip_probability explicitly")
-        p = 1.0 / n
-    else:
-        p = check_probability(clip_probability, "clip_probability")
-        if np.ndim(p):
-            raise ValueError("clip_probability must be a scalar")
-    b = resolve_scaling(scaling, sigma)
-    gen = check_rng(rng)
-    C = clip_radius(sigma, p, b)
-    return _clipped_release(data, eps=eps, dlt=dlt, C=C, b=b, center=c, relation=relation,
-                            gen=gen, name="gaussian data (Algorithm 3)",
-                            return_diagnostics=return_diagnostics)
+    V.check_vector(stds, "stds", d, positive=True)
+    if center is not None:
+        V.check_vector(center, "center", d)
+    setup = gaussian_data_setup(stds, epsilon=epsilon, delta=delta, center=center,
+                                clip_probability=clip_probability, n=n, scaling=scaling,
+                                neighbouring=neighbouring)
+    diagnostics = _diagnostics_flag(return_diagnostics, "gaussian_data_mechanism")
+    gen = V.check_rng(rng)
+    assert setup.noise_std is not None and setup.sigma_opt is not None
+    assert setup.epsilon is not None and setup.delta is not None
+    return _clipped_release(data, clip_norm=setup.clip_norm, scaling=setup.scaling,
+                            center=setup.center, sensitivity=setup.sensitivity,
+                            sigma_opt=setup.sigma_opt, noise_std=setup.noise_std,
+                            neighbouring=setup.neighbouring, epsilon=setup.epsilon,
+                            delta=setup.delta, clip_probability=setup.clip_probability,
+                            mechanism=Mechanism.GAUSSIAN_DATA, gen=gen,
+                            diagnostics=diagnostics)
 
 
-def clipped_gaussian_mechanism(X, *, epsilon: float, delta: float, clip_norm: float,
-                               neighbouring: Neighbouring | str = "replace", rng=None,
-                               return_diagnostics: bool = False):
+def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, clip_norm: float,
+                               neighbouring: Neighbouring | str = "replace", rng: Any = None,
+                               return_diagnostics: bool = False) -> Any:
     """The isotropic clipping baseline: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
     (add-remove).
@@ -299,19 +340,78 @@ def clipped_gaussian_mechanism(X, *, epsilon: float, delta: float, clip_norm: fl
     rng : numpy.random.Generator, int or None
         Source of randomness.
     return_diagnostics : bool
-        If True, also return ``{"clipped_rows": k}`` (not differentially private).
+        Deprecated: if True, also return ``{"clipped_rows": k}`` (not
+        differentially private); call :func:`release_diagnostics` instead.
 
     Returns
     -------
-    Release or (Release, dict)
+    Release
+
+    Examples
+    --------
+    >>> r = clipped_gaussian_mechanism([[3.0, 4.0]], epsilon=1.0, delta=1e-6, clip_norm=1.0,
+    ...                                neighbouring="add-remove", rng=0)
+    >>> r.sensitivity, r.mechanism == "clipped gaussian"
+    (1.0, True)
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    eps, dlt = _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
-    C = check_positive(clip_norm, "clip_norm")
-    if np.ndim(C):
-        raise ValueError("clip_norm must be a scalar")
-    data = check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
-    gen = check_rng(rng)
-    return _clipped_release(data, eps=eps, dlt=dlt, C=C, b=np.ones(data.shape[1]),
-                            center=None, relation=relation, gen=gen,
-                            name="clipped gaussian", return_diagnostics=return_diagnostics)
+    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
+    data = V.check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
+    diagnostics = _diagnostics_flag(return_diagnostics, "clipped_gaussian_mechanism")
+    gen = V.check_rng(rng)
+    d = data.shape[1]
+    sens = clipped_sum_sensitivity(C, relation)
+    sopt = _sigma_opt(eps, dlt, Calibration.ANALYTIC)
+    noise = _finite_noise(np.full(d, sens * sopt), "clip_norm")
+    return _clipped_release(data, clip_norm=C, scaling=np.ones(d), center=None,
+                            sensitivity=sens, sigma_opt=sopt, noise_std=noise,
+                            neighbouring=relation, epsilon=eps, delta=dlt,
+                            clip_probability=None, mechanism=Mechanism.CLIPPED_GAUSSIAN,
+                            gen=gen, diagnostics=diagnostics)
+
+
+def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
+    """Data-dependent counts of a release: **not differentially private**.
+
+    Recomputes, from ``X`` and the public parameters recorded in ``release``,
+    how many rows the clipping mechanisms clipped (``{"clipped_rows": k}``)
+    or how many values Algorithm 2 clamped (``{"clamped_values": k}``), with
+    the same kernel and rounding the mechanism used. These counts depend on
+    the private data: use them to study a mechanism, never publish them. The
+    call reads ``X`` once more; nothing random is drawn.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        The dataset the release was computed from.
+    release : Release
+        A release of :func:`elliptical_gaussian_mechanism`,
+        :func:`gaussian_data_mechanism` or :func:`clipped_gaussian_mechanism`.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> X = [[3.0, 4.0], [0.1, 0.2]]
+    >>> r = clipped_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, clip_norm=1.0, rng=0)
+    >>> release_diagnostics(X, r)
+    {'clipped_rows': 1}
+    """
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    data = V.check_data_matrix(X, finite=False)
+    d = release.estimate.shape[-1] if release.estimate.ndim else 0
+    if data.shape[1] != d:
+        raise ValueError(f"X must have {d} columns, as the release, got {data.shape[1]}")
+    if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
+        assert release.widths is not None
+        return {"clamped_values": clamped_sum(data, release.widths / 2.0)[1]}
+    if release.mechanism in (Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN):
+        assert release.clip_norm is not None
+        return {"clipped_rows": clipped_sum(data, release.clip_norm, release.scaling,
+                                            release.center)[1]}
+    raise ValueError(f"release_diagnostics has nothing to count for a {release.mechanism} "
+                     "release (it neither clips nor clamps)")

@@ -1,35 +1,29 @@
-"""Privacy bookkeeping: argument validation, neighbouring relations, composition.
+"""Privacy bookkeeping: neighbouring relations, sensitivity, composition.
 
-Every public function of :mod:`dpsum` validates its arguments with the helpers
-in this module *before* it touches any data, so that bad input produces a
-clear :class:`ValueError` or :class:`TypeError` naming the offending argument
-rather than a silent ``nan`` (see the chapter "Definitions" of the book).
+The two neighbouring relations the book uses (:class:`Neighbouring`), the
+sensitivity of a clipped sum under each, and the composition theorems and
+group privacy of the chapter "Definitions".
 
-The module also holds the two neighbouring relations the book uses
-(:class:`Neighbouring`) and the two composition theorems and group privacy of
-chapter 1.
+Argument checks used to live here; they are in the private module
+``dpsum._validation`` now (one rule per kind of argument). The old names
+``dpsum.privacy.check_*`` still work and raise a :class:`DeprecationWarning`.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from . import _validation as V
+from ._deprecation import moved_attributes, warn_deprecated
+from ._special import log_expm1
 
 __all__ = [
     "Neighbouring",
-    "check_epsilon",
-    "check_delta",
-    "check_positive",
-    "check_probability",
-    "check_finite_array",
-    "check_data_matrix",
-    "check_vector",
-    "check_rng",
-    "check_integer",
-    "check_scalar_privacy",
     "clipped_sum_sensitivity",
     "basic_composition",
     "advanced_composition",
@@ -71,210 +65,86 @@ class Neighbouring(str, enum.Enum):
             ) from None
 
 
-def _as_real_array(value, name: str) -> np.ndarray:
-    """Convert ``value`` to a float64 array, rejecting non-numeric input."""
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}")
-    if isinstance(value, bool) or (
-        isinstance(value, np.ndarray) and value.dtype == np.bool_
-    ):
-        raise TypeError(f"{name} must be a real number, not a boolean")
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic objects
-        raise TypeError(f"{name} must be a real number or array, got {value!r}") from exc
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-    ):
-        raise TypeError(
-            f"{name} must be a real number or array of real numbers, got dtype {arr.dtype}"
-        )
-    return arr.astype(np.float64, copy=False)
-
-
-def _scalar_or_array(arr: np.ndarray, original):
-    """Return a Python float for scalar input and an array otherwise."""
-    if arr.ndim == 0 and (isinstance(original, numbers.Number) or np.ndim(original) == 0):
-        return float(arr)
-    return arr
-
-
-def check_epsilon(epsilon, name: str = "epsilon"):
-    """Validate a privacy parameter epsilon: real, finite and > 0.
-
-    Returns a float for scalar input, a float64 array for array input.
-    """
-    arr = _as_real_array(epsilon, name)
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {epsilon!r}")
-    if not np.all(arr > 0):
-        raise ValueError(f"{name} must be > 0, got {epsilon!r}")
-    return _scalar_or_array(arr, epsilon)
-
-
-def _check_open_unit_interval(value, name: str):
-    arr = _as_real_array(value, name)
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)) or not np.all((arr > 0) & (arr < 1)):
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
-    return _scalar_or_array(arr, value)
-
-
-def check_delta(delta, name: str = "delta"):
-    """Validate a privacy parameter delta: real and strictly inside (0, 1)."""
-    return _check_open_unit_interval(delta, name)
-
-
-def check_probability(p, name: str = "p"):
-    """Validate a probability strictly inside (0, 1)."""
-    return _check_open_unit_interval(p, name)
-
-
-def check_positive(value, name: str, *, allow_zero: bool = False):
-    """Validate a real, finite value (or array) that must be > 0 (or >= 0)."""
-    arr = _as_real_array(value, name)
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    ok = arr >= 0 if allow_zero else arr > 0
-    if not np.all(ok):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
-    return _scalar_or_array(arr, value)
-
-
-def check_finite_array(X, name: str = "X", *, ndim: int | None = None,
-                       finite: bool = True) -> np.ndarray:
-    """Return ``X`` as a float64 array after checking it is real and finite.
-
-    The input is never modified; a copy is made only when a dtype conversion
-    is needed. ``finite=False`` skips the NaN/inf check (see
-    :func:`check_data_matrix`).
-
-    Raises
-    ------
-    TypeError
-        If ``X`` is not numeric.
-    ValueError
-        If ``X`` has the wrong number of dimensions, is empty, or holds NaN
-        or infinite values.
-    """
-    arr = _as_real_array(X, name)
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
-    if finite and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
-
-
-def check_data_matrix(X, name: str = "X", *, finite: bool = True) -> np.ndarray:
-    """Validate a dataset: a real matrix of shape (n, d) with n, d >= 1.
-
-    With ``finite=False`` the NaN/inf check is left to the caller, which must
-    then perform it in its own pass over the data before releasing anything
-    (the mechanisms fuse it into their clipping loop to read the data once).
-    """
-    return check_finite_array(X, name, ndim=2, finite=finite)
-
-
-def check_vector(v, name: str, d: int | None = None, *, positive: bool = False) -> np.ndarray:
-    """Validate a finite 1-d vector, optionally of length ``d`` and positive."""
-    arr = check_finite_array(v, name, ndim=1)
-    if d is not None and arr.shape[0] != d:
-        raise ValueError(f"{name} must have length {d} (one entry per column), got {arr.shape[0]}")
-    if positive and not np.all(arr > 0):
-        raise ValueError(f"{name} must be > 0 in every coordinate")
-    return arr
-
-
-def check_integer(value, name: str, minimum: int = 1) -> int:
-    """Validate a Python or NumPy integer (not a bool) that is at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
-    return int(value)
-
-
-def check_scalar_privacy(epsilon, delta=None):
-    """Validate scalar privacy parameters for a mechanism.
-
-    Returns ``epsilon`` alone when ``delta`` is None (pure DP), else the pair
-    ``(epsilon, delta)``, as floats.
-    """
-    eps = check_epsilon(epsilon)
-    if np.ndim(eps):
-        raise ValueError("epsilon must be a scalar for a mechanism")
-    if delta is None:
-        return eps
-    dlt = check_delta(delta)
-    if np.ndim(dlt):
-        raise ValueError("delta must be a scalar for a mechanism")
-    return eps, dlt
-
-
-def check_rng(rng) -> np.random.Generator:
-    """Turn ``rng`` (a Generator, an int seed or None) into a Generator (SPEC 7)."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)):
-        if isinstance(rng, bool):
-            raise TypeError("rng must be a numpy.random.Generator, an int seed or None, got a bool")
-        return np.random.default_rng(rng)
-    raise TypeError(
-        f"rng must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}"
-    )
-
-
-def clipped_sum_sensitivity(clip_norm: float, neighbouring: "Neighbouring | str" = "replace") -> float:
+def clipped_sum_sensitivity(clip_norm: float,
+                            neighbouring: Neighbouring | str = "replace") -> float:
     """L2 sensitivity of a sum of rows clipped to norm ``clip_norm``.
 
     ``2 C`` under replace-one (a row of norm C replaced by its opposite) and
     ``C`` under add-remove (book chapter 1; errata E3).
+
+    Examples
+    --------
+    >>> clipped_sum_sensitivity(1.5, "replace"), clipped_sum_sensitivity(1.5, "add-remove")
+    (3.0, 1.5)
     """
-    c = check_positive(clip_norm, "clip_norm")
+    c = V.check_positive(clip_norm, "clip_norm", scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    return 2.0 * c if relation is Neighbouring.REPLACE else c
+    sens = 2.0 * c if relation is Neighbouring.REPLACE else c
+    if not math.isfinite(sens):
+        raise ValueError("clip_norm is too large: twice it overflows")
+    return sens
 
 
-def basic_composition(epsilons, deltas) -> tuple[float, float]:
+def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, float]:
     """Basic composition: running mechanisms with (eps_i, delta_i) is (sum eps_i, sum delta_i)-DP.
 
     Dwork and Roth 2014, Theorem 3.16; book chapter 1, "Composition".
+
+    Examples
+    --------
+    >>> basic_composition([0.5, 0.25], [1e-6, 2e-6])
+    (0.75, 3e-06)
     """
-    eps = np.atleast_1d(check_epsilon(epsilons, "epsilons"))
-    dels = np.atleast_1d(check_delta(deltas, "deltas"))
+    eps = np.atleast_1d(V.check_epsilon(epsilons, "epsilons"))
+    dels = np.atleast_1d(V.check_delta(deltas, "deltas"))
     if eps.shape != dels.shape:
         raise ValueError(
             f"epsilons and deltas must have the same length, got {eps.shape} and {dels.shape}"
         )
-    total_delta = float(np.sum(dels))
+    total_delta = math.fsum(dels)
     if total_delta >= 1:
         raise ValueError("the deltas sum to 1 or more: the composed guarantee is void")
-    return float(np.sum(eps)), total_delta
+    total_eps = math.fsum(eps)
+    if not math.isfinite(total_eps):
+        raise ValueError("the epsilons sum to more than the largest float")
+    return total_eps, total_delta
 
 
-def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
+def advanced_composition(epsilon: float, delta: float, k: int,
+                         delta_prime: float) -> tuple[float, float]:
     """Advanced composition of ``k`` (epsilon, delta)-DP mechanisms.
 
     Returns ``(eps', k delta + delta')`` with
     ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
     (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, Theorem 3.20;
     book chapter 1, "Composition").
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range, if ``k delta + delta'`` reaches 1 (the
+        guarantee is void), or if ``eps'`` exceeds the largest float.
+
+    Examples
+    --------
+    >>> eps, dlt = advanced_composition(0.01, 1e-9, 1000, 1e-6)
+    >>> round(eps, 4), round(dlt, 12)
+    (1.7628, 2e-06)
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    dp = check_delta(delta_prime, "delta_prime")
-    k = check_integer(k, "k")
-    eps_total = math.sqrt(2 * k * math.log(1 / dp)) * eps + k * eps * math.expm1(eps)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
+    dp = V.check_delta(delta_prime, "delta_prime", scalar=True)
+    k = V.check_integer(k, "k")
     delta_total = k * dlt + dp
     if delta_total >= 1:
         raise ValueError("k * delta + delta_prime is 1 or more: the composed guarantee is void")
+    if eps > 700.0:
+        raise ValueError(f"epsilon = {eps:g} is too large: e^epsilon overflows, and the "
+                         "composed epsilon is not a finite float")
+    eps_total = math.sqrt(2 * k * math.log(1 / dp)) * eps + k * eps * math.expm1(eps)
+    if not math.isfinite(eps_total):
+        raise ValueError("the composed epsilon exceeds the largest float: epsilon or k is "
+                         "too large")
     return eps_total, delta_total
 
 
@@ -286,15 +156,48 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     ``delta (1 + e^eps + ... + e^{(k-1) eps}) <= k e^{(k-1) eps} delta``
     (book chapter 1, "Group privacy"; errata E2 corrects the seed's statement).
     The tighter geometric sum is what is returned; a ``ValueError`` is raised
-    when it reaches 1, since the guarantee is then void.
+    when it reaches 1, since the guarantee is then void. It is compared with
+    1 in log space, so a huge ``k`` gives that error rather than an overflow.
+
+    Examples
+    --------
+    >>> k_eps, k_delta = group_privacy(0.5, 1e-8, 3)
+    >>> k_eps, round(k_delta / 1e-8, 6)
+    (1.5, 5.367003)
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    k = check_integer(k, "k")
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
+    k = V.check_integer(k, "k")
     # delta * sum_{i<k} e^{i eps} = delta * (e^{k eps} - 1) / (e^{eps} - 1)
-    group_delta = dlt * math.expm1(k * eps) / math.expm1(eps)
+    if k * eps < 700.0:
+        group_delta = dlt * math.expm1(k * eps) / math.expm1(eps)
+    else:
+        log_gd = math.log(dlt) + float(log_expm1(k * eps)) - float(log_expm1(eps))
+        group_delta = math.exp(log_gd) if log_gd < 0.0 else math.inf
     if not group_delta < 1:
+        shown = f"{group_delta:.3g}" if math.isfinite(group_delta) else "far above 1"
         raise ValueError(
-            f"the group delta delta (e^(k eps) - 1) / (e^eps - 1) = {group_delta:.3g} is 1 or "
+            f"the group delta delta (e^(k eps) - 1) / (e^eps - 1) = {shown} is 1 or "
             "more: the guarantee for groups of this size is void")
     return k * eps, group_delta
+
+
+# ---------------------------------------------------------------------------
+# deprecated: the argument checks moved to dpsum._validation
+
+def check_scalar_privacy(epsilon: Any, delta: Any = None) -> Any:
+    """Deprecated: validate scalar privacy parameters (``epsilon``, or the pair)."""
+    warn_deprecated("dpsum.privacy.check_scalar_privacy",
+                    "dpsum._validation.check_epsilon/check_delta with scalar=True")
+    eps = V.check_epsilon(epsilon, scalar=True)
+    if delta is None:
+        return eps
+    return eps, V.check_delta(delta, scalar=True)
+
+
+__getattr__ = moved_attributes(__name__, {
+    name: f"dpsum._validation:{name}"
+    for name in ("check_epsilon", "check_delta", "check_positive", "check_probability",
+                 "check_finite_array", "check_data_matrix", "check_vector", "check_rng",
+                 "check_integer")
+})

@@ -2,13 +2,62 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .privacy import Neighbouring
 
-__all__ = ["Release"]
+__all__ = ["Release", "Mechanism", "Calibration"]
+
+
+class _StrEnum(str, enum.Enum):
+    """A string enum whose ``str()`` and ``format()`` are its value, so that
+    old code comparing with or printing the string keeps working."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Mechanism(_StrEnum):
+    """Which mechanism produced a :class:`Release`.
+
+    A ``str`` enum: ``release.mechanism == "clipped gaussian"`` still holds.
+    """
+
+    #: Algorithm 1 with the analytic calibration (Theorem 3).
+    GAUSSIAN_ANALYTIC = "gaussian (analytic)"
+    #: Algorithm 1 with the classic calibration (Theorem 2).
+    GAUSSIAN_CLASSIC = "gaussian (classic)"
+    #: Algorithm 2, the Elliptical Gaussian mechanism.
+    ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
+    #: Algorithm 3, the Elliptical Gaussian mechanism for Gaussian data.
+    GAUSSIAN_DATA = "gaussian data (Algorithm 3)"
+    #: The isotropic clipping baseline.
+    CLIPPED_GAUSSIAN = "clipped gaussian"
+
+
+class Calibration(_StrEnum):
+    """Which theorem fixed the noise multiplier ``sigma_opt``."""
+
+    #: Balle and Wang's exact calibration (Theorem 3).
+    ANALYTIC = "analytic"
+    #: Dwork and Roth's classic calibration (Theorem 2), epsilon < 1 only.
+    CLASSIC = "classic"
+
+
+def _read_only(value: Any) -> np.ndarray | None:
+    """A read-only float64 copy of ``value`` (None stays None)."""
+    if value is None:
+        return None
+    out = np.array(value, dtype=np.float64, copy=True)
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True)
@@ -16,10 +65,14 @@ class Release:
     """What a mechanism releases, and the public parameters it used.
 
     Every field is either the private output (``estimate``) or a function of
-    public inputs only, so the whole record may be published. Data-dependent
-    counts (rows clipped, values clamped) are deliberately absent: they are
-    not differentially private and are returned only on an explicit request
-    for diagnostics.
+    public inputs only, so the whole record may be published, and it holds
+    everything needed to recompute the guarantee. Data-dependent counts (rows
+    clipped, values clamped) are deliberately absent: they are not
+    differentially private and come only from an explicit call of
+    :func:`dpsum.mechanisms.release_diagnostics`.
+
+    The record is immutable in fact: array fields are read-only float64
+    copies, never the caller's arrays.
 
     Attributes
     ----------
@@ -41,8 +94,16 @@ class Release:
     sensitivity : float
         The L2 sensitivity of the released statistic in the space where
         isotropic noise ``sigma_opt * sensitivity`` is added.
-    mechanism : str
-        Name of the mechanism that produced the release.
+    mechanism : Mechanism
+        The mechanism that produced the release (a ``str`` enum).
+    center : numpy.ndarray or None
+        The public center ``c`` of Algorithm 3 (None when zero or unused).
+    clip_probability : float or None
+        The clip probability ``p_C`` of Algorithm 3 (None otherwise).
+    calibration : Calibration
+        Which calibration gave ``sigma_opt``.
+    widths : numpy.ndarray or None
+        The box widths ``Delta_j`` of Algorithm 2 (None otherwise).
     """
 
     estimate: np.ndarray
@@ -54,7 +115,18 @@ class Release:
     neighbouring: Neighbouring
     sigma_opt: float
     sensitivity: float
-    mechanism: str
+    mechanism: Mechanism
+    center: np.ndarray | None = None
+    clip_probability: float | None = None
+    calibration: Calibration = Calibration.ANALYTIC
+    widths: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("estimate", "noise_std", "scaling", "center", "widths"):
+            object.__setattr__(self, name, _read_only(getattr(self, name)))
+        object.__setattr__(self, "mechanism", Mechanism(self.mechanism))
+        object.__setattr__(self, "calibration", Calibration(self.calibration))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
 
     @property
     def expected_squared_error(self) -> float:

@@ -7,12 +7,16 @@ proportional to ``1 / b_j`` (book chapters 3 and 4).
 
 from __future__ import annotations
 
-import numpy as np
-from scipy import optimize, special
+from typing import Any, Callable
 
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import optimize
+
+from . import _validation as V
+from ._deprecation import renamed_keyword
 from .clipping import clip_radius as _clip_radius
 from .gchisq import GeneralizedChiSquare as _GeneralizedChiSquare
-from .privacy import check_finite_array, check_integer, check_probability, check_vector
 
 __all__ = [
     "elliptical_scaling",
@@ -25,14 +29,12 @@ __all__ = [
 ]
 
 
-def _positive_vector(values, name: str) -> np.ndarray:
-    v = check_finite_array(values, name, ndim=1)
-    if not np.all(v > 0):
-        raise ValueError(f"{name} must be > 0 in every coordinate")
-    return v
+def _positive_vector(values: Any, name: str) -> np.ndarray:
+    return V.check_vector(values, name, positive=True)
 
 
-def elliptical_scaling(bounds) -> np.ndarray:
+@renamed_keyword("bounds", "widths")
+def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
     """Optimal scaling of the Elliptical Gaussian mechanism (Theorem 4).
 
     ``b_j = sqrt(Delta_j / sum_i Delta_i)``, so that ``||b|| = 1`` and the
@@ -41,20 +43,26 @@ def elliptical_scaling(bounds) -> np.ndarray:
 
     Parameters
     ----------
-    bounds : array_like, shape (d,)
+    widths : array_like, shape (d,)
         Per-coordinate sensitivities ``Delta_j > 0`` (the width of the interval
-        each coordinate is clamped to).
+        each coordinate is clamped to). Formerly ``bounds``, which still
+        works as a keyword with a DeprecationWarning.
 
     Returns
     -------
     numpy.ndarray
         The unit-norm scaling vector ``b``.
+
+    Examples
+    --------
+    >>> elliptical_scaling([1.0, 4.0, 4.0]).round(6).tolist()
+    [0.333333, 0.666667, 0.666667]
     """
-    delta = _positive_vector(bounds, "bounds")
-    return np.sqrt(delta / delta.sum())
+    w = _positive_vector(widths, "widths")
+    return np.sqrt(w / w.sum())
 
 
-def power_scaling(stds, alpha: float) -> np.ndarray:
+def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
     """Scaling ``b_j ∝ sigma_j^{-alpha}`` normalised so that ``E||x ⊙ b||^2 = 1``.
 
     The normalisation is the report's constraint (10),
@@ -67,11 +75,15 @@ def power_scaling(stds, alpha: float) -> np.ndarray:
         Public per-coordinate standard deviations ``sigma_j > 0``.
     alpha : float
         The exponent; any finite real number.
+
+    Examples
+    --------
+    >>> b = power_scaling([4.0, 1.0], 1.0)
+    >>> round(float(np.sum((b * np.array([4.0, 1.0])) ** 2)), 12), float(b[1] / b[0])
+    (1.0, 4.0)
     """
     sigma = _positive_vector(stds, "stds")
-    alpha = float(alpha)
-    if not np.isfinite(alpha):
-        raise ValueError(f"alpha must be finite, got {alpha!r}")
+    alpha = V.check_real(alpha, "alpha", scalar=True)
     # work in logs so that extreme exponents neither overflow nor underflow
     log_b = -alpha * np.log(sigma)
     log_b -= log_b.max()
@@ -79,7 +91,7 @@ def power_scaling(stds, alpha: float) -> np.ndarray:
     return b / np.sqrt(np.sum((b * sigma) ** 2))
 
 
-def gaussian_data_scaling(stds) -> np.ndarray:
+def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
     """The scaling of Lemma 3.1: ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
 
     It is the stationary point of the Lagrangian that minimises equation (9)
@@ -90,24 +102,35 @@ def gaussian_data_scaling(stds) -> np.ndarray:
     ----------
     stds : array_like, shape (d,)
         Public per-coordinate standard deviations ``sigma_j > 0``.
+
+    Examples
+    --------
+    >>> gaussian_data_scaling([4.0, 1.0, 1.0, 10.0]).round(6).tolist()
+    [0.125, 0.25, 0.25, 0.079057]
     """
     sigma = _positive_vector(stds, "stds")
     return 1.0 / (np.sqrt(sigma) * np.sqrt(sigma.sum()))
 
 
-def whitening_scaling(stds) -> np.ndarray:
+def whitening_scaling(stds: ArrayLike) -> np.ndarray:
     """Whitening, ``b_j = 1 / (sigma_j sqrt(d))``: every scaled coordinate has
-    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (book chapter 6)."""
+    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (book chapter 6).
+
+    Examples
+    --------
+    >>> whitening_scaling([2.0, 0.5]).round(6).tolist()
+    [0.353553, 1.414214]
+    """
     sigma = _positive_vector(stds, "stds")
     return 1.0 / (sigma * np.sqrt(sigma.size))
 
 
-def check_scaling(scaling, d: int) -> np.ndarray:
+def check_scaling(scaling: ArrayLike, d: int) -> np.ndarray:
     """Validate an explicit scaling vector of length ``d`` (all entries > 0)."""
-    return check_vector(scaling, "scaling", d, positive=True)
+    return V.check_vector(scaling, "scaling", d, positive=True)
 
 
-def resolve_scaling(scaling, stds: np.ndarray) -> np.ndarray:
+def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
     """The scaling vector ``b`` that Algorithm 3's ``scaling`` argument names.
 
     Parameters
@@ -118,6 +141,11 @@ def resolve_scaling(scaling, stds: np.ndarray) -> np.ndarray:
         given (its overall scale does not matter).
     stds : numpy.ndarray, shape (d,)
         The validated public standard deviations.
+
+    Examples
+    --------
+    >>> resolve_scaling("none", np.array([2.0, 3.0])).tolist()
+    [1.0, 1.0]
     """
     if isinstance(scaling, str):
         if scaling == "optimal":
@@ -156,7 +184,7 @@ def _normalise(b: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     return b / np.sqrt(np.sum((b * sigma) ** 2))
 
 
-def tilted_scaling(stds, kappa: float) -> np.ndarray:
+def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     """The saddlepoint family ``b_j^2 ∝ 1 / (sigma_j (kappa sigma_j + sqrt(1 + kappa^2 sigma_j^2)))``.
 
     Normalised by constraint (10), ``sum_j (b_j sigma_j)^2 = 1``. At
@@ -178,14 +206,15 @@ def tilted_scaling(stds, kappa: float) -> np.ndarray:
     -------
     numpy.ndarray
         The scaling vector ``b``.
+
+    Examples
+    --------
+    >>> stds = np.array([4.0, 1.0])
+    >>> bool(np.allclose(tilted_scaling(stds, 0.0), gaussian_data_scaling(stds)))
+    True
     """
     sigma = _positive_vector(stds, "stds")
-    try:
-        k = float(kappa)
-    except (TypeError, ValueError):
-        raise TypeError(f"kappa must be a real number, got {kappa!r}") from None
-    if np.isnan(k) or k < 0:
-        raise ValueError(f"kappa must be >= 0 (inf allowed), got {kappa!r}")
+    k = V.check_positive(kappa, "kappa", allow_zero=True, finite=False, scalar=True)
     if np.isinf(k):
         return _normalise(1.0 / sigma, sigma)
     r = k * sigma
@@ -200,57 +229,11 @@ def _error_factor(sigma: np.ndarray, p: float, b: np.ndarray) -> float:
     return float(C * C * np.sum(b ** -2.0))
 
 
-def _lr_point(r: np.ndarray, tau: float) -> tuple[float, float]:
-    """``(x, log P(X > x))`` for ``X = sum_j r_j Z_j^2`` (``max r = 1``) at the
-    saddlepoint ``s = (1 - tau)/2`` by the Lugannani-Rice formula."""
-    s = 0.5 * (1.0 - tau)
-    two_rs = r * (1.0 - tau)
-    u = (1.0 - r) + r * tau  # 1 - 2 r s, formed without cancellation
-    log_u = np.where(two_rs < 0.5, np.log1p(-np.minimum(two_rs, 0.5)), np.log(u))
-    q = r / u
-    K = -0.5 * float(np.sum(log_u))
-    x = float(np.sum(q))
-    K2 = 2.0 * float(np.sum(q * q))
-    w = np.sqrt(max(2.0 * (s * x - K), 0.0))
-    v = s * np.sqrt(K2)
-    if w < 1e-3:
-        return x, np.nan
-    mills = np.sqrt(np.pi / 2.0) * float(special.erfcx(w / np.sqrt(2.0)))
-    val = mills + 1.0 / v - 1.0 / w
-    if not val > 0:
-        return x, -np.inf
-    return x, -0.5 * w * w - 0.5 * np.log(2.0 * np.pi) + np.log(val)
-
-
-def _saddlepoint_isf(weights: np.ndarray, p: float) -> float:
-    """Lugannani-Rice approximation of the ``1 - p`` quantile of
-    ``sum_j w_j Z_j^2`` (relative error of order 1e-3 in the tail), or NaN
-    where it does not apply (``p`` near 1/2). Used only to locate optima."""
-    wmax = float(weights.max())
-    r = weights / wmax
-    log_p = np.log(p)
-    # the quantile is below 2 sum r + 3 log(1/p) (Laurent and Massart), and
-    # x(tau) >= 1/tau, so this tau brackets it from the far-tail side
-    tau_lo = 1.0 / (2.0 * float(np.sum(r)) + 3.0 * -log_p + 1.0)
-    v_lo, v_hi = np.log(tau_lo), np.log(0.98)
-
-    def f(v):
-        lp = _lr_point(r, float(np.exp(v)))[1]
-        return lp - log_p
-
-    f_hi = f(v_hi)
-    f_lo = f(v_lo)
-    if not (np.isfinite(f_hi) and f_hi > 0 and f_lo < 0):
-        return np.nan
-    v = optimize.brentq(f, v_lo, v_hi, xtol=1e-12, rtol=1e-12)
-    return _lr_point(r, float(np.exp(v)))[0] * wmax
-
-
 def _make_objective(sigma: np.ndarray, p: float, exact: bool):
     """``F(b)``, exact or from the saddlepoint quantile (falling back to exact)."""
     def F(b):
         if not exact:
-            q = _saddlepoint_isf((b * sigma) ** 2, p)
+            q = _GeneralizedChiSquare((b * sigma) ** 2).saddlepoint_isf(p)
             if np.isfinite(q):
                 return float(q * np.sum(b ** -2.0))
         return _error_factor(sigma, p, b)
@@ -311,7 +294,7 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
     return np.sqrt(np.exp(res.x - res.x.max()))
 
 
-def error_optimal_scaling(stds, clip_probability: float, *, family: str = "tilted",
+def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: str = "tilted",
                           exact: bool = False, max_iter: int = 100) -> np.ndarray:
     """The scaling ``b`` that minimises Algorithm 3's expected error, equation (9)
     with the exact clip radius.
@@ -362,14 +345,10 @@ def error_optimal_scaling(stds, clip_probability: float, *, family: str = "tilte
         (0, 1), ``family`` is unknown or ``max_iter < 1``.
     """
     sigma = _positive_vector(stds, "stds")
-    p = check_probability(clip_probability, "clip_probability")
-    if np.ndim(p) != 0:
-        raise ValueError("clip_probability must be a scalar")
-    p = float(p)
-    if family not in _FAMILIES:
-        raise ValueError(f"family must be one of {_FAMILIES}, got {family!r}")
-    max_iter = check_integer(max_iter, "max_iter")
-    exact = bool(exact)
+    p = V.check_probability(clip_probability, "clip_probability", scalar=True)
+    family = V.check_choice(family, "family", _FAMILIES)
+    max_iter = V.check_integer(max_iter, "max_iter")
+    exact = V.check_bool(exact, "exact")
     exact_F = _make_objective(sigma, p, True)
     F = _make_objective(sigma, p, exact=False)
     candidates = []

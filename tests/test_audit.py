@@ -56,23 +56,23 @@ from scipy import optimize, special, stats
 from dpsum import binary
 from dpsum.audit import (
     AuditResult,
-    add_remove_pair,
     audit_power,
     batched_gaussian_release,
-    binary_pair,
-    clipped_pair,
     clopper_pearson_lower,
     clopper_pearson_upper,
     discrete_audit_power,
-    elliptical_pair,
     epsilon_from_counts,
     epsilon_lower_bound,
-    gaussian_data_pair,
     pair_delta,
-    replace_one_pair,
-    statistic_pair,
 )
 from dpsum.calibration import analytic_sigma
+from dpsum.pairs import (
+    binary_pair,
+    clipped_pair,
+    elliptical_pair,
+    gaussian_data_pair,
+    statistic_pair,
+)
 from dpsum.clipping import clip_radius
 from dpsum.mechanisms import (
     clipped_gaussian_mechanism,
@@ -116,7 +116,7 @@ def _gaussian(calibration, epsilon):
 
 
 def _elliptical(X, rng):
-    return elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, bounds=BOUNDS, rng=rng)
+    return elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=BOUNDS, rng=rng)
 
 
 def _gaussian_data(scaling, neighbouring, clip_probability):
@@ -519,28 +519,6 @@ def test_pairs_reach_the_sensitivity_after_clipping():
         assert shift == pytest.approx(1 / sigma_opt, rel=1e-9), name
 
 
-def test_pair_constructors():
-    X, Y = replace_one_pair([3.0, 4.0], n=3, center=[1.0, 1.0])
-    np.testing.assert_array_equal(X, [[4, 5], [1, 1], [1, 1]])
-    np.testing.assert_array_equal(Y, [[-2, -3], [1, 1], [1, 1]])
-    X, Y = add_remove_pair([3.0, 4.0], n=2)
-    assert X.shape == (2, 2) and Y.shape == (3, 2)
-    np.testing.assert_array_equal(Y[-1], [3, 4])
-    X, Y = elliptical_pair([2.0, 4.0], n=1, factor=3)
-    np.testing.assert_array_equal(X, [[3.0, 6.0]])
-    np.testing.assert_array_equal(Y, [[-3.0, -6.0]])
-    x, y = binary_pair(5, 2)
-    assert x.sum() == 3 and y.sum() == 2 and (x != y).sum() == 1
-    # add-remove with a center: the record points along b * c
-    b = gaussian_data_scaling(STDS)
-    X, Y = gaussian_data_pair(STDS, center=CENTER, clip_probability=0.05,
-                              neighbouring="add-remove", n=3)
-    u = (Y[-1] - CENTER) * b
-    C = clip_radius(STDS, 0.05, b)
-    assert np.linalg.norm(u) == pytest.approx(100 * C)
-    np.testing.assert_allclose(u / np.linalg.norm(u), b * CENTER / np.linalg.norm(b * CENTER))
-
-
 # ------------------------------------------------------------------ validation
 
 def test_bad_arguments_raise_clear_errors():
@@ -551,9 +529,12 @@ def test_bad_arguments_raise_clear_errors():
     for bad in (-0.1, 1.0, np.nan):
         with pytest.raises(ValueError, match="delta"):
             epsilon_lower_bound(rel, 0.0, 1.0, delta=bad, n_samples=100, rng=0)
-    for bad in (0, 5, 2.5, True):
+    for bad in (0, 5, 2.5):
         with pytest.raises(ValueError, match="n_samples"):
             epsilon_lower_bound(rel, 0.0, 1.0, delta=DELTA, n_samples=bad, rng=0)
+    # dpsum's integer rule: a boolean is a TypeError, as for real numbers
+    with pytest.raises(TypeError, match="n_samples"):
+        epsilon_lower_bound(rel, 0.0, 1.0, delta=DELTA, n_samples=True, rng=0)
     for bad in (0.0, 1.0, -1):
         with pytest.raises(ValueError, match="alpha"):
             epsilon_lower_bound(rel, 0.0, 1.0, alpha=bad, **ok)

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpsum.calibration import (
-    EPSILON_MAX,
+    MAX_CALIBRATION_EPSILON,
     analytic_sigma,
     classic_sigma,
     gaussian_delta,
@@ -343,7 +343,20 @@ CASES = [
     for func, names in ARGS.items()
     for arg in names
     for bad in BAD_VALUES[arg]
+    # epsilon = 0 is a valid argument of the privacy profile: it is what
+    # gaussian_epsilon returns when the mechanism is already (0, delta)-DP
+    if not (func == "gaussian_delta" and arg == "epsilon" and bad in (0.0, [0.5, 0.0]))
 ]
+
+
+def test_gaussian_delta_accepts_epsilon_zero():
+    """delta(0) = 2 Phi(Delta / (2 sigma)) - 1, and gaussian_epsilon's 0.0 round-trips."""
+    from scipy.special import ndtr
+    assert gaussian_delta(2.0, 0.0) == pytest.approx(2 * ndtr(0.25) - 1, rel=1e-13)
+    eps = gaussian_epsilon(2.0, 0.5)
+    assert eps == 0.0 and gaussian_delta(2.0, eps) <= 0.5
+    np.testing.assert_allclose(gaussian_delta(2.0, [0.0, 0.5]),
+                               [gaussian_delta(2.0, 0.0), gaussian_delta(2.0, 0.5)], rtol=0)
 
 
 @pytest.mark.parametrize("func, arg, bad", CASES)
@@ -361,7 +374,7 @@ def test_non_numbers_raise_type_error_naming_the_argument(func, arg, bad):
 
 def test_unresolvable_requests_raise_clear_errors():
     with pytest.raises(ValueError, match="epsilon must be <="):
-        analytic_sigma(2 * EPSILON_MAX, 1e-5)
+        analytic_sigma(2 * MAX_CALIBRATION_EPSILON, 1e-5)
     with pytest.raises(ValueError, match="sigma is too small"):
         gaussian_epsilon(1e-6, 1e-5)
     with pytest.raises(ValueError, match="sigma is too small"):
@@ -416,7 +429,7 @@ def test_epsilon_decreases_with_sigma(ls1, ls2, ld):
     d = 10.0**ld
     try:
         e1 = gaussian_epsilon(s1, d)
-    except ValueError:  # sigma so small that epsilon > EPSILON_MAX
+    except ValueError:  # sigma so small that epsilon > MAX_CALIBRATION_EPSILON
         return
     assert e1 >= gaussian_epsilon(s2, d) * (1 - JITTER)
 

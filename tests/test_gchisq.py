@@ -107,8 +107,13 @@ def test_rejects_nan_x_and_bad_rng_or_size():
             method("1.0")
     with pytest.raises(TypeError, match="rng"):
         X.rvs(3, rng="seed")
-    with pytest.raises(TypeError, match="size"):
+    # the integer rule of dpsum: a fractional value is a ValueError (a whole
+    # float such as 3.0 is accepted), a boolean a TypeError
+    with pytest.raises(ValueError, match="size"):
         X.rvs(size=2.5)
+    with pytest.raises(TypeError, match="size"):
+        X.rvs(size=True)
+    assert X.rvs(size=3.0, rng=0).shape == (3,)
     with pytest.raises(ValueError, match="size"):
         X.rvs(size=-1)
 

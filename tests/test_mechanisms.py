@@ -22,6 +22,7 @@ from dpsum.mechanisms import (
     elliptical_gaussian_mechanism,
     gaussian_data_mechanism,
     gaussian_mechanism,
+    release_diagnostics,
 )
 
 EPS, DELTA = 1.0, 1e-6
@@ -193,8 +194,8 @@ def test_elliptical_mechanism_noise_and_error_equation_6():
     bounds = np.array([8.0, 2.0, 1.0, 0.5])
     X = rng.uniform(-6, 6, size=(300, 4))
     X0 = X.copy()
-    rel, diag = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, bounds=bounds,
-                                              rng=rng, return_diagnostics=True)
+    rel = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=bounds, rng=rng)
+    diag = release_diagnostics(X, rel)
     np.testing.assert_array_equal(X, X0)
     sopt = analytic_sigma(EPS, DELTA)
     b = scaling.elliptical_scaling(bounds)
@@ -202,7 +203,7 @@ def test_elliptical_mechanism_noise_and_error_equation_6():
     assert np.sum(rel.noise_std**2) == pytest.approx(sopt**2 * bounds.sum() ** 2, rel=1e-12)
     target = np.clip(X, -bounds / 2, bounds / 2).sum(axis=0)
     assert diag["clamped_values"] == int(np.sum(np.abs(X) > bounds / 2))
-    est = np.array([elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, bounds=bounds,
+    est = np.array([elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=bounds,
                                                   rng=rng).estimate for _ in range(1500)])
     _check_unbiased_and_mse(est, target, rel.noise_std)
 
@@ -272,9 +273,9 @@ def test_fraction_of_clipped_rows_matches_clip_probability():
     n, p = 200_000, 0.01
     X = rng.normal(center, stds, size=(n, 5))
     for scale in ("optimal", "none"):
-        _, diag = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, center=center,
-                                          clip_probability=p, scaling=scale, rng=rng,
-                                          return_diagnostics=True)
+        rel = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, center=center,
+                                      clip_probability=p, scaling=scale, rng=rng)
+        diag = release_diagnostics(X, rel)
         se = np.sqrt(n * p * (1 - p))
         assert abs(diag["clipped_rows"] - n * p) < Z * se
 
@@ -349,15 +350,15 @@ def test_mechanisms_reject_bad_data(X, match):
     with pytest.raises(ValueError, match=match):
         clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=1.0)
     with pytest.raises(ValueError, match=match):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, bounds=np.ones(2))
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=np.ones(2))
 
 
 def test_other_mechanisms_reject_bad_arguments():
     X = np.ones((5, 2))
-    with pytest.raises(ValueError, match="bounds"):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, bounds=[1.0, 0.0])
-    with pytest.raises(ValueError, match="bounds must have length 2"):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, bounds=[1.0])
+    with pytest.raises(ValueError, match="widths"):
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[1.0, 0.0])
+    with pytest.raises(ValueError, match="widths must have length 2"):
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[1.0])
     with pytest.raises(ValueError, match="clip_norm"):
         clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=-1.0)
     with pytest.raises(ValueError, match="sensitivity"):

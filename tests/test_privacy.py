@@ -1,4 +1,4 @@
-"""Validation helpers, neighbouring relations, composition and group privacy."""
+"""Neighbouring relations, sensitivity, composition and group privacy (argument checks: test_validation.py)."""
 
 from __future__ import annotations
 
@@ -8,93 +8,6 @@ import numpy as np
 import pytest
 
 from dpsum import privacy as P
-
-
-@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), -float("inf"), [1.0, 0.0]])
-def test_epsilon_rejects_non_positive_or_non_finite(bad):
-    with pytest.raises(ValueError, match="epsilon"):
-        P.check_epsilon(bad)
-
-
-@pytest.mark.parametrize("bad", ["1", None, True, np.array([True]), [1, "a"], object()])
-def test_epsilon_rejects_non_numbers(bad):
-    with pytest.raises(TypeError, match="epsilon"):
-        P.check_epsilon(bad)
-
-
-def test_epsilon_scalar_and_array():
-    assert P.check_epsilon(1) == 1.0 and isinstance(P.check_epsilon(1), float)
-    arr = P.check_epsilon([0.5, 2])
-    assert isinstance(arr, np.ndarray) and arr.dtype == np.float64
-    np.testing.assert_array_equal(arr, [0.5, 2.0])
-
-
-@pytest.mark.parametrize("bad", [0, 1, 1.5, -0.1, float("nan"), float("inf"), [0.1, 1.0]])
-def test_delta_must_lie_in_open_unit_interval(bad):
-    with pytest.raises(ValueError, match="delta"):
-        P.check_delta(bad)
-
-
-def test_delta_accepts_tiny_values():
-    assert P.check_delta(1e-300) == 1e-300
-
-
-@pytest.mark.parametrize("bad", [0, 1, -0.5, 2, float("nan")])
-def test_probability_bounds(bad):
-    with pytest.raises(ValueError, match="clip_probability"):
-        P.check_probability(bad, "clip_probability")
-
-
-def test_positive():
-    assert P.check_positive(2, "sigma") == 2.0
-    assert P.check_positive(0, "sigma", allow_zero=True) == 0.0
-    for bad in (0, -1, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="sigma"):
-            P.check_positive(bad, "sigma")
-    with pytest.raises(ValueError, match="sigma"):
-        P.check_positive([], "sigma")
-
-
-def test_finite_array_rejects_nan_inf_shape_and_empty():
-    with pytest.raises(ValueError, match="X contains NaN"):
-        P.check_data_matrix(np.array([[1.0, np.nan]]))
-    with pytest.raises(ValueError, match="X contains NaN"):
-        P.check_data_matrix(np.array([[1.0, np.inf]]))
-    with pytest.raises(ValueError, match="2-dimensional"):
-        P.check_data_matrix(np.ones(3))
-    with pytest.raises(ValueError, match="empty"):
-        P.check_data_matrix(np.ones((0, 3)))
-    with pytest.raises(TypeError, match="X"):
-        P.check_data_matrix([["a", "b"]])
-
-
-def test_finite_array_does_not_copy_float64_input():
-    X = np.ones((3, 2))
-    assert P.check_data_matrix(X) is X or np.shares_memory(P.check_data_matrix(X), X)
-    ints = np.ones((3, 2), dtype=np.int64)
-    out = P.check_data_matrix(ints)
-    assert out.dtype == np.float64 and ints.dtype == np.int64
-
-
-def test_vector_length_and_positivity():
-    np.testing.assert_array_equal(P.check_vector([1, 2], "stds", 2, positive=True), [1.0, 2.0])
-    with pytest.raises(ValueError, match="stds must have length 3"):
-        P.check_vector([1, 2], "stds", 3)
-    with pytest.raises(ValueError, match="stds must be > 0"):
-        P.check_vector([1, 0], "stds", 2, positive=True)
-
-
-def test_rng():
-    g = np.random.default_rng(1)
-    assert P.check_rng(g) is g
-    assert isinstance(P.check_rng(3), np.random.Generator)
-    assert isinstance(P.check_rng(None), np.random.Generator)
-    a = P.check_rng(5).normal(size=3)
-    b = P.check_rng(5).normal(size=3)
-    np.testing.assert_array_equal(a, b)
-    for bad in (1.5, "seed", True, np.random.RandomState(0)):
-        with pytest.raises(TypeError, match="rng"):
-            P.check_rng(bad)
 
 
 def test_neighbouring_parse():
@@ -162,3 +75,42 @@ def test_group_privacy_refuses_a_void_guarantee():
         P.group_privacy(1.0, 0.5, 5)
     with pytest.raises(ValueError, match="k must be a positive integer"):
         P.group_privacy(1.0, 1e-6, 0)
+
+
+def test_group_privacy_and_composition_overflow_give_value_errors():
+    """Huge k or epsilon: a ValueError naming the problem, not an OverflowError."""
+    with pytest.raises(ValueError, match="void"):
+        P.group_privacy(1, 1e-5, 1000)
+    with pytest.raises(ValueError, match="epsilon"):
+        P.advanced_composition(800, 1e-9, 2, 1e-6)
+    # beyond e^700 the group delta is computed in log space; mpmath checks it
+    mpmath = pytest.importorskip("mpmath")
+    k_eps, k_delta = P.group_privacy(1.0, 1e-310, 701)
+    exact = mpmath.mpf(1e-310) * mpmath.expm1(701) / mpmath.expm1(1)
+    assert k_eps == 701.0
+    assert k_delta == pytest.approx(float(exact), rel=1e-11)
+
+
+def test_delta_none_names_the_argument():
+    with pytest.raises(TypeError, match="delta"):
+        P.group_privacy(1.0, None, 2)
+    with pytest.raises(TypeError, match="delta_prime"):
+        P.advanced_composition(1.0, 1e-6, 2, None)
+
+
+@pytest.mark.parametrize("name", ["check_epsilon", "check_delta", "check_positive",
+                                  "check_probability", "check_finite_array",
+                                  "check_data_matrix", "check_vector", "check_rng",
+                                  "check_integer"])
+def test_old_check_names_still_work_with_a_deprecation_warning(name):
+    from dpsum import _validation as V
+    with pytest.warns(DeprecationWarning, match=f"dpsum.privacy.{name}"):
+        old = getattr(P, name)
+    assert old is getattr(V, name)
+
+
+def test_check_scalar_privacy_is_deprecated_but_works():
+    with pytest.warns(DeprecationWarning):
+        assert P.check_scalar_privacy(1.0) == 1.0
+    with pytest.warns(DeprecationWarning):
+        assert P.check_scalar_privacy(1.0, 1e-6) == (1.0, 1e-6)

@@ -1,0 +1,406 @@
+"""Argument checks: one rule for each kind of argument, in one place.
+
+Every public function of :mod:`dpsum` validates its arguments with the
+checkers below *before* it touches any data, so that bad input produces a
+clear :class:`ValueError` or :class:`TypeError` naming the offending argument
+instead of a silent ``nan`` or an exception from deep inside NumPy.
+
+The rules
+---------
+Real numbers (``epsilon``, ``sensitivity``, ``stds``, ...)
+    Python or NumPy integers and floats, or arrays of them. Strings, ``None``,
+    complex numbers, objects and **booleans** are refused with a
+    :class:`TypeError` (``True`` is an ``int`` in Python, but a flag passed
+    where a number is expected is a mistake). Ragged nested sequences are
+    refused with a :class:`ValueError`. NaN and infinities are refused with a
+    :class:`ValueError` unless a checker says otherwise.
+Integers (``n``, ``k``, ``d``, ``n_samples``, ...)
+    Python or NumPy integers, or real numbers with an integral value: ``3.0``
+    is accepted as ``3``, while ``2.5``, NaN and infinities are refused with
+    a :class:`ValueError`. Booleans are refused with a :class:`TypeError`, as
+    for real numbers.
+Booleans (``strict``, ``exact``, ``batched``, ...)
+    Only ``True`` and ``False`` (Python or NumPy); anything else, including
+    ``0``, ``1`` and ``"no"``, is a :class:`TypeError`.
+Probabilities and open intervals (``delta``, ``clip_probability``, ``alpha``)
+    Strictly inside ``(0, 1)`` unless a checker widens the interval.
+Data (``X``, ``value``, ``bits``)
+    Error messages describe shapes and dtypes only. **No checker ever echoes
+    the contents of an array into an error message**: data values are private
+    and an exception text ends up in logs. Scalars (privacy parameters,
+    counts) may be echoed.
+Randomness (``rng``)
+    A :class:`numpy.random.Generator` (used as it is), a non-negative integer
+    seed, a :class:`numpy.random.SeedSequence` or ``None`` (SPEC 7). A negative
+    seed is a :class:`ValueError` naming ``rng``; anything else, including a
+    legacy ``RandomState``, a :class:`TypeError`.
+
+Each numeric checker returns a Python ``float`` (or ``int``) for scalar
+input and a float64 (or int64) array for array input; :func:`scalar_or_array`
+is the one helper that turns a computed result back into a float when every
+input was a scalar.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = [
+    "as_real_array",
+    "scalar_or_array",
+    "check_real",
+    "check_positive",
+    "check_epsilon",
+    "check_delta",
+    "check_probability",
+    "check_open_interval",
+    "check_integer",
+    "check_count",
+    "check_size",
+    "check_bool",
+    "check_choice",
+    "check_finite_array",
+    "check_data_matrix",
+    "check_vector",
+    "check_bits",
+    "check_rng",
+    "check_callable",
+]
+
+_INTEGRAL_LIMIT = 2.0**63  # whole floats beyond this do not fit an int64
+
+
+def _describe(value: Any) -> str:
+    """A short description of ``value`` for an error message, without array contents."""
+    if isinstance(value, (numbers.Number, np.generic)) and np.ndim(value) == 0:
+        return repr(value.item() if isinstance(value, np.generic) else value)
+    if value is None or isinstance(value, (str, bytes)):
+        return repr(value) if len(repr(value)) <= 40 else type(value).__name__
+    shape = np.shape(value) if isinstance(value, np.ndarray) else None
+    if shape is not None:
+        return f"an array of shape {shape}"
+    return f"a {type(value).__name__}"
+
+
+def as_real_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float64 array, refusing anything that is not real numbers.
+
+    The input is not copied when it already is a float64 array.
+
+    Raises
+    ------
+    TypeError
+        For strings, ``None``, booleans, complex numbers or objects.
+    ValueError
+        For ragged nested sequences.
+    """
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a real number or an array of real numbers, "
+                        f"got {_describe(value)}")
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, not a boolean")
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except ValueError:
+            # numpy refuses ragged nested sequences; its message is fine but
+            # the caller's name is what the user needs (and no values are shown)
+            raise ValueError(f"{name} must be a rectangular array of real numbers "
+                             "(the nested sequences have different lengths)") from None
+        except Exception:  # pragma: no cover - exotic objects
+            raise TypeError(f"{name} must be a real number or an array of real numbers, "
+                            f"got {_describe(value)}") from None
+    if arr.dtype == np.bool_:
+        raise TypeError(f"{name} must hold real numbers, not booleans")
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number or an array of real numbers, "
+                        f"got dtype {arr.dtype}")
+    return arr.astype(np.float64, copy=False)
+
+
+def scalar_or_array(result: ArrayLike, *inputs: Any) -> Any:
+    """A Python float when every input is a scalar, else ``result`` as an array.
+
+    This is how every vectorised function of :mod:`dpsum` returns: scalars in,
+    a float out; any array in, an array out (of the broadcast shape).
+    """
+    arr = np.asarray(result)
+    if arr.ndim == 0 and all(np.ndim(x) == 0 for x in inputs):
+        return float(arr)
+    return arr
+
+
+def _finished(arr: np.ndarray, original: Any, scalar: bool, name: str) -> Any:
+    """Return a float for scalar input, else the array; enforce ``scalar``."""
+    if arr.ndim == 0 and np.ndim(original) == 0:
+        return float(arr)
+    if scalar:
+        raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}")
+    return arr
+
+
+def _nonempty(arr: np.ndarray, name: str) -> None:
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+
+
+def check_real(value: Any, name: str, *, finite: bool = True, scalar: bool = False) -> Any:
+    """A real number (or array), finite unless ``finite=False`` (NaN is always refused)."""
+    arr = as_real_array(value, name)
+    _nonempty(arr, name)
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not be NaN")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {_describe(value)}")
+    return _finished(arr, value, scalar, name)
+
+
+def check_positive(value: Any, name: str, *, allow_zero: bool = False,
+                   finite: bool = True, scalar: bool = False) -> Any:
+    """A real number (or array) that is > 0 (``>= 0`` with ``allow_zero``) and finite.
+
+    ``finite=False`` admits ``+inf`` (never NaN).
+    """
+    if type(value) is float and (0.0 < value < math.inf or (allow_zero and value == 0.0)):
+        return value  # fast path: a plain float already in range
+    arr = as_real_array(value, name)
+    _nonempty(arr, name)
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not be NaN")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {_describe(value)}")
+    ok = arr >= 0 if allow_zero else arr > 0
+    if not np.all(ok):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be {bound}, got {_describe(value)}")
+    return _finished(arr, value, scalar, name)
+
+
+def check_epsilon(value: Any, name: str = "epsilon", *, allow_zero: bool = False,
+                  scalar: bool = False) -> Any:
+    """A privacy parameter epsilon: real, finite and > 0 (``>= 0`` with ``allow_zero``)."""
+    if value is None:
+        raise TypeError(f"{name} must be a real number > 0, got None")
+    return check_positive(value, name, allow_zero=allow_zero, scalar=scalar)
+
+
+def check_open_interval(value: Any, name: str, low: float = 0.0, high: float = 1.0, *,
+                        closed_low: bool = False, scalar: bool = False) -> Any:
+    """A real number (or array) strictly between ``low`` and ``high``
+    (``low`` itself allowed with ``closed_low``)."""
+    if type(value) is float and (low < value < high or (closed_low and value == low)):
+        return value
+    arr = as_real_array(value, name)
+    _nonempty(arr, name)
+    above = arr >= low if closed_low else arr > low
+    if not np.all(np.isfinite(arr) & above & (arr < high)):
+        left = "[" if closed_low else "("
+        if low == 0.0 and high == 1.0 and not closed_low:
+            what = "lie strictly between 0 and 1"
+        else:
+            what = f"lie in {left}{low:g}, {high:g})"
+        raise ValueError(f"{name} must {what}, got {_describe(value)}")
+    return _finished(arr, value, scalar, name)
+
+
+def check_delta(value: Any, name: str = "delta", *, allow_zero: bool = False,
+                scalar: bool = False) -> Any:
+    """A privacy parameter delta in (0, 1) (``[0, 1)`` with ``allow_zero``, for pure DP).
+
+    ``None`` is refused with a :class:`TypeError` naming the argument.
+    """
+    if value is None:
+        raise TypeError(f"{name} must be a real number in (0, 1), got None")
+    return check_open_interval(value, name, closed_low=allow_zero, scalar=scalar)
+
+
+def check_probability(value: Any, name: str = "p", *, scalar: bool = False) -> Any:
+    """A probability strictly inside (0, 1)."""
+    return check_open_interval(value, name, scalar=scalar)
+
+
+def check_integer(value: Any, name: str, minimum: int | None = 1, maximum: int | None = None,
+                  *, array: bool = False) -> Any:
+    """An integer (or, with ``array=True``, an array of integers) in ``[minimum, maximum]``.
+
+    The rule (see the module documentation): Python and NumPy integers, and
+    real numbers with an integral value (``3.0`` is ``3``); booleans are a
+    :class:`TypeError`, fractional or non-finite values a :class:`ValueError`.
+    Returns an ``int`` for scalar input and an int64 array otherwise.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not a boolean")
+    if isinstance(value, numbers.Integral):
+        out: Any = int(value)
+        arr = None
+    else:
+        if value is None or isinstance(value, (str, bytes)):
+            raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+        if isinstance(value, numbers.Real) or np.ndim(value) == 0 or array:
+            try:
+                arr = np.asarray(value)
+            except ValueError:
+                raise ValueError(f"{name} must be a rectangular array of integers") from None
+        else:
+            raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+        if arr.dtype == np.bool_:
+            raise TypeError(f"{name} must hold integers, not booleans")
+        if arr.dtype.kind == "f":
+            whole = np.isfinite(arr) & (np.abs(arr) < _INTEGRAL_LIMIT)
+            if not np.all(whole) or not np.all(arr == np.round(arr)):
+                raise ValueError(f"{name} must be a whole number, got {_describe(value)}")
+        elif arr.dtype.kind not in "iu":
+            raise TypeError(f"{name} must be an integer or an array of integers, "
+                            f"got dtype {arr.dtype}")
+        if arr.ndim and not array:
+            raise ValueError(f"{name} must be a scalar integer, got an array of shape {arr.shape}")
+        _nonempty(arr, name)
+        out = int(arr) if arr.ndim == 0 else arr.astype(np.int64)
+    low_ok = minimum is None or np.all(np.asarray(out) >= minimum)
+    high_ok = maximum is None or np.all(np.asarray(out) <= maximum)
+    if not (low_ok and high_ok):
+        if minimum == 1 and maximum is None:
+            what = "a positive integer"
+        elif maximum is None:
+            what = f"an integer >= {minimum}"
+        elif minimum is None:
+            what = f"an integer <= {maximum}"
+        else:
+            what = f"an integer between {minimum} and {maximum}"
+        raise ValueError(f"{name} must be {what}, got {_describe(value)}")
+    return out
+
+
+def check_count(value: Any, n: int, name: str) -> np.ndarray:
+    """Counts ``0 <= k <= n`` (an integer or an array of them), as float64."""
+    k = check_integer(value, name, 0, array=True)
+    if np.any(np.asarray(k) > n):
+        raise ValueError(f"{name} must lie between 0 and n = {n}")
+    return np.asarray(k, dtype=np.float64)
+
+
+def check_size(size: Any, name: str = "size") -> int | tuple[int, ...] | None:
+    """An output shape: None, a non-negative integer or a tuple of them."""
+    if size is None:
+        return None
+    if isinstance(size, tuple):
+        return tuple(check_integer(s, name, 0) for s in size)
+    return check_integer(size, name, 0)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``True`` or ``False`` only (Python or NumPy booleans)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+    return bool(value)
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    """One of the strings ``choices``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {tuple(choices)}, got {_describe(value)}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def check_finite_array(X: Any, name: str = "X", *, ndim: int | None = None,
+                       finite: bool = True) -> np.ndarray:
+    """``X`` as a float64 array after checking it is real and (by default) finite.
+
+    The input is never modified; a copy is made only when a dtype conversion
+    is needed. ``finite=False`` leaves the NaN/inf check to the caller, which
+    must then do it in its own pass before releasing anything.
+    """
+    arr = as_real_array(X, name)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def check_data_matrix(X: Any, name: str = "X", *, finite: bool = True) -> np.ndarray:
+    """A dataset: a real matrix of shape (n, d) with n, d >= 1 (see :func:`check_finite_array`)."""
+    return check_finite_array(X, name, ndim=2, finite=finite)
+
+
+def check_vector(v: Any, name: str, d: int | None = None, *, positive: bool = False,
+                 nonnegative: bool = False) -> np.ndarray:
+    """A finite 1-d vector, optionally of length ``d`` and positive (or ``>= 0``)."""
+    arr = check_finite_array(v, name, ndim=1)
+    if d is not None and arr.shape[0] != d:
+        raise ValueError(f"{name} must have length {d} (one entry per column), got {arr.shape[0]}")
+    if positive and not np.all(arr > 0):
+        raise ValueError(f"{name} must be > 0 in every coordinate")
+    if nonnegative and not np.all(arr >= 0):
+        raise ValueError(f"{name} must be >= 0 in every coordinate")
+    return arr
+
+
+def check_bits(bits: Any, name: str = "bits") -> np.ndarray:
+    """A non-empty 1-d array of bits: booleans, or integers equal to 0 or 1.
+
+    Floats are refused even when they equal 0.0 or 1.0, so that a fraction or
+    a probability passed by mistake is not silently accepted.
+    """
+    if bits is None or isinstance(bits, (str, bytes)) or np.isscalar(bits):
+        raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, "
+                        f"got {_describe(bits)}")
+    try:
+        arr = np.asarray(bits)
+    except ValueError:
+        raise ValueError(f"{name} must be a 1-d array (the nested sequences have "
+                         "different lengths)") from None
+    if arr.dtype == np.bool_:
+        out = arr
+    elif arr.dtype.kind in "iu":
+        if arr.ndim == 1 and arr.size and not np.all((arr == 0) | (arr == 1)):
+            raise ValueError(f"{name} must hold only 0 and 1")
+        out = arr.astype(np.bool_)
+    else:
+        raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, "
+                        f"got dtype {arr.dtype}")
+    if out.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    if out.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    return out
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    """``rng`` as a :class:`numpy.random.Generator` (SPEC 7).
+
+    Accepts a Generator (returned as it is), a non-negative integer seed, a
+    :class:`numpy.random.SeedSequence` or ``None`` (fresh entropy).
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError("rng must be a numpy.random.Generator, an int seed or None, got a bool")
+    if isinstance(rng, numbers.Integral):
+        if rng < 0:
+            raise ValueError(f"rng must be a non-negative int seed (or a Generator or None), "
+                             f"got {int(rng)}")
+        return np.random.default_rng(int(rng))
+    if rng is None or isinstance(rng, np.random.SeedSequence):
+        return np.random.default_rng(rng)
+    raise TypeError(
+        f"rng must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
+
+
+def check_callable(value: Any, name: str, how: str) -> Any:
+    """A callable; ``how`` says how it will be called (for the message)."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable as {how}")
+    return value
