@@ -162,9 +162,11 @@ def test_clipped_rows_never_exceed_C(scale):
         assert np.linalg.norm(T) <= C
 
 
-def test_clipped_sum_rejects_overflowing_scaling():
-    with pytest.raises(ValueError, match="overflows"):
-        clipped_sum(np.full((2, 2), 1e308), 1.0, scaling=np.array([10.0, 10.0]))
+def test_clipped_sum_clips_rows_that_overflow_when_scaled():
+    # issue 16: such rows are clipped (to the direction (1, 1)/sqrt(2)), not refused or dropped
+    T, k = clipped_sum(np.full((2, 2), 1e308), 1.0, scaling=np.array([10.0, 10.0]))
+    np.testing.assert_allclose(T, np.full(2, np.sqrt(2.0)), rtol=1e-14)
+    assert k == 2
 
 
 # --------------------------------------------------------------- mechanisms

@@ -1,0 +1,309 @@
+"""The clipping kernel over the whole float64 range (issue 16).
+
+The central claims are checked exactly, in rational arithmetic
+(:class:`fractions.Fraction`): every row's contribution has norm at most the
+clip radius, and on worst-case neighbours the computed clipped sum moves by at
+most the declared sensitivity once the rounding bound of
+:func:`dpsum.clipping.sum_rounding_bound` is charged.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dpsum
+from dpsum import clipping
+from dpsum.clipping import clamped_sum, clipped_sum, sum_rounding_bound
+
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def exact_sq_norm(v) -> Fraction:
+    return sum((Fraction(float(x)) ** 2 for x in v), Fraction(0))
+
+
+def dyadic_sq_norm(row) -> Fraction:
+    """Exact squared norm of a row of dyadic rationals (Fractions whose
+    denominators are powers of two), summed in integers: fast at d = 10^4."""
+    pairs = [(x.numerator, x.denominator.bit_length() - 1) for x in row]
+    K = max(k for _, k in pairs)
+    return Fraction(sum(p * p << (2 * (K - k)) for p, k in pairs), 1 << (2 * K))
+
+
+def exact_sq_dist(a, b) -> Fraction:
+    return sum(((Fraction(float(x)) - Fraction(float(y))) ** 2 for x, y in zip(a, b)),
+               Fraction(0))
+
+
+def row_contributions(X, C, b=None, c=None):
+    """Exact contributions r_i of the kernel's rows in normalised scaled units
+    (times 2^e gives scaled units), as lists of Fractions, and C_n."""
+    n, d = X.shape
+    b = np.ones(d) if b is None else b
+    plan = clipping._make_plan(C, b, c, d)
+    buf = np.empty((n, d))
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        base, sq = clipping._squared_norms(X, plan, buf, np.empty((n, d)))
+    out = []
+    for i in range(n):
+        if not np.isfinite(sq[i]):
+            v, _ = clipping._hard_row(X[i], plan)
+            out.append([Fraction(float(x)) for x in v])
+            continue
+        f = 1.0 if sq[i] <= plan.tau else float(clipping._clip_factors(sq[i:i + 1], plan)[0])
+        row = [Fraction(f) * Fraction(float(x)) for x in base[i]]
+        if plan.fast:
+            row = [r * Fraction(float(w)) for r, w in zip(row, plan.b_n)]
+        out.append(row)
+    return out, plan
+
+
+# ------------------------------------------------------------- strategies
+
+any_float = st.floats(allow_nan=False, allow_infinity=False, width=64)
+exponent = st.integers(-300, 300)
+
+
+@st.composite
+def problems(draw, max_d=12, max_n=6):
+    d = draw(st.integers(1, max_d))
+    n = draw(st.integers(1, max_n))
+    C = 10.0 ** draw(exponent) * draw(st.floats(1.0, 9.99))
+    kind = draw(st.sampled_from(["scale", "raw", "subnormal"]))
+    if kind == "raw":                       # any finite floats, including 1e308
+        X = np.array(draw(st.lists(any_float, min_size=n * d, max_size=n * d))).reshape(n, d)
+    elif kind == "subnormal":
+        X = np.array(draw(st.lists(st.integers(-2**52, 2**52), min_size=n * d,
+                                   max_size=n * d)), dtype=float).reshape(n, d) * 5e-324
+    else:
+        scale = 10.0 ** draw(exponent)
+        seed = draw(st.integers(0, 2**32 - 1))
+        X = np.random.default_rng(seed).standard_normal((n, d)) * scale
+    if draw(st.booleans()):
+        b = 10.0 ** np.array(draw(st.lists(st.floats(-3, 3), min_size=d, max_size=d)))
+    else:
+        b = None
+    c = None
+    if draw(st.booleans()):
+        c = np.array(draw(st.lists(st.floats(-1e300, 1e300), min_size=d, max_size=d)))
+        if kind == "scale" and draw(st.booleans()):
+            X = X + c                        # data near a huge centre
+    return X, C, b, c
+
+
+# ------------------------------------------------------------- the row bound
+
+@SETTINGS
+@given(problems())
+def test_every_row_contributes_at_most_C_exactly(problem):
+    X, C, b, c = problem
+    rows, plan = row_contributions(X, C, b, c)
+    bound = Fraction(plan.C_n) ** 2
+    for r in rows:
+        assert sum((x * x for x in r), Fraction(0)) <= bound
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1e-300, 1.0, 1e300]))
+def test_row_bound_holds_at_d_ten_thousand(seed, scale):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((3, 10_000)) * scale
+    X[1] *= 1e-3                                   # one row well inside the ball
+    C = float(np.linalg.norm(X[2] / scale)) * scale * 0.999999   # one just outside
+    rows, plan = row_contributions(X, C)
+    for r in rows:
+        assert dyadic_sq_norm(r) <= Fraction(plan.C_n) ** 2
+
+
+def test_unclipped_rows_pass_through_and_clipped_rows_keep_their_direction():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 9)) * np.geomspace(1e-3, 1e3, 9)
+    b = rng.uniform(0.5, 2, 9)
+    c = rng.normal(size=9)
+    C = 40.0
+    T, k = clipped_sum(X, C, b, c)
+    Y = (X - c) * b
+    norms = np.linalg.norm(Y, axis=1)
+    ref = (np.minimum(1, C / norms)[:, None] * Y).sum(axis=0)
+    np.testing.assert_allclose(T, ref, rtol=1e-12, atol=1e-12 * C)
+    assert k == int(np.sum(norms > C))
+
+
+# ----------------------------------------------------- worst-case neighbours
+
+def charged_sum(X, C, b=None, c=None):
+    rho = sum_rounding_bound(X.shape[0], X.shape[1])
+    return clipped_sum(X, C / (1 + rho), b, c)[0]
+
+
+@SETTINGS
+@given(problems(max_n=5), st.integers(0, 4), st.floats(1.0, 1e300), st.booleans())
+def test_worst_case_neighbours_move_the_sum_by_at_most_2C(problem, where, size, flip):
+    X, C, b, c = problem
+    n, d = X.shape
+    k = where % n
+    direction = np.random.default_rng(k).standard_normal(d)
+    centre = np.zeros(d) if c is None else c
+    # two far-out records on opposite sides: both clipped, contributions opposite
+    Xa, Xb = X.copy(), X.copy()
+    with np.errstate(over="ignore"):
+        far = np.clip(centre + direction * size * C / (np.ones(d) if b is None else b),
+                      -1.7e308, 1.7e308)
+        near = np.clip(centre - direction * size * C / (np.ones(d) if b is None else b),
+                       -1.7e308, 1.7e308)
+    Xa[k], Xb[k] = (far, near) if flip else (far, X[k])
+    Ta, Tb = charged_sum(Xa, C, b, c), charged_sum(Xb, C, b, c)
+    assert exact_sq_dist(Ta, Tb) <= Fraction(2 * C) ** 2
+
+
+def test_reproducer_3_large_centre_rounding_stays_within_sensitivity():
+    # issue 16, reproducer 3: the rows are centred before they are summed
+    rng = np.random.default_rng(0)
+    s = np.array([4, 2, 1, .5])
+    c = np.full(4, 1e14)
+    X = c + rng.normal(0, s, (5000, 4))
+    Y = X.copy()
+    Y[759] = c
+    b = dpsum.gaussian_data_scaling(s)
+    C = dpsum.clip_radius(s, 1 / 5000, b)
+    Ta, Tb = charged_sum(X, C, b, c), charged_sum(Y, C, b, c)
+    assert exact_sq_dist(Ta, Tb) <= Fraction(2 * C) ** 2
+    # the mechanism's estimates, with the same noise, differ only by the
+    # rounding of the final `+ n c` (post-processing of the noisy sum)
+    f = lambda D: dpsum.gaussian_data_mechanism(D, epsilon=1, delta=1e-6, stds=s,
+                                                center=c, rng=9)
+    a, bb = f(X), f(Y)
+    gap = np.abs(a.estimate - bb.estimate)
+    allowed = 2 * C / a.scaling + 2 * np.spacing(a.estimate)
+    assert np.all(gap <= allowed)
+
+
+# ------------------------------------------------------ the other reproducers
+
+def test_reproducer_1_huge_stds_are_clipped():
+    X = np.zeros((10, 2))
+    X[0, 0] = 1e206
+    r, dg = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=[1e200, 1e200],
+                                          rng=0, return_diagnostics=True)
+    assert dg["clipped_rows"] == 1
+    T, _ = clipped_sum(X, r.clip_norm, r.scaling)
+    assert np.linalg.norm(T) <= r.clip_norm
+
+
+@pytest.mark.parametrize("X, clip_norm", [
+    (np.array([[1e-164, 0.0]]), 1e-170),
+    (np.array([[1e-164, 0.0], [0.0, 3e-165]]), 1e-170),
+])
+def test_reproducer_1_tiny_clip_norm_clips(X, clip_norm):
+    T, k = clipped_sum(X, clip_norm)
+    assert k == X.shape[0]
+    assert exact_sq_norm(T) <= Fraction(clip_norm * X.shape[0]) ** 2
+    assert T[0] > 0.99 * clip_norm
+
+
+def test_reproducer_1_tiny_stds_with_a_zero_coordinate():
+    rng = np.random.default_rng(5)
+    s = np.array([1e-160, 2e-160, 1e-161])
+    X = rng.normal(0, s * 50, (20, 3))
+    X[:, 1] = 0.0
+    b = dpsum.gaussian_data_scaling(s)
+    C = dpsum.clip_radius(s, 1 / 20, b)
+    T, k = clipped_sum(X, C, b)
+    norms = np.linalg.norm((X / s) * (s * b), axis=1)   # avoids squaring 1e-160
+    assert k == int(np.sum(norms > C)) > 0
+    rows, plan = row_contributions(X, C, b)
+    for r in rows:
+        assert sum((x * x for x in r), Fraction(0)) <= Fraction(plan.C_n) ** 2
+
+
+def test_reproducer_2_subnormal_squared_norms_terminate():
+    X = np.array([[-3.833060821744355e-160, 3.200038177998223e-160,
+                   2.028824405086084e-161, -8.660674212197924e-161]])
+    T, k = clipped_sum(X, 5e-160)
+    assert k == 1
+    assert exact_sq_norm(T) <= Fraction(5e-160) ** 2
+    rel = dpsum.clipped_gaussian_mechanism(X, epsilon=1, delta=1e-6, clip_norm=5e-160, rng=0)
+    assert np.all(np.isfinite(rel.estimate))
+
+
+def test_reproducer_4_overflowing_rows_are_clipped_not_dropped():
+    T, k = clipped_sum(np.full((1, 4), 1.7e308), 5.0)
+    np.testing.assert_allclose(T, np.full(4, 2.5), rtol=1e-14)
+    assert k == 1
+    assert exact_sq_norm(T) <= Fraction(25)
+    # a deviation that overflows only after centring
+    T, k = clipped_sum(np.array([[1.7e308, -1.7e308]]), 1.0, center=np.array([-1.7e308, 1.7e308]))
+    np.testing.assert_allclose(T, [2 ** -0.5, -2 ** -0.5], rtol=1e-14)
+
+
+def test_the_recheck_loop_terminates_and_repairs_a_too_large_factor():
+    nu_upper = np.array([2.0, 3.0, 1e-3])
+    f = np.array([1.0, 1.0, 1.0])              # far too large for the first two
+    g = clipping._shrink_until_bounded(f, nu_upper, 1.5)
+    assert np.all(g * nu_upper <= 1.5)
+    assert g[2] == 1.0
+    # a factor that is too large by a hair is repaired on the first pass
+    h = clipping._shrink_until_bounded(np.array([1.5 / 2.0]), np.array([2.0]), 1.5)
+    assert h[0] < 0.75 and h[0] > 0.75 * (1 - 2 ** -19)
+
+
+def test_margin_makes_the_first_recheck_pass():
+    rng = np.random.default_rng(3)
+    for d in (1, 7, 100, 10_000):
+        plan = clipping._make_plan(1.3, np.ones(d), None, d)
+        sq = rng.uniform(plan.tau, 1e300, 1000)
+        nu = np.sqrt(sq)
+        f = plan.C_n / nu * plan.shrink
+        ok = f * clipping._norm_upper_bound(nu, d) * (1 + 2 * clipping._U) <= plan.C_n
+        assert ok.all()
+
+
+def test_rounding_bound_is_small_and_grows_with_n():
+    rho = sum_rounding_bound(10**6, 100)
+    assert 0 < rho < 1e-6
+    assert sum_rounding_bound(10**7, 100) > rho
+    with pytest.raises(ValueError):
+        sum_rounding_bound(-1, 3)
+
+
+def test_kernel_rejects_bad_data_and_parameters():
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        clipped_sum(np.array([[1.0, np.nan]]), 1.0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        clipped_sum(np.array([[1.0, np.inf]]), 1.0, center=np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="clip_norm"):
+        clipped_sum(np.ones((2, 2)), 1e-310)
+    with pytest.raises(ValueError, match="scaling"):
+        clipped_sum(np.ones((2, 2)), 1.0, scaling=np.array([1e-320, 1.0]))
+    with pytest.raises(TypeError, match="X"):
+        clipped_sum([["a", "b"]], 1.0)
+    with pytest.raises(ValueError, match="overflows"):
+        clipped_sum(np.full((40, 1), 1e308), 1e307)
+
+
+def test_kernel_is_a_sum_of_block_partials():
+    # what a mergeable accumulator relies on: blocks processed separately add up
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((3000, 5)) * 3
+    T, k = clipped_sum(X, 4.0)
+    T1, k1 = clipped_sum(X[:1700], 4.0)
+    T2, k2 = clipped_sum(X[1700:], 4.0)
+    assert k == k1 + k2
+    np.testing.assert_allclose(T, T1 + T2, rtol=1e-13, atol=1e-12)
+
+
+def test_clamped_sum_is_exact_per_row_and_sums_pairwise():
+    rng = np.random.default_rng(8)
+    X = rng.normal(0, 3, (20_000, 3))
+    h = np.array([1.0, 2.0, 0.5])
+    T, k = clamped_sum(X, h)
+    ref = np.clip(X, -h, h).sum(axis=0)
+    np.testing.assert_allclose(T, ref, rtol=1e-13)
+    assert k == int(np.sum(np.abs(X) > h))
