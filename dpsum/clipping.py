@@ -164,8 +164,10 @@ def _clip_radius_relative(weights: np.ndarray, p: float) -> float:
 # negligible against C_n^2 >= 1.
 
 _U = 2.0 ** -53
-# about 256 KiB of float64 per block: fits in L2 cache on current CPUs
-_BLOCK_ELEMENTS = 1 << 15
+# about 512 KiB of float64 per block: fits in L2 cache on current CPUs
+_BLOCK_ELEMENTS = 1 << 16
+# block sums are added in groups of this many blocks, then pairwise
+_GROUP_BLOCKS = 32
 # the kernel's domain: C >= 2^-1000 and b_j / C (up to powers of two) in these ranges
 _MIN_CLIP_EXP, _MAX_CLIP_EXP = -1000, 1023
 _MAX_WEIGHT_EXP = 1021       # b_n must be a normal float: 2^-1021 <= b_n <= 2^1021
@@ -340,14 +342,16 @@ def sum_rounding_bound(n_rows: int, d: int) -> float:
     For rows whose exact contributions ``r_i`` (each of norm at most ``C``)
     are summed by :func:`clipped_sum`, the computed sum ``T`` satisfies
     ``||T - sum_i r_i|| <= rho C`` with
-    ``rho = gamma_L n + sqrt(d) 2^-70``, ``L = 2m + ceil(log2(blocks)) + 4``,
-    ``m`` the rows per block: every term passes through at most ``m - 1``
-    additions and one product inside a block's matrix-vector product, one
-    conversion to scaled units, at most ``m`` additions of overflowing rows,
-    the pairwise accumulation of blocks and the final power-of-two rescaling
-    (Higham, *Accuracy and Stability of Numerical Algorithms*, 2002, eq. 4.4,
-    applied per coordinate and summed with the triangle inequality). The
-    ``2^-70`` term covers underflow in the final rescaling (``C >= 2^-1000``).
+    ``rho = gamma_L n + sqrt(d) 2^-70``, ``L = 2m + G + ceil(log2(groups)) + 5``,
+    ``m`` the rows per block and ``G`` the blocks per group: every term passes
+    through at most ``m - 1`` additions and one product inside a block's
+    matrix-vector product, at most ``G`` additions of block sums into their
+    group's sum, one conversion to scaled units, the pairwise accumulation of
+    the groups and of the overflowing rows (at most ``n`` terms in all), and the
+    final power-of-two rescaling (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 2002, eq. 4.4, applied per coordinate and summed
+    with the triangle inequality). The ``2^-70`` term covers underflow in the
+    final rescaling (``C >= 2^-1000``).
 
     Parameters
     ----------
@@ -365,7 +369,8 @@ def sum_rounding_bound(n_rows: int, d: int) -> float:
         raise ValueError("n_rows must be >= 0 and d >= 1")
     m = max(1, _BLOCK_ELEMENTS // d)
     blocks = max(1, -(-n_rows // m))
-    L = 2 * m + math.ceil(math.log2(blocks)) + 4
+    groups = -(-blocks // _GROUP_BLOCKS)
+    L = 2 * m + _GROUP_BLOCKS + math.ceil(math.log2(n_rows + groups + 1)) + 5
     return _gamma(L) * n_rows + math.sqrt(d) * 2.0 ** -70
 
 
@@ -494,32 +499,36 @@ def _accumulate(X: np.ndarray, plan: _Plan) -> tuple[_PairwiseSum, int]:
     ones = np.ones(buf.shape[0])
     acc = _PairwiseSum(d)
     n_clipped = 0
+    run = np.zeros(d)                        # the current group's sum (base units)
+    in_run = 0
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         for start in range(0, n, rows):
             block = X[start:start + rows]
             base, sq = _squared_norms(block, plan, buf, sq_buf)
-            hard = ~np.isfinite(sq)
-            if hard.any():                          # NaN/inf data, or overflow
-                _raise_non_finite(block[hard])
-                keep = ~hard
-                base, sq = base[keep], sq[keep]
-            over = sq > plan.tau
-            if over.any():
+            if sq.max() <= plan.tau:                # all rows finite and unclipped
+                run += ones[:sq.shape[0]] @ base
+            else:
+                hard = ~np.isfinite(sq)
+                if hard.any():                      # NaN/inf data, or overflow
+                    _raise_non_finite(block[hard])
+                    for i in np.flatnonzero(hard):
+                        contribution, clipped = _hard_row(block[i], plan)
+                        acc.add(contribution)
+                        n_clipped += clipped
+                    base, sq = base[~hard], sq[~hard]
+                over = sq > plan.tau
                 idx = np.flatnonzero(over)
                 factor = np.ones(sq.shape[0])
                 factor[idx] = _clip_factors(sq[idx], plan)
-                partial = factor @ base
+                run += factor @ base
                 n_clipped += idx.size
-            else:
-                partial = ones[:sq.shape[0]] @ base
-            if plan.fast:
-                partial = partial * plan.b_n        # data units -> normalised scaled units
-            if hard.any():
-                for i in np.flatnonzero(hard):
-                    contribution, clipped = _hard_row(block[i], plan)
-                    partial = partial + contribution
-                    n_clipped += clipped
-            acc.add(partial)
+            in_run += 1
+            if in_run == _GROUP_BLOCKS:
+                acc.add(run * plan.b_n if plan.fast else run)
+                run = np.zeros(d)
+                in_run = 0
+    if in_run:
+        acc.add(run * plan.b_n if plan.fast else run)
     return acc, n_clipped
 
 
