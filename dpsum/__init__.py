@@ -10,6 +10,7 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.scaling` — scaling vectors (Theorem 4, Lemma 3.1)
 - :mod:`dpsum.clipping` — the exact clip radius and the clipped sum
 - :mod:`dpsum.gaussian_data` — Algorithm 3's public set-up (scaling, clip radius, sensitivity, noise)
+- :mod:`dpsum.grid` — the grid path: exact integer sums and discrete Gaussian noise
 - :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3 and the clipping baseline
 - :mod:`dpsum.release` — the release record
 - :mod:`dpsum.errors` — closed-form expected errors
@@ -116,6 +117,12 @@ from .errors import (
 )
 from .gchisq import GeneralizedChiSquare
 from .gaussian_data import GaussianDataSetup, gaussian_data_setup
+from .grid import (
+    discrete_gaussian,
+    discrete_gaussian_delta,
+    discrete_gaussian_sigma,
+    grid_clipped_sum,
+)
 from .mechanisms import (
     clipped_gaussian_mechanism,
     elliptical_gaussian_mechanism,
@@ -150,6 +157,10 @@ from .scaling import (
 )
 
 __all__ = [
+    "discrete_gaussian",
+    "discrete_gaussian_delta",
+    "discrete_gaussian_sigma",
+    "grid_clipped_sum",
     "bernstein_clip_radius",
     "bernstein_max_t",
     "bernstein_tail_bound",

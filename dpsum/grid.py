@@ -1,0 +1,432 @@
+"""The grid path: clipped sums on a grid 2^K, exact integer accumulation and
+exact discrete Gaussian noise (book chapter on floating-point attacks).
+
+A release that must resist floating-point attacks avoids floating-point noise
+and floating-point sums altogether:
+
+1. every clipped row is rounded to the grid ``2^K`` (``K`` chosen from public
+   inputs only, :func:`grid_exponent`) after clipping it to a radius a little
+   below ``C``, so that the rounded row still has norm at most ``C``: the
+   rounding is charged to the sensitivity instead of ignored;
+2. the rounded rows are integers (in units of ``2^K``) and are summed exactly,
+   so the sum does not depend on the order of the rows and moves by exactly
+   the contribution of the changed row;
+3. the noise is an exact discrete Gaussian on the integers (Canonne, Kamath
+   and Steinke 2020, Algorithm 3), drawn with rational arithmetic from a
+   cryptographically secure source (:class:`secrets.SystemRandom`);
+4. its privacy is the discrete Gaussian's: ``rho = Delta^2 / (2 sigma^2)``
+   zero-concentrated DP (CKS, Theorem 14) converted to ``(epsilon, delta)``
+   with CKS's Corollary 13, not the continuous Gaussian's formula.
+
+Every released value is then an integer multiple of ``2^K``, a deterministic
+function of an exactly computed integer vector: the low-order bits carry no
+information beyond the noisy integers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import secrets
+from fractions import Fraction
+
+import numpy as np
+from scipy import optimize
+
+from . import clipping
+from .privacy import check_positive, check_scalar_privacy, check_vector
+
+__all__ = [
+    "GRID_CHARGE",
+    "grid_exponent",
+    "grid_clipped_sum",
+    "round_to_grid",
+    "discrete_gaussian",
+    "discrete_gaussian_pmf",
+    "discrete_gaussian_delta",
+    "discrete_gaussian_delta_exact_1d",
+    "discrete_gaussian_sigma",
+]
+
+#: Relative amount of the clip radius given up to grid rounding:
+#: ``sqrt(d) 2^(K-1) <= GRID_CHARGE * C``.
+GRID_CHARGE = 2.0 ** -20
+
+_U = 2.0 ** -53
+# int64 block sums are flushed to Python integers before they could overflow
+_INT64_SAFE = 2 ** 62
+
+
+# ----------------------------------------------------------------- the grid
+
+def grid_exponent(clip_norm: float, d: int, charge: float = GRID_CHARGE) -> int:
+    """The grid exponent ``K`` for rows of norm at most ``clip_norm`` in ``d``
+    dimensions: the largest ``K`` with ``sqrt(d) 2^(K-1) <= charge * C``.
+
+    Rounding a vector to the grid ``2^K`` moves it by at most
+    ``sqrt(d) 2^(K-1)`` in L2 norm, so clipping to ``C - sqrt(d) 2^(K-1)``
+    before rounding keeps every rounded row inside the ball of radius ``C``.
+    ``K`` depends on public inputs only.
+
+    Examples
+    --------
+    >>> grid_exponent(1.0, 4)
+    -20
+    """
+    C = float(check_positive(clip_norm, "clip_norm"))
+    if not 0 < charge < 0.5:
+        raise ValueError("charge must lie in (0, 0.5)")
+    K = math.floor(math.log2(2 * charge * C / math.sqrt(d)))
+    while math.sqrt(d) * math.ldexp(1.0, K - 1) > charge * C:   # guard log2 rounding
+        K -= 1
+    while math.sqrt(d) * math.ldexp(1.0, K) <= charge * C:
+        K += 1
+    return K
+
+
+def round_to_grid(value, K: int) -> np.ndarray:
+    """``value / 2^K`` rounded to the nearest integer (ties to even), as an
+    object array of Python integers (exact for any magnitude)."""
+    x = np.asarray(value, dtype=np.float64)
+    with np.errstate(under="ignore"):
+        q = np.rint(np.ldexp(x, -K))
+    return np.array([int(v) for v in q.ravel()], dtype=object).reshape(x.shape)
+
+
+def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling=None, center=None, *,
+                     charge: float = GRID_CHARGE) -> tuple[np.ndarray, int, int]:
+    """Algorithm 3's clipped sum on the grid ``2^K``, summed exactly in integers.
+
+    Each row ``x̂_i = (x_i - c) ⊙ b`` is clipped to ``C_in = C - sqrt(d) 2^(K-1)``
+    (rounded down) with the kernel of :func:`dpsum.clipping.clipped_sum`, then
+    every coordinate is rounded to the nearest multiple of ``2^K``, giving an
+    integer vector ``q_i`` with ``||q_i|| 2^K <= C`` exactly (proof in the
+    book). The integer vectors are summed exactly, so the result does not
+    depend on the order of the rows, and for replace-one neighbours the sum
+    moves by at most ``2C / 2^K`` in grid units, with no rounding term.
+
+    Every block of rows goes through the same array operations whatever the
+    data (clip factors are computed for all rows with one formula), so the
+    running time does not reveal how many rows were clipped. Rows whose
+    intermediate values overflow float64 (deviations beyond about ``1e308``
+    in scaled units) take an extra per-row step.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, d)
+        float64 data, finite; never modified.
+    clip_norm : float
+        ``C`` in the scaled space.
+    scaling, center : numpy.ndarray, shape (d,), optional
+        The public ``b > 0`` and ``c``.
+    charge : float
+        The relative part of ``C`` given up to rounding (:data:`GRID_CHARGE`).
+
+    Returns
+    -------
+    S : numpy.ndarray of Python ints, shape (d,)
+        The exact sum of the rounded rows, in units of ``2^K``.
+    K : int
+        The grid exponent (public).
+    n_clipped : int
+        Rows clipped; **not** differentially private.
+    """
+    C = float(check_positive(clip_norm, "clip_norm"))
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype != np.float64:
+        raise TypeError("X must be a float64 numpy array of shape (n, d)")
+    n, d = X.shape
+    b = np.ones(d) if scaling is None else check_vector(scaling, "scaling", d, positive=True)
+    c = None if center is None else check_vector(center, "center", d)
+    if c is not None and not np.any(c):
+        c = None
+    K = grid_exponent(C, d, charge)
+    C_in = (C - math.sqrt(d) * math.ldexp(1.0, K - 1)) * (1 - 8 * _U)
+    plan = clipping._make_plan(C_in, b, c, d)
+    plan = plan._replace(fast=False)             # always form t ⊙ b_n: it is rounded
+    k = K - plan.e                               # grid exponent in normalised units
+    S, n_clipped = _grid_accumulate(X, plan, k)
+    return S, K, n_clipped
+
+
+def _grid_factors(sq: np.ndarray, plan) -> np.ndarray:
+    """Clip factors for every row of a block by one formula: 1 where the
+    computed squared norm is at most ``tau``, else the kernel's factor."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = clipping._clip_factors(np.maximum(sq, plan.tau), plan)
+    return np.where(sq <= plan.tau, 1.0, f)
+
+
+def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
+    """The grid kernel: a pure function of (rows, public plan, k) returning the
+    exact integer sum (object array of Python ints) and the clipped count."""
+    n, d = X.shape
+    rows = plan.rows
+    m0 = min(rows, max(n, 1))
+    buf = np.empty((m0, d))
+    sq_buf = np.empty((m0, d))
+    ones = np.ones(m0)
+    total = np.array([0] * d, dtype=object)
+    run = np.zeros(d, dtype=np.int64)
+    # |q_ij| < C_n 2^-k <= sqrt(d) / charge * 2: a block sum is below this
+    per_block = rows * (2 * math.ldexp(plan.C_n, -k) + 1)
+    flush_every = max(1, int(_INT64_SAFE // per_block))
+    in_run = 0
+    n_clipped = 0
+    scale = math.ldexp(1.0, -k)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for start in range(0, n, rows):
+            block = X[start:start + rows]
+            m = block.shape[0]
+            base, sq = clipping._squared_norms(block, plan, buf, sq_buf)
+            finite = np.isfinite(sq)
+            hard = not finite.all()
+            if hard:
+                clipping._raise_non_finite(block[~finite])
+                sq = np.where(finite, sq, 0.0)
+                base[~finite] = 0.0
+            f = _grid_factors(sq, plan)
+            n_clipped += int(np.count_nonzero(f < 1.0))
+            base *= (f * scale)[:, None]
+            np.rint(base, out=base)
+            run += (ones[:m] @ base).astype(np.int64)    # exact: integers below 2^53
+            if hard:
+                for i in np.flatnonzero(~finite):
+                    v, clipped = clipping._hard_row(block[i], plan)
+                    run += np.rint(v * scale).astype(np.int64)
+                    n_clipped += clipped
+            in_run += 1
+            if in_run == flush_every:
+                total = total + np.array([int(v) for v in run], dtype=object)
+                run[:] = 0
+                in_run = 0
+    total = total + np.array([int(v) for v in run], dtype=object)
+    return total, n_clipped
+
+
+# ------------------------------------------------------ the discrete Gaussian
+
+class _Bits:
+    """Uniform integers below ``m``: from the operating system's CSPRNG
+    (``rng=None``), or reproducibly from a NumPy generator (for tests and the
+    book; not cryptographically secure)."""
+
+    def __init__(self, rng):
+        if rng is None:
+            self._sys = secrets.SystemRandom()
+            self._gen = None
+        elif isinstance(rng, np.random.Generator):
+            self._sys, self._gen = None, rng
+        elif isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+            self._sys, self._gen = None, np.random.default_rng(rng)
+        else:
+            raise TypeError("rng must be None (secure), a numpy.random.Generator or an int seed")
+        self.secure = self._gen is None
+
+    def below(self, m: int) -> int:
+        if self._sys is not None:
+            return self._sys.randrange(m)
+        if m <= 2 ** 62:
+            return int(self._gen.integers(0, m))
+        bits = m.bit_length()
+        words = -(-bits // 32)
+        while True:                                      # rejection sampling
+            r = 0
+            for w in self._gen.integers(0, 2 ** 32, size=words, dtype=np.uint64):
+                r = (r << 32) | int(w)
+            r >>= words * 32 - bits
+            if r < m:
+                return r
+
+
+def _bernoulli(num: int, den: int, bits: _Bits) -> bool:
+    """Bernoulli(num / den), exactly."""
+    return bits.below(den) < num
+
+
+def _bernoulli_exp_unit(num: int, den: int, bits: _Bits) -> bool:
+    """Bernoulli(exp(-num/den)) for ``0 <= num/den <= 1`` (CKS Algorithm 1)."""
+    k = 1
+    while _bernoulli(num, den * k, bits):
+        k += 1
+    return k % 2 == 1
+
+
+def _bernoulli_exp(num: int, den: int, bits: _Bits) -> bool:
+    """Bernoulli(exp(-num/den)) for any ``num/den >= 0``."""
+    whole = num // den
+    for _ in range(whole):
+        if not _bernoulli_exp_unit(1, 1, bits):
+            return False
+    return _bernoulli_exp_unit(num - whole * den, den, bits)
+
+
+def _discrete_laplace(t: int, bits: _Bits) -> int:
+    """Discrete Laplace with scale ``t`` (pmf proportional to exp(-|x|/t)),
+    CKS Algorithm 2 with ``s = 1``."""
+    while True:
+        u = bits.below(t)
+        if not _bernoulli_exp(u, t, bits):
+            continue
+        v = 0
+        while _bernoulli_exp_unit(1, 1, bits):
+            v += 1
+        y = u + t * v
+        negative = bits.below(2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def _discrete_gaussian_one(p: int, q: int, bits: _Bits) -> int:
+    """One draw of N_Z(0, sigma^2) with ``sigma^2 = p/q`` (CKS Algorithm 3)."""
+    t = math.isqrt(p // q) + 1                       # floor(sigma) + 1
+    while True:
+        y = _discrete_laplace(t, bits)
+        # gamma = (|y| - sigma^2/t)^2 / (2 sigma^2) = (|y| q t - p)^2 / (2 p q t^2)
+        num = (abs(y) * q * t - p) ** 2
+        if _bernoulli_exp(num, 2 * p * q * t * t, bits):
+            return y
+
+
+def _as_fraction(sigma2) -> Fraction:
+    if isinstance(sigma2, Fraction):
+        s2 = sigma2
+    elif isinstance(sigma2, numbers.Integral) and not isinstance(sigma2, bool):
+        s2 = Fraction(int(sigma2))
+    else:
+        value = float(check_positive(sigma2, "sigma2"))
+        s2 = Fraction(value)
+    if s2 <= 0:
+        raise ValueError("sigma2 must be > 0")
+    return s2
+
+
+def discrete_gaussian(sigma2, size: int | tuple = (), rng=None) -> np.ndarray:
+    """Exact samples of the discrete Gaussian ``N_Z(0, sigma^2)``.
+
+    The pmf is ``exp(-x^2 / (2 sigma^2)) / sum_y exp(-y^2 / (2 sigma^2))`` on the
+    integers. Sampling follows Canonne, Kamath and Steinke (2020, Algorithm 3):
+    discrete Laplace proposals accepted with Bernoulli(exp(-gamma)) trials, all
+    in exact integer arithmetic, so the output has exactly this distribution
+    (given uniform random integers).
+
+    Parameters
+    ----------
+    sigma2 : float, int or fractions.Fraction
+        ``sigma^2 > 0``; a float is converted exactly to a rational.
+    size : int or tuple of ints
+        Output shape.
+    rng : None, numpy.random.Generator or int
+        ``None`` (the default) draws from the operating system's
+        cryptographically secure generator (:class:`secrets.SystemRandom`).
+        A generator or seed gives reproducible, **not secure**, draws.
+
+    Returns
+    -------
+    numpy.ndarray of Python ints (dtype object)
+
+    Examples
+    --------
+    >>> x = discrete_gaussian(4.0, size=3, rng=0)
+    >>> x.shape, all(isinstance(v, int) for v in x)
+    ((3,), True)
+    """
+    s2 = _as_fraction(sigma2)
+    bits = _Bits(rng)
+    shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
+    count = math.prod(shape)
+    out = [_discrete_gaussian_one(s2.numerator, s2.denominator, bits) for _ in range(count)]
+    return np.array(out, dtype=object).reshape(shape)
+
+
+def _log_normaliser(sigma2: float) -> float:
+    """log sum_y exp(-y^2 / (2 sigma^2)), to double precision."""
+    sigma = math.sqrt(sigma2)
+    if sigma2 >= 4.0:
+        # Poisson summation: sigma sqrt(2 pi) (1 + 2 sum_k exp(-2 pi^2 sigma^2 k^2))
+        tail = sum(math.exp(-2 * math.pi ** 2 * sigma2 * k * k) for k in range(1, 4))
+        return math.log(sigma * math.sqrt(2 * math.pi)) + math.log1p(2 * tail)
+    ys = np.arange(-40, 41)
+    return float(np.log(np.sum(np.exp(-ys * ys / (2 * sigma2)))))
+
+
+def discrete_gaussian_pmf(x, sigma2: float) -> np.ndarray:
+    """The pmf of ``N_Z(0, sigma^2)`` at the integers ``x``."""
+    s2 = float(check_positive(sigma2, "sigma2"))
+    xs = np.asarray(x, dtype=np.float64)
+    return np.exp(-xs * xs / (2 * s2) - _log_normaliser(s2))
+
+
+def _log_delta_zcdp(epsilon: float, rho: float) -> float:
+    """log delta of CKS Corollary 13: a rho-zCDP mechanism is (epsilon,
+    delta)-DP with delta = inf_{a>1} exp((a-1)(a rho - epsilon)) / (a-1) *
+    (1 - 1/a)^a."""
+    def f(log_am1):
+        am1 = np.exp(log_am1)
+        a = 1.0 + am1
+        return am1 * (a * rho - epsilon) - log_am1 + a * (log_am1 - np.log(a))
+    grid = np.linspace(-30.0, 30.0, 1201)
+    i = int(np.argmin(f(grid)))
+    res = optimize.minimize_scalar(f, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, 1200)]),
+                                   method="bounded", options={"xatol": 1e-12})
+    return float(min(res.fun, f(grid[i]), 0.0))
+
+
+def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
+    """A guaranteed ``delta`` for the multivariate discrete Gaussian.
+
+    Adding independent ``N_Z(0, sigma^2)`` noise to each coordinate of an
+    integer vector whose L2 sensitivity is at most ``Delta`` is
+    ``rho = Delta^2 / (2 sigma^2)``-zCDP (CKS Theorem 14), hence
+    ``(epsilon, delta)``-DP with ``delta`` from CKS Corollary 13 (returned).
+    This bound is slightly above the continuous Gaussian's exact ``delta``.
+    """
+    s = float(check_positive(sigma, "sigma"))
+    eps = float(check_positive(epsilon, "epsilon"))
+    sens = float(check_positive(sensitivity, "sensitivity"))
+    rho = sens * sens / (2 * s * s)
+    return math.exp(_log_delta_zcdp(eps, rho))
+
+
+def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity: int) -> float:
+    """The exact ``delta(epsilon)`` of the one-dimensional discrete Gaussian
+    with integer sensitivity (CKS Theorem 7): ``Pr[Y > epsilon sigma^2/Delta -
+    Delta/2] - e^epsilon Pr[Y > epsilon sigma^2/Delta + Delta/2]``, ``Y ~
+    N_Z(0, sigma^2)``; computed by summing the pmf (for checks)."""
+    s2 = float(sigma2)
+    eps = float(epsilon)
+    D = int(sensitivity)
+    hi = int(math.ceil(eps * s2 / D + D + 60 * math.sqrt(s2) + 10))
+    ys = np.arange(-hi, hi + 1)
+    pmf = discrete_gaussian_pmf(ys, s2)
+    a = eps * s2 / D
+    return float(pmf[ys > a - D / 2].sum() - math.exp(eps) * pmf[ys > a + D / 2].sum())
+
+
+def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
+    """The smallest ``sigma`` (to a relative 1e-9, rounded up) for which
+    :func:`discrete_gaussian_delta` is at most ``delta``.
+
+    Examples
+    --------
+    >>> from dpsum import analytic_sigma
+    >>> 1.0 < discrete_gaussian_sigma(1.0, 1e-6) / analytic_sigma(1.0, 1e-6) < 1.2
+    True
+    """
+    eps, dlt = check_scalar_privacy(epsilon, delta)
+    sens = float(check_positive(sensitivity, "sensitivity"))
+    target = math.log(dlt)
+
+    def g(log_rho):
+        return _log_delta_zcdp(eps, math.exp(log_rho)) - target
+
+    lo, hi = math.log(1e-12), math.log(eps)
+    while g(lo) > 0:
+        lo -= 5.0
+    while g(hi) < 0:
+        hi += 1.0
+    log_rho = optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-13)
+    sigma = 1.0 / math.sqrt(2 * math.exp(log_rho)) * (1 + 1e-9)
+    while discrete_gaussian_delta(sigma, eps) > dlt:
+        sigma *= 1 + 1e-9
+    return sigma * sens

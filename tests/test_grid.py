@@ -1,0 +1,225 @@
+"""The grid path: grid rounding charged to the sensitivity, exact integer sums,
+and the exact discrete Gaussian sampler with its privacy bound (issue 16)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dpsum
+from dpsum import grid
+from dpsum.grid import (discrete_gaussian, discrete_gaussian_delta,
+                        discrete_gaussian_delta_exact_1d, discrete_gaussian_pmf,
+                        discrete_gaussian_sigma, grid_clipped_sum, grid_exponent)
+
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def int_sq(v) -> int:
+    return sum(int(x) * int(x) for x in v)
+
+
+def grid_radius_sq(C: float, K: int) -> Fraction:
+    return (Fraction(C) / Fraction(2) ** K) ** 2
+
+
+# ------------------------------------------------------------------ the grid
+
+@given(st.floats(1e-290, 1e290), st.integers(1, 10**6))
+def test_grid_exponent_charges_at_most_the_stated_fraction(C, d):
+    K = grid_exponent(C, d)
+    step = Fraction(2) ** K
+    assert Fraction(d) * (step / 2) ** 2 <= (Fraction(grid.GRID_CHARGE) * Fraction(C)) ** 2
+    assert Fraction(d) * step ** 2 > (Fraction(grid.GRID_CHARGE) * Fraction(C)) ** 2
+
+
+@st.composite
+def datasets(draw):
+    d = draw(st.integers(1, 8))
+    n = draw(st.integers(1, 6))
+    C = 10.0 ** draw(st.integers(-290, 290))
+    scale = C * 10.0 ** draw(st.integers(-8, 8))
+    seed = draw(st.integers(0, 2**32 - 1))
+    X = np.random.default_rng(seed).standard_normal((n, d)) * scale
+    c = None
+    if draw(st.booleans()):
+        c = np.full(d, 10.0 ** draw(st.integers(-300, 300)))
+        X = X + c
+    return X, C, c
+
+
+@SETTINGS
+@given(datasets())
+def test_every_rounded_row_lies_in_the_ball(problem):
+    X, C, c = problem
+    for row in X:
+        S, K, _ = grid_clipped_sum(row[None, :], C, center=c)
+        assert int_sq(S) <= grid_radius_sq(C, K)
+
+
+def test_an_overflowing_row_is_clipped_and_rounded_into_the_ball():
+    X = np.array([[1.7e308, -1.7e308, 3.0]])
+    S, K, k = grid_clipped_sum(X, 2.0, center=np.array([-1.7e308, 1.7e308, 0.0]))
+    assert k == 1 and int_sq(S) <= grid_radius_sq(2.0, K)
+    assert S[0] > 0 and S[1] < 0
+
+
+@SETTINGS
+@given(datasets(), st.integers(0, 5))
+def test_worst_case_neighbours_move_the_integer_sum_by_at_most_2C(problem, where):
+    X, C, c = problem
+    k = where % X.shape[0]
+    d = X.shape[1]
+    centre = np.zeros(d) if c is None else c
+    Xa, Xb = X.copy(), X.copy()
+    Xa[k] = centre + 1e3 * C
+    Xb[k] = centre - 1e3 * C
+    Sa, K, _ = grid_clipped_sum(Xa, C, center=c)
+    Sb, _, _ = grid_clipped_sum(Xb, C, center=c)
+    assert int_sq(Sa - Sb) <= 4 * grid_radius_sq(C, K)
+
+
+def test_integer_sum_does_not_depend_on_row_order():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((5000, 6)) * np.array([1e6, 1, 1e-6, 3, 1, 1])
+    X[::7] *= 1e3                                   # many clipped rows
+    b = rng.uniform(0.1, 10, 6)
+    c = rng.normal(size=6)
+    S1, K1, k1 = grid_clipped_sum(X, 50.0, b, c)
+    S2, K2, k2 = grid_clipped_sum(X[rng.permutation(5000)], 50.0, b, c)
+    assert K1 == K2 and k1 == k2
+    assert all(int(a) == int(b_) for a, b_ in zip(S1, S2))
+
+
+def test_grid_sum_agrees_with_the_float_kernel_up_to_the_charge():
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((20_000, 10)) * 2
+    b = rng.uniform(0.5, 2, 10)
+    C = 6.0
+    S, K, k = grid_clipped_sum(X, C, b)
+    T, k_float = dpsum.clipped_sum(X, C, b)
+    # each row differs by at most the clip shrink plus the rounding: 2 * charge * C
+    err = np.linalg.norm(np.array([float(v) for v in S]) * 2.0 ** K - T)
+    assert err <= X.shape[0] * 2 * grid.GRID_CHARGE * C
+    assert abs(k - k_float) <= 5                    # radii differ by a relative 2^-20
+
+
+def test_grid_sum_of_the_empty_dataset_is_zero():
+    S, K, k = grid_clipped_sum(np.empty((0, 3)), 1.0)
+    assert [int(v) for v in S] == [0, 0, 0] and k == 0
+
+
+def test_grid_kernel_does_the_same_work_whatever_is_clipped(monkeypatch):
+    # issue 16, reproducer 7: the float kernel's time grows with the clipped
+    # count; the grid kernel computes clip factors for every row of every block
+    calls = []
+    original = grid._grid_factors
+
+    def recording(sq, plan):
+        calls.append(sq.shape)
+        return original(sq, plan)
+
+    monkeypatch.setattr(grid, "_grid_factors", recording)
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20_000, 100))
+    grid_clipped_sum(X, 1e3)                        # nothing clipped
+    none = list(calls)
+    calls.clear()
+    grid_clipped_sum(X, 1.0)                        # everything clipped
+    assert calls == none and len(none) == -(-20_000 // (grid.clipping._BLOCK_ELEMENTS // 100))
+
+
+def test_grid_rejects_bad_input():
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        grid_clipped_sum(np.array([[0.0, np.nan]]), 1.0)
+    with pytest.raises(TypeError, match="X"):
+        grid_clipped_sum([[0.0]], 1.0)
+    with pytest.raises(ValueError, match="clip_norm"):
+        grid_clipped_sum(np.ones((1, 1)), -1.0)
+
+
+# ------------------------------------------------------ the discrete Gaussian
+
+@pytest.mark.parametrize("sigma2, n", [(0.3, 20_000), (2.0, 20_000), (50.5, 20_000)])
+def test_discrete_gaussian_fits_the_exact_pmf(sigma2, n):
+    x = discrete_gaussian(sigma2, size=n, rng=12345).astype(np.int64)
+    half = int(math.ceil(4 * math.sqrt(sigma2))) + 1
+    edges = np.arange(-half, half + 1)
+    p = discrete_gaussian_pmf(edges, sigma2)
+    # merge the tails into the end cells
+    p[0] += discrete_gaussian_pmf(np.arange(-half - 200, -half), sigma2).sum()
+    p[-1] += discrete_gaussian_pmf(np.arange(half + 1, half + 201), sigma2).sum()
+    observed = np.array([np.sum(np.clip(x, -half, half) == e) for e in edges])
+    expected = n * p
+    keep = expected >= 5                            # pool sparse cells with neighbours
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    chi2, pvalue = stats.chisquare(obs, exp * obs.sum() / exp.sum())
+    assert pvalue > 1e-3
+
+
+def test_discrete_gaussian_pmf_sums_to_one_and_matches_the_continuous_limit():
+    for s2 in (0.1, 1.0, 3.9, 4.0, 100.0):
+        ys = np.arange(-400, 401)
+        assert discrete_gaussian_pmf(ys, s2).sum() == pytest.approx(1.0, rel=1e-13)
+    # for large sigma the pmf at 0 is 1 / (sigma sqrt(2 pi)) to within exp(-2 pi^2 sigma^2)
+    assert discrete_gaussian_pmf(0, 1e6) == pytest.approx(1 / math.sqrt(2 * math.pi * 1e6),
+                                                          rel=1e-14)
+
+
+def test_discrete_gaussian_moments_at_large_scale():
+    sigma2 = 1e12
+    x = np.array([float(v) for v in discrete_gaussian(sigma2, size=4000, rng=7)])
+    se_mean = math.sqrt(sigma2 / 4000)
+    assert abs(x.mean()) < 5 * se_mean
+    # the sample variance has standard error sigma^2 sqrt(2 / n)
+    assert abs(x.var() / sigma2 - 1) < 5 * math.sqrt(2 / 4000)
+
+
+def test_discrete_gaussian_takes_rationals_and_a_secure_source():
+    x = discrete_gaussian(Fraction(7, 3), size=(2, 3))
+    assert x.shape == (2, 3) and all(isinstance(v, int) for v in x.ravel())
+    assert grid._Bits(None).secure and not grid._Bits(0).secure
+    with pytest.raises(ValueError, match="sigma2"):
+        discrete_gaussian(-1.0)
+    with pytest.raises(TypeError, match="rng"):
+        discrete_gaussian(1.0, rng="seed")
+
+
+def test_uniform_integers_above_int64_stay_in_range():
+    bits = grid._Bits(3)
+    m = 3 * 2**70 + 1
+    draws = [bits.below(m) for _ in range(2000)]
+    assert all(0 <= v < m for v in draws)
+    # the top third is hit about a third of the time
+    top = sum(v >= 2 * 2**70 for v in draws) / 2000
+    assert abs(top - 1 / 3) < 5 * math.sqrt(2 / 9 / 2000)
+
+
+# ---------------------------------------------------------------- its privacy
+
+@pytest.mark.parametrize("sigma2, D, eps", [(25.0, 1, 1.0), (25.0, 3, 0.5), (400.0, 7, 2.0),
+                                            (2.0, 1, 0.3)])
+def test_zcdp_delta_bounds_the_exact_one_dimensional_delta(sigma2, D, eps):
+    exact = discrete_gaussian_delta_exact_1d(sigma2, eps, D)
+    bound = discrete_gaussian_delta(math.sqrt(sigma2), eps, D)
+    assert 0 <= exact <= bound
+
+
+@pytest.mark.parametrize("eps, delta", [(1.0, 1e-6), (0.1, 1e-10), (5.0, 1e-5), (1e-3, 1e-6),
+                                        (20.0, 1e-12)])
+def test_calibrated_sigma_meets_delta_and_is_nearly_minimal(eps, delta):
+    s = discrete_gaussian_sigma(eps, delta, sensitivity=3.0)
+    assert discrete_gaussian_delta(s, eps, 3.0) <= delta
+    assert discrete_gaussian_delta(s * (1 - 1e-7), eps, 3.0) > delta
+    # the discrete Gaussian pays a little more than the analytic Gaussian
+    assert 1.0 < s / (3.0 * dpsum.analytic_sigma(eps, delta)) < 1.25
