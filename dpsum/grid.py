@@ -16,7 +16,7 @@ and floating-point sums altogether:
    cryptographically secure source (:class:`secrets.SystemRandom`);
 4. its privacy is the discrete Gaussian's: ``rho = Delta^2 / (2 sigma^2)``
    zero-concentrated DP (CKS, Theorem 14) converted to ``(epsilon, delta)``
-   with CKS's Corollary 13, not the continuous Gaussian's formula.
+   with CKS's Proposition 12, not the continuous Gaussian's formula.
 
 Every released value is then an integer multiple of ``2^K``, a deterministic
 function of an exactly computed integer vector: the low-order bits carry no
@@ -31,9 +31,8 @@ import secrets
 from fractions import Fraction
 
 import numpy as np
-from scipy import optimize
-
 from . import clipping
+from .accounting import zcdp_delta, zcdp_rho
 from .privacy import check_positive, check_scalar_privacy, check_vector
 
 __all__ = [
@@ -357,35 +356,21 @@ def discrete_gaussian_pmf(x, sigma2: float) -> np.ndarray:
     return np.exp(-xs * xs / (2 * s2) - _log_normaliser(s2))
 
 
-def _log_delta_zcdp(epsilon: float, rho: float) -> float:
-    """log delta of CKS Corollary 13: a rho-zCDP mechanism is (epsilon,
-    delta)-DP with delta = inf_{a>1} exp((a-1)(a rho - epsilon)) / (a-1) *
-    (1 - 1/a)^a."""
-    def f(log_am1):
-        am1 = np.exp(log_am1)
-        a = 1.0 + am1
-        return am1 * (a * rho - epsilon) - log_am1 + a * (log_am1 - np.log(a))
-    grid = np.linspace(-30.0, 30.0, 1201)
-    i = int(np.argmin(f(grid)))
-    res = optimize.minimize_scalar(f, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, 1200)]),
-                                   method="bounded", options={"xatol": 1e-12})
-    return float(min(res.fun, f(grid[i]), 0.0))
-
-
 def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
     """A guaranteed ``delta`` for the multivariate discrete Gaussian.
 
     Adding independent ``N_Z(0, sigma^2)`` noise to each coordinate of an
     integer vector whose L2 sensitivity is at most ``Delta`` is
     ``rho = Delta^2 / (2 sigma^2)``-zCDP (CKS Theorem 14), hence
-    ``(epsilon, delta)``-DP with ``delta`` from CKS Corollary 13 (returned).
+    ``(epsilon, delta)``-DP with ``delta`` from the conversion of CKS
+    Proposition 12, optimised over the Renyi order
+    (:func:`dpsum.accounting.zcdp_delta`, returned).
     This bound is slightly above the continuous Gaussian's exact ``delta``.
     """
     s = float(check_positive(sigma, "sigma"))
     eps = float(check_positive(epsilon, "epsilon"))
     sens = float(check_positive(sensitivity, "sensitivity"))
-    rho = sens * sens / (2 * s * s)
-    return math.exp(_log_delta_zcdp(eps, rho))
+    return float(zcdp_delta(sens * sens / (2 * s * s), eps, method="cks"))
 
 
 def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity: int) -> float:
@@ -415,18 +400,7 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     """
     eps, dlt = check_scalar_privacy(epsilon, delta)
     sens = float(check_positive(sensitivity, "sensitivity"))
-    target = math.log(dlt)
-
-    def g(log_rho):
-        return _log_delta_zcdp(eps, math.exp(log_rho)) - target
-
-    lo, hi = math.log(1e-12), math.log(eps)
-    while g(lo) > 0:
-        lo -= 5.0
-    while g(hi) < 0:
-        hi += 1.0
-    log_rho = optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-13)
-    sigma = 1.0 / math.sqrt(2 * math.exp(log_rho)) * (1 + 1e-9)
-    while discrete_gaussian_delta(sigma, eps) > dlt:
-        sigma *= 1 + 1e-9
+    sigma = 1.0 / math.sqrt(2 * zcdp_rho(eps, dlt, method="cks")) * (1 + 1e-12)
+    while discrete_gaussian_delta(sigma, eps) > dlt:     # confirm the forward check
+        sigma *= 1 + 1e-10
     return sigma * sens
