@@ -13,7 +13,7 @@ and floating-point sums altogether:
    the contribution of the changed row;
 3. the noise is an exact discrete Gaussian on the integers (Canonne, Kamath
    and Steinke 2020, Algorithm 3), drawn with rational arithmetic from a
-   cryptographically secure source (:class:`secrets.SystemRandom`);
+   cryptographically secure source (:func:`os.urandom`);
 4. its privacy is the discrete Gaussian's: ``rho = Delta^2 / (2 sigma^2)``
    zero-concentrated DP (CKS, Theorem 14) converted to ``(epsilon, delta)``
    with CKS's Proposition 12, not the continuous Gaussian's formula.
@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import secrets
+import os
 from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
 from . import clipping
@@ -39,6 +40,7 @@ __all__ = [
     "GRID_CHARGE",
     "grid_exponent",
     "grid_clipped_sum",
+    "grid_gaussian_noise",
     "round_to_grid",
     "discrete_gaussian",
     "discrete_gaussian_pmf",
@@ -172,11 +174,20 @@ def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
     in_run = 0
     n_clipped = 0
     scale = math.ldexp(1.0, -k)
+    contiguous = X.flags.c_contiguous
+    b_tiled = np.tile(plan.b_n, m0) if contiguous else None
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         for start in range(0, n, rows):
             block = X[start:start + rows]
             m = block.shape[0]
-            base, sq = clipping._squared_norms(block, plan, buf, sq_buf)
+            if contiguous:                      # t ⊙ b_n as one flat product: no broadcasting
+                t = block if plan.center is None else np.subtract(block, plan.center,
+                                                                  out=buf[:m])
+                base = sq_buf[:m]
+                np.multiply(t.reshape(-1), b_tiled[:m * d], out=base.reshape(-1))
+                sq = np.einsum("ij,ij->i", base, base)
+            else:
+                base, sq = clipping._squared_norms(block, plan, buf, sq_buf)
             finite = np.isfinite(sq)
             hard = not finite.all()
             if hard:
@@ -202,37 +213,67 @@ def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
     return total, n_clipped
 
 
+def grid_gaussian_noise(S, K: int, sensitivity: float, *, epsilon: float, delta: float,
+                        rng=None) -> tuple[np.ndarray, float]:
+    """Add discrete Gaussian noise to an integer sum on the grid ``2^K``.
+
+    ``S`` (Python integers, units of ``2^K``) has L2 sensitivity at most
+    ``sensitivity / 2^K``; the noise ``N_Z(0, sigma^2)`` per coordinate, with
+    ``sigma`` from :func:`discrete_gaussian_sigma`, makes ``S + Z``
+    ``(epsilon, delta)``-DP. Returns ``S + Z`` (Python integers) and the noise
+    standard-deviation parameter ``sigma 2^K`` in the units of the statistic.
+    ``rng=None`` draws from the operating system's secure generator.
+    """
+    sens = float(check_positive(sensitivity, "sensitivity"))
+    eps, dlt = check_scalar_privacy(epsilon, delta)
+    sigma = discrete_gaussian_sigma(eps, dlt, math.ldexp(sens, -K))
+    S = np.asarray(S, dtype=object)
+    Z = discrete_gaussian(Fraction(sigma) ** 2, size=S.shape, rng=rng)
+    return S + Z, math.ldexp(sigma, K)
+
+
 # ------------------------------------------------------ the discrete Gaussian
 
 class _Bits:
-    """Uniform integers below ``m``: from the operating system's CSPRNG
-    (``rng=None``), or reproducibly from a NumPy generator (for tests and the
-    book; not cryptographically secure)."""
+    """Uniform integers below ``m``, by rejection from uniform 64-bit words:
+    from the operating system's CSPRNG (``rng=None``, read in 32 KiB chunks
+    with :func:`os.urandom`), or reproducibly from a NumPy generator (for
+    tests and the book; not cryptographically secure)."""
+
+    _CHUNK = 4096
 
     def __init__(self, rng):
         if rng is None:
-            self._sys = secrets.SystemRandom()
             self._gen = None
         elif isinstance(rng, np.random.Generator):
-            self._sys, self._gen = None, rng
+            self._gen = rng
         elif isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-            self._sys, self._gen = None, np.random.default_rng(rng)
+            self._gen = np.random.default_rng(rng)
         else:
             raise TypeError("rng must be None (secure), a numpy.random.Generator or an int seed")
         self.secure = self._gen is None
+        self._words: list[int] = []
+
+    def _word(self) -> int:
+        if not self._words:
+            if self._gen is None:
+                raw = np.frombuffer(os.urandom(8 * self._CHUNK), dtype=np.uint64)
+            else:
+                raw = self._gen.integers(0, 2**64, size=self._CHUNK, dtype=np.uint64)
+            self._words = raw.tolist()
+        return self._words.pop()
 
     def below(self, m: int) -> int:
-        if self._sys is not None:
-            return self._sys.randrange(m)
-        if m <= 2 ** 62:
-            return int(self._gen.integers(0, m))
-        bits = m.bit_length()
-        words = -(-bits // 32)
+        bits = (m - 1).bit_length()
+        if bits == 0:
+            return 0
+        words = -(-bits // 64)
+        drop = 64 * words - bits
         while True:                                      # rejection sampling
             r = 0
-            for w in self._gen.integers(0, 2 ** 32, size=words, dtype=np.uint64):
-                r = (r << 32) | int(w)
-            r >>= words * 32 - bits
+            for _ in range(words):
+                r = (r << 64) | self._word()
+            r >>= drop
             if r < m:
                 return r
 
@@ -317,7 +358,7 @@ def discrete_gaussian(sigma2, size: int | tuple = (), rng=None) -> np.ndarray:
         Output shape.
     rng : None, numpy.random.Generator or int
         ``None`` (the default) draws from the operating system's
-        cryptographically secure generator (:class:`secrets.SystemRandom`).
+        cryptographically secure generator (:func:`os.urandom`).
         A generator or seed gives reproducible, **not secure**, draws.
 
     Returns
@@ -388,6 +429,14 @@ def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity:
     return float(pmf[ys > a - D / 2].sum() - math.exp(eps) * pmf[ys > a + D / 2].sum())
 
 
+@lru_cache(maxsize=256)
+def _unit_sigma(eps: float, dlt: float) -> float:
+    sigma = 1.0 / math.sqrt(2 * zcdp_rho(eps, dlt, method="cks")) * (1 + 1e-12)
+    while discrete_gaussian_delta(sigma, eps) > dlt:     # confirm the forward check
+        sigma *= 1 + 1e-10
+    return sigma
+
+
 def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """The smallest ``sigma`` (to a relative 1e-9, rounded up) for which
     :func:`discrete_gaussian_delta` is at most ``delta``.
@@ -400,7 +449,4 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     """
     eps, dlt = check_scalar_privacy(epsilon, delta)
     sens = float(check_positive(sensitivity, "sensitivity"))
-    sigma = 1.0 / math.sqrt(2 * zcdp_rho(eps, dlt, method="cks")) * (1 + 1e-12)
-    while discrete_gaussian_delta(sigma, eps) > dlt:     # confirm the forward check
-        sigma *= 1 + 1e-10
-    return sigma * sens
+    return _unit_sigma(float(eps), float(dlt)) * sens
