@@ -42,6 +42,7 @@ __all__ = [
     "grid_clipped_sum",
     "grid_gaussian_noise",
     "round_to_grid",
+    "secure_gaussian",
     "discrete_gaussian",
     "discrete_gaussian_pmf",
     "discrete_gaussian_delta",
@@ -230,6 +231,41 @@ def grid_gaussian_noise(S, K: int, sensitivity: float, *, epsilon: float, delta:
     S = np.asarray(S, dtype=object)
     Z = discrete_gaussian(Fraction(sigma) ** 2, size=S.shape, rng=rng)
     return S + Z, math.ldexp(sigma, K)
+
+
+def secure_gaussian(value, *, sensitivity: float, epsilon: float, delta: float,
+                    rng=None) -> tuple[np.ndarray, int, float]:
+    """Algorithm 1 on the grid: a precomputed statistic released with exact
+    discrete Gaussian noise.
+
+    The statistic (L2 sensitivity ``Delta``) is rounded to the grid ``2^K``,
+    ``K = grid_exponent(Delta, d)``; two neighbouring statistics round to
+    integer vectors at L2 distance at most ``Delta / 2^K + sqrt(d)`` (each
+    rounding moves a vector by at most ``sqrt(d) / 2``), and the noise is
+    calibrated to that integer sensitivity. The output is
+    ``(round(value / 2^K) + Z) 2^K`` with ``Z ~ N_Z(0, sigma^2)`` per coordinate.
+
+    Returns
+    -------
+    estimate : numpy.ndarray
+        The release, every entry an integer multiple of ``2^K``.
+    K : int
+        The grid exponent (public).
+    noise_std : float
+        The discrete Gaussian's scale ``sigma 2^K`` in the units of ``value``.
+    """
+    x = np.asarray(value, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("value contains NaN or infinite values")
+    sens = float(check_positive(sensitivity, "sensitivity"))
+    d = max(1, x.size)
+    K = grid_exponent(sens, d)
+    q = round_to_grid(x, K)
+    grid_sens = math.ldexp(sens, -K) + math.sqrt(d)
+    Y, _ = grid_gaussian_noise(q, 0, grid_sens, epsilon=epsilon, delta=delta, rng=rng)
+    estimate = np.array([math.ldexp(float(v), K) for v in np.ravel(Y)]).reshape(x.shape)
+    sigma = discrete_gaussian_sigma(epsilon, delta, grid_sens)
+    return estimate, K, math.ldexp(sigma, K)
 
 
 # ------------------------------------------------------ the discrete Gaussian
