@@ -34,7 +34,7 @@ from functools import lru_cache
 import numpy as np
 from . import clipping
 from .accounting import zcdp_delta, zcdp_rho
-from .privacy import check_positive, check_scalar_privacy, check_vector
+from . import _validation as V
 
 __all__ = [
     "GRID_CHARGE",
@@ -75,7 +75,7 @@ def grid_exponent(clip_norm: float, d: int, charge: float = GRID_CHARGE) -> int:
     >>> grid_exponent(1.0, 4)
     -20
     """
-    C = float(check_positive(clip_norm, "clip_norm"))
+    C = float(V.check_positive(clip_norm, "clip_norm"))
     if not 0 < charge < 0.5:
         raise ValueError("charge must lie in (0, 0.5)")
     K = math.floor(math.log2(2 * charge * C / math.sqrt(d)))
@@ -115,8 +115,8 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling=None, center=None,
 
     Parameters
     ----------
-    X : numpy.ndarray, shape (n, d)
-        float64 data, finite; never modified.
+    X : array_like, shape (n, d)
+        Real data, finite; never modified. ``n = 0`` is allowed (the sum is 0).
     clip_norm : float
         ``C`` in the scaled space.
     scaling, center : numpy.ndarray, shape (d,), optional
@@ -133,12 +133,13 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling=None, center=None,
     n_clipped : int
         Rows clipped; **not** differentially private.
     """
-    C = float(check_positive(clip_norm, "clip_norm"))
-    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype != np.float64:
-        raise TypeError("X must be a float64 numpy array of shape (n, d)")
+    C = float(V.check_positive(clip_norm, "clip_norm"))
+    X = V.as_real_array(X, "X")
+    if X.ndim != 2 or X.shape[1] == 0:
+        raise ValueError(f"X must be 2-dimensional with at least one column, got shape {X.shape}")
     n, d = X.shape
-    b = np.ones(d) if scaling is None else check_vector(scaling, "scaling", d, positive=True)
-    c = None if center is None else check_vector(center, "center", d)
+    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
+    c = None if center is None else V.check_vector(center, "center", d)
     if c is not None and not np.any(c):
         c = None
     K = grid_exponent(C, d, charge)
@@ -225,8 +226,8 @@ def grid_gaussian_noise(S, K: int, sensitivity: float, *, epsilon: float, delta:
     standard-deviation parameter ``sigma 2^K`` in the units of the statistic.
     ``rng=None`` draws from the operating system's secure generator.
     """
-    sens = float(check_positive(sensitivity, "sensitivity"))
-    eps, dlt = check_scalar_privacy(epsilon, delta)
+    sens = float(V.check_positive(sensitivity, "sensitivity"))
+    eps, dlt = V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
     sigma = discrete_gaussian_sigma(eps, dlt, math.ldexp(sens, -K))
     S = np.asarray(S, dtype=object)
     Z = discrete_gaussian(Fraction(sigma) ** 2, size=S.shape, rng=rng)
@@ -257,7 +258,7 @@ def secure_gaussian(value, *, sensitivity: float, epsilon: float, delta: float,
     x = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(x)):
         raise ValueError("value contains NaN or infinite values")
-    sens = float(check_positive(sensitivity, "sensitivity"))
+    sens = float(V.check_positive(sensitivity, "sensitivity"))
     d = max(1, x.size)
     K = grid_exponent(sens, d)
     q = round_to_grid(x, K)
@@ -370,7 +371,7 @@ def _as_fraction(sigma2) -> Fraction:
     elif isinstance(sigma2, numbers.Integral) and not isinstance(sigma2, bool):
         s2 = Fraction(int(sigma2))
     else:
-        value = float(check_positive(sigma2, "sigma2"))
+        value = float(V.check_positive(sigma2, "sigma2"))
         s2 = Fraction(value)
     if s2 <= 0:
         raise ValueError("sigma2 must be > 0")
@@ -428,7 +429,7 @@ def _log_normaliser(sigma2: float) -> float:
 
 def discrete_gaussian_pmf(x, sigma2: float) -> np.ndarray:
     """The pmf of ``N_Z(0, sigma^2)`` at the integers ``x``."""
-    s2 = float(check_positive(sigma2, "sigma2"))
+    s2 = float(V.check_positive(sigma2, "sigma2"))
     xs = np.asarray(x, dtype=np.float64)
     return np.exp(-xs * xs / (2 * s2) - _log_normaliser(s2))
 
@@ -444,9 +445,9 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1
     (:func:`dpsum.accounting.zcdp_delta`, returned).
     This bound is slightly above the continuous Gaussian's exact ``delta``.
     """
-    s = float(check_positive(sigma, "sigma"))
-    eps = float(check_positive(epsilon, "epsilon"))
-    sens = float(check_positive(sensitivity, "sensitivity"))
+    s = float(V.check_positive(sigma, "sigma"))
+    eps = float(V.check_positive(epsilon, "epsilon"))
+    sens = float(V.check_positive(sensitivity, "sensitivity"))
     return float(zcdp_delta(sens * sens / (2 * s * s), eps, method="cks"))
 
 
@@ -483,6 +484,6 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     >>> 1.0 < discrete_gaussian_sigma(1.0, 1e-6) / analytic_sigma(1.0, 1e-6) < 1.2
     True
     """
-    eps, dlt = check_scalar_privacy(epsilon, delta)
-    sens = float(check_positive(sensitivity, "sensitivity"))
+    eps, dlt = V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
+    sens = float(V.check_positive(sensitivity, "sensitivity"))
     return _unit_sigma(float(eps), float(dlt)) * sens

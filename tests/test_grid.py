@@ -140,7 +140,9 @@ def test_grid_rejects_bad_input():
     with pytest.raises(ValueError, match="NaN or infinite"):
         grid_clipped_sum(np.array([[0.0, np.nan]]), 1.0)
     with pytest.raises(TypeError, match="X"):
-        grid_clipped_sum([[0.0]], 1.0)
+        grid_clipped_sum([["a"]], 1.0)
+    with pytest.raises(ValueError, match="X"):
+        grid_clipped_sum(np.ones(3), 1.0)
     with pytest.raises(ValueError, match="clip_norm"):
         grid_clipped_sum(np.ones((1, 1)), -1.0)
 
