@@ -11,7 +11,7 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.clipping` — the exact clip radius and the clipped sum
 - :mod:`dpsum.gaussian_data` — Algorithm 3's public set-up (scaling, clip radius, sensitivity, noise)
 - :mod:`dpsum.grid` — the grid path: exact integer sums and discrete Gaussian noise
-- :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3 and the clipping baseline
+- :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3, the clipping baseline and the Laplace mechanism
 - :mod:`dpsum.release` — the release record
 - :mod:`dpsum.errors` — closed-form expected errors
 - :mod:`dpsum.bounds` — tail bounds on the clip radius (Lemma 3.2, Theorem 5, alternatives)
@@ -128,6 +128,7 @@ from .mechanisms import (
     elliptical_gaussian_mechanism,
     gaussian_data_mechanism,
     gaussian_mechanism,
+    laplace_mechanism,
     release_diagnostics,
 )
 from .pairs import (
@@ -236,6 +237,7 @@ __all__ = [
     "gaussian_sum_error",
     "group_privacy",
     "isotropic_noise_error",
+    "laplace_mechanism",
     "power_scaling",
     "tilted_scaling",
     "whitening_scaling",

@@ -40,6 +40,8 @@ class Mechanism(_StrEnum):
     GAUSSIAN_DATA = "gaussian data (Algorithm 3)"
     #: The isotropic clipping baseline.
     CLIPPED_GAUSSIAN = "clipped gaussian"
+    #: The Laplace mechanism (pure epsilon-DP, L1 sensitivity).
+    LAPLACE = "laplace"
 
 
 class Calibration(_StrEnum):
@@ -49,6 +51,8 @@ class Calibration(_StrEnum):
     ANALYTIC = "analytic"
     #: Dwork and Roth's classic calibration (Theorem 2), epsilon < 1 only.
     CLASSIC = "classic"
+    #: Laplace noise of scale L1-sensitivity / epsilon (pure DP; no delta).
+    LAPLACE = "laplace"
 
 
 def _read_only(value: Any) -> np.ndarray | None:
@@ -79,7 +83,8 @@ class Release:
     estimate : numpy.ndarray
         The differentially private estimate of the sum, shape ``(d,)``.
     noise_std : numpy.ndarray
-        Standard deviation of the Gaussian noise added to each coordinate.
+        Standard deviation of the noise added to each coordinate (Gaussian,
+        or Laplace for :func:`dpsum.mechanisms.laplace_mechanism`).
     scaling : numpy.ndarray or None
         The scaling vector ``b`` (Algorithms 2 and 3), or None.
     clip_norm : float or None
@@ -93,7 +98,8 @@ class Release:
         Theorem 2 when the classic calibration was requested).
     sensitivity : float
         The L2 sensitivity of the released statistic in the space where
-        isotropic noise ``sigma_opt * sensitivity`` is added.
+        isotropic noise ``sigma_opt * sensitivity`` is added (the L1
+        sensitivity for the Laplace mechanism).
     mechanism : Mechanism
         The mechanism that produced the release (a ``str`` enum).
     center : numpy.ndarray or None

@@ -23,6 +23,7 @@ from dpsum.mechanisms import (
     gaussian_data_mechanism,
     gaussian_mechanism,
     release_diagnostics,
+    laplace_mechanism,
 )
 
 EPS, DELTA = 1.0, 1e-6
@@ -377,9 +378,57 @@ def test_other_mechanisms_reject_bad_arguments():
         gaussian_data_mechanism(np.ones((1, 2)), epsilon=EPS, delta=DELTA, stds=np.ones(2))
 
 
+def test_laplace_mechanism_release_fields():
+    value = np.array([1.0, -2.0, 3.0])
+    rel = laplace_mechanism(value, epsilon=0.5, sensitivity=2.0, neighbouring="add-remove", rng=0)
+    assert rel.delta == 0.0 and rel.epsilon == 0.5 and rel.mechanism == "laplace"
+    assert rel.noise_std == pytest.approx(np.full(3, np.sqrt(2) * 4.0), rel=1e-15)
+    assert rel.sensitivity == 2.0 and rel.sigma_opt == pytest.approx(np.sqrt(2) / 0.5)
+    assert rel.neighbouring is dpsum.Neighbouring.ADD_REMOVE
+    assert rel.expected_squared_error == pytest.approx(3 * 2 * 4.0**2)
+    assert laplace_mechanism(3.0, epsilon=1, sensitivity=1, rng=0).estimate.shape == ()
+    a = laplace_mechanism(value, epsilon=1, sensitivity=1, rng=5).estimate
+    assert np.array_equal(a, laplace_mechanism(value, epsilon=1, sensitivity=1, rng=5).estimate)
+
+
+def test_laplace_noise_has_the_laplace_distribution_and_mse():
+    """DKW: sup |F_n - F| <= sqrt(log(2/a) / (2n)) with probability 1 - a; and the
+    squared error has mean 2 d b^2 and variance 20 d b^4 (Laplace fourth moment 24 b^4)."""
+    rng = np.random.default_rng(11)
+    d, R, b = 4, 20_000, 3.0
+    value = np.arange(d, dtype=float)
+    noise = np.array([laplace_mechanism(value, epsilon=0.25, sensitivity=0.75,
+                                        rng=rng).estimate for _ in range(R // 4)]) - value
+    z = np.sort(noise.ravel())
+    cdf = np.where(z < 0, 0.5 * np.exp(z / b), 1 - 0.5 * np.exp(-z / b))
+    n = z.size
+    ks = max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
+    assert ks < np.sqrt(np.log(2 / 1e-6) / (2 * n))
+    sq = np.sum(noise**2, axis=1)
+    se = np.sqrt(20 * d * b**4 / sq.size)
+    assert abs(sq.mean() - 2 * d * b**2) < Z * se
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(epsilon=0.0, sensitivity=1.0), ValueError, "epsilon"),
+    (dict(epsilon=np.inf, sensitivity=1.0), ValueError, "epsilon"),
+    (dict(epsilon=[1.0, 2.0], sensitivity=1.0), ValueError, "epsilon"),
+    (dict(epsilon=1.0, sensitivity=-1.0), ValueError, "sensitivity"),
+    (dict(epsilon=1.0, sensitivity=[1.0, 2.0]), ValueError, "sensitivity"),
+    (dict(epsilon=1e-300, sensitivity=1e300), ValueError, "overflows"),
+    (dict(epsilon=1.0, sensitivity=1.0, neighbouring="swap"), ValueError, "neighbouring"),
+    (dict(epsilon=1.0, sensitivity=1.0, rng="seed"), TypeError, "rng"),
+])
+def test_laplace_mechanism_rejects_bad_arguments(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        laplace_mechanism([1.0, 2.0], **kwargs)
+    with pytest.raises(ValueError, match="value"):
+        laplace_mechanism([np.nan], epsilon=1.0, sensitivity=1.0)
+
+
 def test_public_names_are_exported():
     for name in ("gaussian_mechanism", "elliptical_gaussian_mechanism", "gaussian_data_mechanism",
-                 "clipped_gaussian_mechanism", "Release", "GeneralizedChiSquare",
+                 "clipped_gaussian_mechanism", "laplace_mechanism", "Release", "GeneralizedChiSquare",
                  "analytic_sigma", "classic_sigma", "gaussian_delta", "gaussian_epsilon",
                  "elliptical_scaling", "gaussian_data_scaling", "clip_radius"):
         assert hasattr(dpsum, name), name
