@@ -342,7 +342,7 @@ def zcdp_rho_pure(epsilon):
 
 
 def zcdp_compose(rhos) -> float:
-    """Composition in zCDP: the rhos add (Bun and Steinke 2016, Lemma 2.3)."""
+    """Composition in zCDP: the rhos add (Bun and Steinke 2016, Lemma 1.7)."""
     r = _multipliers(rhos, "rhos")
     return float(np.sum(r))
 
