@@ -50,13 +50,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 from scipy.special import erf, log_expit, xlogy
 from scipy.stats import binom
 
 from .calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
+from . import _validation as V
 from ._validation import check_delta, check_epsilon, check_positive
 
 __all__ = [
@@ -104,31 +107,22 @@ _ZCDP_METHODS = ("cks", "standard")
 # ---------------------------------------------------------------------------
 # validation helpers (scalars only; the rules themselves are in dpsum._validation)
 # ---------------------------------------------------------------------------
-def _scalar(value, name: str, check) -> float:
-    out = check(value, name)
-    if np.ndim(out):
-        raise ValueError(f"{name} must be a scalar")
-    return float(out)
+def _positive_scalar(value: Any, name: str) -> float:
+    return V.check_positive(value, name, scalar=True)
 
 
-def _positive_scalar(value, name: str) -> float:
-    return _scalar(value, name, check_positive)
-
-
-def _multipliers(values, name: str = "multipliers") -> np.ndarray:
+def _multipliers(values: Any, name: str = "multipliers") -> np.ndarray:
     arr = np.atleast_1d(check_positive(values, name))
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a scalar or a 1-d sequence")
     return arr
 
 
-def _method(method: str) -> str:
-    if method not in _ZCDP_METHODS:
-        raise ValueError(f"method must be one of {_ZCDP_METHODS}, got {method!r}")
-    return method
+def _method(method: Any) -> str:
+    return V.check_choice(method, "method", _ZCDP_METHODS)
 
 
-def _pure_steps(epsilons, deltas) -> tuple[np.ndarray, np.ndarray]:
+def _pure_steps(epsilons: Any, deltas: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validate the epsilons (and optional deltas) of the non-Gaussian steps."""
     if epsilons is None:
         epsilons = ()
@@ -154,7 +148,7 @@ def _pure_steps(epsilons, deltas) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------------
 # exact composition of Gaussian mechanisms
 # ---------------------------------------------------------------------------
-def compose_gaussian_multipliers(multipliers) -> float:
+def compose_gaussian_multipliers(multipliers: ArrayLike) -> float:
     r"""The one noise multiplier equivalent to several Gaussian releases.
 
     ``1/s^2 = sum_i 1/s_i^2`` (book, theorem ``composition-thm-exact``): the
@@ -178,7 +172,7 @@ def compose_gaussian_multipliers(multipliers) -> float:
     return m / math.sqrt(float(np.sum((m / s) ** 2)))
 
 
-def split_gaussian_multiplier(multiplier, weights) -> np.ndarray:
+def split_gaussian_multiplier(multiplier: float, weights: ArrayLike) -> np.ndarray:
     r"""Split one Gaussian budget into several Gaussian steps.
 
     Step ``i`` gets ``s_i = s / sqrt(w_i)`` with ``w_i`` the weights
@@ -206,7 +200,7 @@ def split_gaussian_multiplier(multiplier, weights) -> np.ndarray:
     return s / np.sqrt(w / float(np.sum(w)))
 
 
-def gaussian_composition_delta(multipliers, epsilon) -> float:
+def gaussian_composition_delta(multipliers: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
     """Exact delta(epsilon) of several composed Gaussian releases.
 
     ``gaussian_delta(s, epsilon)`` with ``s`` from
@@ -217,7 +211,7 @@ def gaussian_composition_delta(multipliers, epsilon) -> float:
     return gaussian_delta(s, epsilon)
 
 
-def gaussian_composition_epsilon(multipliers, delta) -> float:
+def gaussian_composition_epsilon(multipliers: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     """Exact (smallest) epsilon of several composed Gaussian releases at ``delta``.
 
     ``gaussian_epsilon(s, delta)`` with ``s`` from
@@ -228,7 +222,7 @@ def gaussian_composition_epsilon(multipliers, delta) -> float:
     return gaussian_epsilon(s, delta)
 
 
-def gaussian_profile(multiplier, epsilon):
+def gaussian_profile(multiplier: float, epsilon: ArrayLike) -> float | np.ndarray:
     r"""The Gaussian privacy profile at any real epsilon, negative included.
 
     For ``epsilon > 0`` this is :func:`dpsum.calibration.gaussian_delta` with
@@ -279,7 +273,7 @@ def _gaussian_profile(s: float | None, x: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Gaussian differential privacy (Dong, Roth, Su)
 # ---------------------------------------------------------------------------
-def gdp_mu(multiplier):
+def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
     """The GDP parameter ``mu = 1/s`` of a Gaussian release with multiplier ``s``.
 
     A Gaussian mechanism with noise ``s * Delta`` is mu-GDP with ``mu = 1/s``
@@ -289,7 +283,7 @@ def gdp_mu(multiplier):
     return 1.0 / check_positive(multiplier, "multiplier")
 
 
-def gdp_compose(mus) -> float:
+def gdp_compose(mus: ArrayLike) -> float:
     """Composition of mu_i-GDP mechanisms: ``mu = sqrt(sum mu_i^2)``.
 
     Dong, Roth and Su 2022, Corollary 3.3; book, theorem
@@ -300,7 +294,7 @@ def gdp_compose(mus) -> float:
     return top * math.sqrt(float(np.sum((m / top) ** 2)))
 
 
-def gdp_delta(mu, epsilon):
+def gdp_delta(mu: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
     r"""delta(epsilon) of a mu-GDP mechanism.
 
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)`` (Dong, Roth
@@ -311,7 +305,7 @@ def gdp_delta(mu, epsilon):
     return gaussian_delta(1.0 / m, epsilon)
 
 
-def gdp_epsilon(mu, delta):
+def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     """Smallest epsilon with a mu-GDP mechanism (epsilon, delta)-DP.
 
     The inverse of :func:`gdp_delta`; conservative as
@@ -321,7 +315,7 @@ def gdp_epsilon(mu, delta):
     return gaussian_epsilon(1.0 / m, delta)
 
 
-def gdp_multiplier(mu) -> float:
+def gdp_multiplier(mu: float) -> float:
     """The noise multiplier ``s = 1/mu`` of a mu-GDP Gaussian mechanism."""
     return 1.0 / _positive_scalar(mu, "mu")
 
@@ -329,25 +323,25 @@ def gdp_multiplier(mu) -> float:
 # ---------------------------------------------------------------------------
 # zero-concentrated DP (Bun, Steinke)
 # ---------------------------------------------------------------------------
-def zcdp_rho_gaussian(multiplier):
+def zcdp_rho_gaussian(multiplier: ArrayLike) -> float | np.ndarray:
     """rho of a Gaussian release: ``1 / (2 s^2)`` (Bun and Steinke 2016, Proposition 1.6)."""
     s = check_positive(multiplier, "multiplier")
     return 0.5 / (s * s)
 
 
-def zcdp_rho_pure(epsilon):
+def zcdp_rho_pure(epsilon: ArrayLike) -> float | np.ndarray:
     """rho of a pure epsilon-DP mechanism: ``epsilon^2 / 2`` (Bun and Steinke 2016, Proposition 1.4)."""
     e = check_epsilon(epsilon)
     return 0.5 * e * e
 
 
-def zcdp_compose(rhos) -> float:
+def zcdp_compose(rhos: ArrayLike) -> float:
     """Composition in zCDP: the rhos add (Bun and Steinke 2016, Lemma 1.7)."""
     r = _multipliers(rhos, "rhos")
     return float(np.sum(r))
 
 
-def zcdp_gaussian_multiplier(rho) -> float:
+def zcdp_gaussian_multiplier(rho: float) -> float:
     """The Gaussian noise multiplier with exactly ``rho``-zCDP: ``s = 1/sqrt(2 rho)``."""
     return 1.0 / math.sqrt(2.0 * _positive_scalar(rho, "rho"))
 
@@ -400,7 +394,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
     return (u + 1.0) * rho + math.log(u / (u + 1.0)) + (L - math.log1p(u)) / u
 
 
-def zcdp_delta(rho, epsilon, method: str = "cks") -> float:
+def zcdp_delta(rho: float, epsilon: float, method: str = "cks") -> float:
     r"""A delta such that every rho-zCDP mechanism is (epsilon, delta)-DP.
 
     Parameters
@@ -426,7 +420,7 @@ def zcdp_delta(rho, epsilon, method: str = "cks") -> float:
         the same rho (book, proposition ``composition-prop-cks``).
     """
     r = _positive_scalar(rho, "rho")
-    e = _scalar(epsilon, "epsilon", check_epsilon)
+    e = V.check_epsilon(epsilon, scalar=True)
     if _method(method) == "standard":
         if e <= r:
             return 1.0
@@ -435,7 +429,7 @@ def zcdp_delta(rho, epsilon, method: str = "cks") -> float:
     return min(tv, math.exp(_cks_log_delta(r, e)))
 
 
-def zcdp_epsilon(rho, delta, method: str = "cks") -> float:
+def zcdp_epsilon(rho: float, delta: float, method: str = "cks") -> float:
     r"""An epsilon such that every rho-zCDP mechanism is (epsilon, delta)-DP.
 
     Parameters
@@ -459,7 +453,7 @@ def zcdp_epsilon(rho, delta, method: str = "cks") -> float:
         epsilon >= 0.  ``"cks"`` is never larger than ``"standard"``.
     """
     r = _positive_scalar(rho, "rho")
-    d = _scalar(delta, "delta", check_delta)
+    d = V.check_delta(delta, scalar=True)
     if _method(method) == "standard":
         return r + 2.0 * math.sqrt(r * -math.log(d))
     if d >= math.sqrt(-math.expm1(-r)):
@@ -467,7 +461,7 @@ def zcdp_epsilon(rho, delta, method: str = "cks") -> float:
     return max(0.0, _cks_epsilon(r, d))
 
 
-def zcdp_rho(epsilon, delta, method: str = "cks") -> float:
+def zcdp_rho(epsilon: float, delta: float, method: str = "cks") -> float:
     r"""The largest rho whose conversion (``method``) gives (epsilon, delta)-DP.
 
     ``"standard"`` inverts ``rho + 2 sqrt(rho L)`` in closed form,
@@ -476,8 +470,8 @@ def zcdp_rho(epsilon, delta, method: str = "cks") -> float:
     rho) and is never smaller.  Conservative:
     ``zcdp_epsilon(returned rho, delta, method) <= epsilon``.
     """
-    e = _scalar(epsilon, "epsilon", check_epsilon)
-    d = _scalar(delta, "delta", check_delta)
+    e = V.check_epsilon(epsilon, scalar=True)
+    d = V.check_delta(delta, scalar=True)
     L = -math.log(d)
     # sqrt(L + e) - sqrt(L) without cancellation
     standard = (e / (math.sqrt(L + e) + math.sqrt(L))) ** 2
@@ -534,13 +528,14 @@ def _delta_steps(dels: np.ndarray) -> float:
     return float(-np.expm1(np.sum(np.log1p(-dels)))) if dels.size else 0.0
 
 
-def _mixed_multiplier_arg(multiplier) -> float | None:
+def _mixed_multiplier_arg(multiplier: Any) -> float | None:
     if multiplier is None:
         return None
     return _positive_scalar(multiplier, "multiplier")
 
 
-def mixed_delta(multiplier, epsilon, *, epsilons=(), deltas=None) -> float:
+def mixed_delta(multiplier: float | None, epsilon: float, *, epsilons: ArrayLike = (),
+                deltas: ArrayLike | None = None) -> float:
     r"""Exact delta(epsilon) of a Gaussian release composed with DP steps.
 
     The composition of a Gaussian mechanism with noise multiplier ``s`` and
@@ -576,7 +571,7 @@ def mixed_delta(multiplier, epsilon, *, epsilons=(), deltas=None) -> float:
         delta in [0, 1].
     """
     s = _mixed_multiplier_arg(multiplier)
-    e = _scalar(epsilon, "epsilon", check_epsilon)
+    e = V.check_epsilon(epsilon, scalar=True)
     eps_i, dels = _pure_steps(epsilons, deltas)
     p, loss = _outcomes(eps_i)
     q = _delta_steps(dels)
@@ -592,7 +587,8 @@ def _core_target(delta: float, dels: np.ndarray) -> float:
     return (delta - q) / (1.0 - q)
 
 
-def mixed_epsilon(multiplier, delta, *, epsilons=(), deltas=None) -> float:
+def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike = (),
+                  deltas: ArrayLike | None = None) -> float:
     """Smallest epsilon at which a Gaussian release composed with DP steps is (epsilon, delta)-DP.
 
     The inverse of :func:`mixed_delta` in epsilon (decreasing); conservative:
@@ -601,7 +597,7 @@ def mixed_epsilon(multiplier, delta, *, epsilons=(), deltas=None) -> float:
     :func:`dpsum.calibration.gaussian_epsilon`.
     """
     s = _mixed_multiplier_arg(multiplier)
-    d = _scalar(delta, "delta", check_delta)
+    d = V.check_delta(delta, scalar=True)
     eps_i, dels = _pure_steps(epsilons, deltas)
     if eps_i.size == 0:
         if s is None:
@@ -625,7 +621,8 @@ def mixed_epsilon(multiplier, delta, *, epsilons=(), deltas=None) -> float:
     return _bisect_lin(ok, 0.0, hi)
 
 
-def mixed_gaussian_multiplier(epsilon, delta, *, epsilons=(), deltas=None) -> float:
+def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLike = (),
+                              deltas: ArrayLike | None = None) -> float:
     """Smallest Gaussian noise multiplier whose composition with DP steps is (epsilon, delta)-DP.
 
     The calibration a pipeline needs: the non-Gaussian steps (quantiles with
@@ -638,8 +635,8 @@ def mixed_gaussian_multiplier(epsilon, delta, *, epsilons=(), deltas=None) -> fl
     ValueError
         If the non-Gaussian steps alone already reach delta at epsilon.
     """
-    e = _scalar(epsilon, "epsilon", check_epsilon)
-    d = _scalar(delta, "delta", check_delta)
+    e = V.check_epsilon(epsilon, scalar=True)
+    d = V.check_delta(delta, scalar=True)
     eps_i, dels = _pure_steps(epsilons, deltas)
     if eps_i.size == 0:
         return analytic_sigma(e, d)
@@ -734,9 +731,8 @@ class PrivacyStep:
             if self.delta != 0:
                 raise ValueError("a Gaussian step has no delta of its own")
         else:
-            object.__setattr__(self, "epsilon", _scalar(self.epsilon, "epsilon", check_epsilon))
-            dlt = _scalar(self.delta, "delta",
-                          lambda v, n: check_positive(v, n, allow_zero=True))
+            object.__setattr__(self, "epsilon", V.check_epsilon(self.epsilon, scalar=True))
+            dlt = V.check_positive(self.delta, "delta", allow_zero=True, scalar=True)
             if not dlt < 1:
                 raise ValueError("delta must be < 1")
             object.__setattr__(self, "delta", dlt)
@@ -822,7 +818,8 @@ class ComposedGuarantee:
 _COMPOSE_METHODS = ("exact", "zcdp", "zcdp-standard")
 
 
-def compose(steps, *, epsilon=None, delta=None, method: str = "exact") -> ComposedGuarantee:
+def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = None,
+            method: str = "exact") -> ComposedGuarantee:
     """Compose private steps into one (epsilon, delta) guarantee.
 
     Give exactly one of ``epsilon`` and ``delta``; the other is computed.
@@ -850,8 +847,7 @@ def compose(steps, *, epsilon=None, delta=None, method: str = "exact") -> Compos
         raise ValueError("steps must not be empty")
     if not all(isinstance(st, PrivacyStep) for st in steps):
         raise TypeError("steps must be PrivacyStep records (see gaussian_step, pure_step)")
-    if method not in _COMPOSE_METHODS:
-        raise ValueError(f"method must be one of {_COMPOSE_METHODS}, got {method!r}")
+    V.check_choice(method, "method", _COMPOSE_METHODS)
     if (epsilon is None) == (delta is None):
         raise ValueError("give exactly one of epsilon and delta")
     gauss = [st.noise_multiplier for st in steps if st.kind == "gaussian"]
@@ -862,20 +858,20 @@ def compose(steps, *, epsilon=None, delta=None, method: str = "exact") -> Compos
     if method == "exact":
         kw = dict(epsilons=[st.epsilon for st in others], deltas=[st.delta for st in others])
         if delta is None:
-            eps = _scalar(epsilon, "epsilon", check_epsilon)
+            eps = V.check_epsilon(epsilon, scalar=True)
             dlt = mixed_delta(s, eps, **kw)
         else:
-            dlt = _scalar(delta, "delta", check_delta)
+            dlt = V.check_delta(delta, scalar=True)
             eps = mixed_epsilon(s, dlt, **kw)
     else:
         if rho is None:
             raise ValueError("zCDP accounting needs every step to be Gaussian or pure DP")
         conv = "cks" if method == "zcdp" else "standard"
         if delta is None:
-            eps = _scalar(epsilon, "epsilon", check_epsilon)
+            eps = V.check_epsilon(epsilon, scalar=True)
             dlt = zcdp_delta(rho, eps, conv)
         else:
-            dlt = _scalar(delta, "delta", check_delta)
+            dlt = V.check_delta(delta, scalar=True)
             eps = zcdp_epsilon(rho, dlt, conv)
     return ComposedGuarantee(steps=steps, epsilon=float(eps), delta=float(dlt),
                              method=method, rho=rho, noise_multiplier=s)
