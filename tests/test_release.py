@@ -94,7 +94,7 @@ def test_mechanism_is_a_string_enum_so_old_comparisons_work():
     with pytest.raises(ValueError):
         Release(estimate=[1.0], noise_std=[1.0], scaling=None, clip_norm=None, epsilon=1.0,
                 delta=1e-6, neighbouring="replace", sigma_opt=1.0, sensitivity=1.0,
-                mechanism="laplace")
+                mechanism="exponential")
 
 
 def test_diagnostics_come_from_an_explicit_call():
