@@ -408,7 +408,7 @@ def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None
     ``s~ > tau`` gets ``f = fl(fl(C_n / fl(sqrt(s~))) (1 - mu))``; then
     ``f sqrt(s) <= C_n (1 - mu) (1 + u)^3 (1 + u + gamma_{d+2}/2 + A) <= C_n``.
     The re-check loop verifies this against a rounded-up bound of the norm
-    and provably terminates (:func:`_shrink_until_bounded`). Rows whose
+    and provably terminates (``_shrink_until_bounded``). Rows whose
     intermediate values overflow take a per-row power-of-two normalisation
     (``h = x/2 - c/2``, scaled by ``2^-E``) and the same test.
 
