@@ -53,6 +53,9 @@ class Calibration(_StrEnum):
     CLASSIC = "classic"
     #: Laplace noise of scale L1-sensitivity / epsilon (pure DP; no delta).
     LAPLACE = "laplace"
+    #: The grid path's discrete Gaussian: zCDP (Canonne, Kamath and Steinke
+    #: 2020, Theorem 14) converted with their Proposition 12.
+    DISCRETE = "discrete gaussian (zCDP)"
 
 
 def _read_only(value: Any) -> np.ndarray | None:
@@ -110,6 +113,18 @@ class Release:
         Which calibration gave ``sigma_opt``.
     widths : numpy.ndarray or None
         The box widths ``Delta_j`` of Algorithm 2 (None otherwise).
+    secure : bool
+        True when the release took the grid path (``secure=True``): the
+        statistic was rounded to the grid ``2^grid_exponent`` and summed
+        exactly in integers, and the noise is an exact discrete Gaussian
+        (``noise_std`` then holds its scale parameter ``sigma``, per
+        coordinate, in the units of ``estimate``). False: floating-point sum
+        and NumPy's Gaussian sampler, not safe against floating-point attacks.
+    grid_exponent : int or None
+        ``K`` of the grid path: the noisy statistic in the space where the
+        noise was added (``estimate`` times ``scaling``, less ``n * center``
+        under replace-one) is an integer multiple of ``2^K``. None on the
+        floating-point path.
     """
 
     estimate: np.ndarray
@@ -126,6 +141,8 @@ class Release:
     clip_probability: float | None = None
     calibration: Calibration = Calibration.ANALYTIC
     widths: np.ndarray | None = None
+    secure: bool = False
+    grid_exponent: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("estimate", "noise_std", "scaling", "center", "widths"):

@@ -190,9 +190,8 @@ def test_reproducer_3_large_centre_rounding_stays_within_sensitivity():
 def test_reproducer_1_huge_stds_are_clipped():
     X = np.zeros((10, 2))
     X[0, 0] = 1e206
-    r, dg = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=[1e200, 1e200],
-                                          rng=0, return_diagnostics=True)
-    assert dg["clipped_rows"] == 1
+    r = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=[1e200, 1e200], rng=0)
+    assert dpsum.mechanisms.release_diagnostics(X, r)["clipped_rows"] == 1
     T, _ = clipped_sum(X, r.clip_norm, r.scaling)
     assert np.linalg.norm(T) <= r.clip_norm
 
@@ -307,3 +306,32 @@ def test_clamped_sum_is_exact_per_row_and_sums_pairwise():
     ref = np.clip(X, -h, h).sum(axis=0)
     np.testing.assert_allclose(T, ref, rtol=1e-13)
     assert k == int(np.sum(np.abs(X) > h))
+
+
+# ------------------------------------------- reproducers 5 and 6 (mechanisms)
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_reproducer_5_empty_dataset_is_released_under_add_remove(secure):
+    rng = None if secure else 0
+    r = dpsum.clipped_gaussian_mechanism(np.empty((0, 3)), epsilon=1, delta=1e-6, clip_norm=1.0,
+                                         neighbouring="add-remove", rng=rng, secure=secure)
+    assert r.estimate.shape == (3,) and np.all(np.isfinite(r.estimate))
+    r = dpsum.gaussian_data_mechanism(np.empty((0, 2)), epsilon=1, delta=1e-6, stds=[1.0, 2.0],
+                                      center=[5.0, 5.0], clip_probability=1e-3,
+                                      neighbouring="add-remove", rng=rng, secure=secure)
+    assert r.estimate.shape == (2,)
+    # under replace-one n is public, and a dataset with no row has no neighbour
+    with pytest.raises(ValueError, match="X"):
+        dpsum.clipped_gaussian_mechanism(np.empty((0, 3)), epsilon=1, delta=1e-6,
+                                         clip_norm=1.0, rng=0, secure=secure)
+
+
+def test_reproducer_6_infinite_noise_is_refused():
+    with pytest.raises(ValueError, match="overflows"):
+        dpsum.gaussian_mechanism([1.0], epsilon=1, delta=1e-6, sensitivity=1e308, rng=0)
+    with pytest.raises(ValueError, match="overflows"):
+        dpsum.clipped_gaussian_mechanism(np.ones((3, 2)), epsilon=1, delta=1e-6,
+                                         clip_norm=1e308, rng=0)
+    with pytest.raises(ValueError, match="overflows"):
+        dpsum.elliptical_gaussian_mechanism(np.ones((3, 4)), epsilon=1, delta=1e-6,
+                                            widths=[1e308] * 4, rng=0)

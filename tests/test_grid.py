@@ -225,3 +225,94 @@ def test_calibrated_sigma_meets_delta_and_is_nearly_minimal(eps, delta):
     assert discrete_gaussian_delta(s * (1 - 1e-7), eps, 3.0) > delta
     # the discrete Gaussian pays a little more than the analytic Gaussian
     assert 1.0 < s / (3.0 * dpsum.analytic_sigma(eps, delta)) < 1.25
+
+
+# -------------------------------------------------- secure=True on mechanisms
+
+def test_secure_releases_lie_on_a_data_independent_grid():
+    rng = np.random.default_rng(11)
+    X1, X2 = rng.normal(size=(300, 4)), rng.normal(size=(300, 4)) * 50
+    outs = [dpsum.clipped_gaussian_mechanism(X, epsilon=1, delta=1e-6, clip_norm=2.0,
+                                             rng=5, secure=True) for X in (X1, X2)]
+    assert outs[0].grid_exponent == outs[1].grid_exponent
+    for r in outs:
+        assert r.secure and r.calibration == "discrete gaussian (zCDP)"
+        units = r.estimate / 2.0 ** r.grid_exponent
+        assert np.all(units == np.rint(units))
+    g = dpsum.gaussian_mechanism([0.1, 7.3], epsilon=1, delta=1e-6, sensitivity=1.0,
+                                 rng=5, secure=True)
+    units = g.estimate / 2.0 ** g.grid_exponent
+    assert np.all(units == np.rint(units))
+    # Algorithm 3: in the scaled space, less n c (replace-one), the grid again
+    s = np.array([4.0, 1.0, 0.5])
+    c = np.array([10.0, -3.0, 0.0])
+    r = dpsum.gaussian_data_mechanism(X1[:, :3] * s + c, epsilon=1, delta=1e-6, stds=s,
+                                      center=c, rng=5, secure=True)
+    units = (r.estimate - 300 * c) * r.scaling / 2.0 ** r.grid_exponent
+    np.testing.assert_allclose(units, np.rint(units), atol=1e-6)
+
+
+def test_secure_release_is_reproducible_with_a_seed_and_close_to_the_float_one():
+    rng = np.random.default_rng(12)
+    s = np.array([3.0, 1.0])
+    X = rng.normal(0, s, (4000, 2))
+    a = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1, secure=True)
+    b = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1, secure=True)
+    np.testing.assert_array_equal(a.estimate, b.estimate)
+    f = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1)
+    # the discrete Gaussian's calibration costs a few per cent more noise
+    assert 1.0 < a.noise_std[0] / f.noise_std[0] < 1.15
+    assert np.all(np.abs(a.estimate - X.sum(axis=0)) < 6 * a.noise_std)
+    e = dpsum.elliptical_gaussian_mechanism(X, epsilon=1, delta=1e-6, widths=[20.0, 8.0],
+                                            rng=2, secure=True)
+    assert np.all(np.abs(e.estimate - np.clip(X, [-10, -4], [10, 4]).sum(0)) < 6 * e.noise_std)
+    assert e.secure and e.grid_exponent is not None
+
+
+def test_secure_path_sensitivity_in_grid_units_holds_on_neighbours():
+    # worst-case replace-one neighbours, noise-free: the integer sums differ by <= 2C / 2^K
+    X = np.zeros((5, 3))
+    Y = X.copy()
+    X[2] = [1e9, 0, 0]
+    Y[2] = [-1e9, 1e-300, 0]
+    Sx, K, _ = grid_clipped_sum(X, 1.5)
+    Sy, _, _ = grid_clipped_sum(Y, 1.5)
+    r = dpsum.clipped_gaussian_mechanism(X, epsilon=1, delta=1e-6, clip_norm=1.5, rng=0,
+                                         secure=True)
+    assert int_sq(Sx - Sy) <= (Fraction(r.sensitivity) / Fraction(2) ** K) ** 2
+
+
+def test_secure_flag_must_be_a_bool_and_classic_is_refused():
+    with pytest.raises(TypeError, match="secure"):
+        dpsum.gaussian_mechanism([1.0], epsilon=1, delta=1e-6, sensitivity=1, secure="yes")
+    with pytest.raises(ValueError, match="classic"):
+        dpsum.gaussian_mechanism([1.0], epsilon=0.5, delta=1e-6, sensitivity=1,
+                                 calibration="classic", secure=True)
+
+
+# ----------------------------------------------------- the precision attack
+
+def test_precision_attack_breaks_the_float_path_and_not_the_grid_path():
+    eps, delta, n = 1.0, 1e-5, 200_000
+    rng = np.random.default_rng(13)
+    rel = lambda v, r: dpsum.gaussian_mechanism(v, epsilon=eps, delta=delta, sensitivity=1.0,
+                                                rng=r)
+    std = rel([0.0], 0).noise_std[0]
+    # the mechanism's own arithmetic, batched: fl(value + fl(std * normal))
+    a = 1.0 + rng.normal(0.0, std, n)
+    b = 0.0 + rng.normal(0.0, std, n)
+    np.testing.assert_array_equal(rel([1.0], np.random.default_rng(1)).estimate,
+                                  1.0 + np.random.default_rng(1).normal(0.0, std, 1))
+    lb_float, _ = dpsum.audit.precision_epsilon_lower_bound(a, b, sensitivity=1.0, delta=delta)
+    assert lb_float > eps
+    m = 3000
+    ga = np.array([dpsum.gaussian_mechanism([1.0], epsilon=eps, delta=delta, sensitivity=1.0,
+                                            rng=rng, secure=True).estimate[0] for _ in range(m)])
+    gb = np.array([dpsum.gaussian_mechanism([0.0], epsilon=eps, delta=delta, sensitivity=1.0,
+                                            rng=rng, secure=True).estimate[0] for _ in range(m)])
+    lb_grid, counts = dpsum.audit.precision_epsilon_lower_bound(ga, gb, sensitivity=1.0,
+                                                                delta=delta, bits=1)
+    assert lb_grid <= eps
+    # on the grid every output is a multiple of ulp(1)/2, so the bit test is void
+    assert np.all(dpsum.audit.precision_event(np.concatenate([ga, gb]), 1.0, 1)
+                  == (np.abs(np.concatenate([ga, gb])) < 0.5))
