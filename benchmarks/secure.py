@@ -50,13 +50,8 @@ def float_release(X, stds):
 
 
 def secure_release(X, stds):
-    """Algorithm 3 on the grid path (replace-one, p_C = 1/n)."""
-    n, d = X.shape
-    b = dpsum.gaussian_data_scaling(stds)
-    C = dpsum.clip_radius(stds, 1.0 / n, b)
-    S, K, _ = grid.grid_clipped_sum(X, C, b)
-    Y, _ = grid.grid_gaussian_noise(S, K, 2 * C, epsilon=EPS, delta=DELTA)
-    return np.array([math.ldexp(float(v), K) for v in Y]) / b
+    """Algorithm 3 on the grid path, noise from the OS's secure generator."""
+    return dpsum.gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, secure=True)
 
 
 def speed():

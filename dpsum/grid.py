@@ -200,11 +200,19 @@ def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: i
 
 
 def _grid_factors(sq: np.ndarray, plan) -> np.ndarray:
-    """Clip factors for every row of a block by one formula: 1 where the
-    computed squared norm is at most ``tau``, else the kernel's factor."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = clipping._clip_factors(np.maximum(sq, plan.tau), plan)
-    return np.where(sq <= plan.tau, 1.0, f)
+    """Clip factors for every row of a block by one formula,
+    ``f = min(1, fl(fl(C_n / fl(sqrt(sq))) (1 - mu)))``, with the re-check of
+    :func:`dpsum.clipping._shrink_until_bounded` on every row.
+
+    A row with ``f = 1`` has ``sqrt(sq) <= C_n (1 - mu)``, so its exact squared
+    norm is at most ``(C_n^2 (1 - mu)^2 + A) / (1 - gamma_{d+2}) <= C_n^2``; a
+    row with ``f < 1`` has ``sq >= 1/2`` and the bound of
+    :func:`dpsum.clipping.clipped_sum` applies. No branch depends on the data.
+    """
+    with np.errstate(divide="ignore"):
+        nu = np.sqrt(sq)
+        f = np.minimum(1.0, plan.C_n / nu * plan.shrink)
+    return clipping._shrink_until_bounded(f, clipping._norm_upper_bound(nu, plan.d), plan.C_n)
 
 
 def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
@@ -238,9 +246,9 @@ def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
                 sq = np.einsum("ij,ij->i", base, base)
             else:
                 base, sq = clipping._squared_norms(block, plan, buf, sq_buf)
-            finite = np.isfinite(sq)
-            hard = not finite.all()
+            hard = not sq.max() < np.inf                 # NaN or inf somewhere
             if hard:
+                finite = np.isfinite(sq)
                 clipping._raise_non_finite(block[~finite])
                 sq = np.where(finite, sq, 0.0)
                 base[~finite] = 0.0
