@@ -13,7 +13,7 @@ and floating-point sums altogether:
    the contribution of the changed row;
 3. the noise is an exact discrete Gaussian on the integers (Canonne, Kamath
    and Steinke 2020, Algorithm 3), drawn with rational arithmetic from a
-   cryptographically secure source (:func:`os.urandom`);
+   cryptographically secure source (``os.urandom``);
 4. its privacy is the discrete Gaussian's: ``rho = Delta^2 / (2 sigma^2)``
    zero-concentrated DP (CKS, Theorem 14) converted to ``(epsilon, delta)``
    with CKS's Proposition 12, not the continuous Gaussian's formula.
@@ -330,7 +330,7 @@ def secure_gaussian(value, *, sensitivity: float, epsilon: float, delta: float,
 class _Bits:
     """Uniform integers below ``m``, by rejection from uniform 64-bit words:
     from the operating system's CSPRNG (``rng=None``, read in 32 KiB chunks
-    with :func:`os.urandom`), or reproducibly from a NumPy generator (for
+    with ``os.urandom``), or reproducibly from a NumPy generator (for
     tests and the book; not cryptographically secure)."""
 
     _CHUNK = 4096
@@ -445,13 +445,14 @@ def discrete_gaussian(sigma2, size: int | tuple = (), rng=None) -> np.ndarray:
 
     Parameters
     ----------
-    sigma2 : float, int or fractions.Fraction
-        ``sigma^2 > 0``; a float is converted exactly to a rational.
+    sigma2 : float or int
+        ``sigma^2 > 0``; a ``fractions.Fraction`` is used as it is, a float is
+        converted exactly to a rational.
     size : int or tuple of ints
         Output shape.
     rng : None, numpy.random.Generator or int
         ``None`` (the default) draws from the operating system's
-        cryptographically secure generator (:func:`os.urandom`).
+        cryptographically secure generator (``os.urandom``).
         A generator or seed gives reproducible, **not secure**, draws.
 
     Returns
