@@ -93,7 +93,10 @@ def clip_radius(stds: ArrayLike, clip_probability: float, scaling: ArrayLike | N
     top = int(np.max(exponent))
     rel = np.ldexp(mantissa, exponent - top)
     weights = np.maximum(rel * rel, np.finfo(np.float64).tiny)
-    radius = math.ldexp(_clip_radius_relative(weights, p), top)
+    try:
+        radius = math.ldexp(_clip_radius_relative(weights, p), top)
+    except OverflowError:
+        radius = math.inf
     if not 0.0 < radius < math.inf:
         raise ValueError("the clip radius for these stds and scaling is not a finite positive "
                          "float: rescale stds or scaling")
