@@ -742,6 +742,12 @@ def precision_event(outputs: np.ndarray, sensitivity: float, bits: int = 6) -> n
     Returns
     -------
     numpy.ndarray of bool
+
+    Examples
+    --------
+    >>> d = 1.0  # ulp(1) / 2 = 2^-53
+    >>> precision_event(np.array([2.0**-20, 2.0**-20 + 2.0**-60, 0.5]), d).tolist()
+    [True, False, False]
     """
     y = V.check_real(outputs, "outputs")
     D = V.check_positive(sensitivity, "sensitivity", scalar=True)

@@ -590,6 +590,12 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
     Like the Gaussian mechanisms here, the noise comes from NumPy's
     floating-point sampler, which does not defend against floating-point
     attacks (Mironov 2012, who showed them first on exactly this mechanism).
+
+    Examples
+    --------
+    >>> r = laplace_mechanism([1.0, 2.0], epsilon=1.0, sensitivity=2.0, rng=0)
+    >>> r.mechanism, r.delta, round(float(r.noise_std[0]), 6)  # sqrt(2) * 2 / 1
+    (<Mechanism.LAPLACE: 'laplace'>, 0.0, 2.828427)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     sens = V.check_positive(sensitivity, "sensitivity", scalar=True)
