@@ -10,7 +10,12 @@ import pytest
 
 from dpsum import _special as S
 
-mpmath.mp.dps = 40
+
+@pytest.fixture(autouse=True)
+def _precision():
+    """40 digits for every reference here (other modules change mpmath's global)."""
+    with mpmath.workdps(40):
+        yield
 
 
 def _rel(a, b):
