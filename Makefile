@@ -22,7 +22,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --doctest-modules dpsum
 ifneq ($(strip $(CHAPTERS)),)
 	$(BIN)/python -m pytest $(NBVAL) book
 else

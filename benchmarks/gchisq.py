@@ -45,6 +45,17 @@ d = 10000, and the only tool exact in the tail.
 Run: ``.venv/bin/python benchmarks/gchisq.py`` (about 4 minutes on an idle
 machine, most of it in gx2's quantile function; ``--skip-slow`` leaves out
 gx2's isf for d >= 1000).
+
+Batches (issue 18): ``.venv/bin/python benchmarks/gchisq.py --batch`` times,
+in one run, ``cdf``, ``sf``, ``isf`` and ``ppf`` of dpsum on 1000 points at
+d = 100 (weights 1/j) called point by point in a Python loop (the only way
+before the methods were vectorised) and called once on the whole array, and
+prints the ratio, the largest relative difference between the two, and the
+relative error of the batched call against the mpmath references of
+tests/data/gchisq_reference_d100.json. Timings are the best of ``--repeat``
+runs, loop and batch interleaved. ``--loop-only`` times only the loop, which
+also works with older versions of the package (put their source first on
+``PYTHONPATH``) to compare with them.
 """
 
 from __future__ import annotations
@@ -249,12 +260,76 @@ def fmt_err(value, exact):
     return f"{abs(value / exact - 1):.1e}"
 
 
+def batch_points(X, n):
+    """n points x spread over both tails (P from 1e-15 to 1/2 on each side), and
+    n probabilities from 1e-15 to 0.99 for the quantiles."""
+    probs = np.geomspace(1e-15, 0.5, n // 2)
+    xs = np.sort(np.concatenate([X.isf(probs), X.ppf(probs[: n - n // 2])]))
+    ps = np.geomspace(1e-15, 0.99, n)
+    return xs, ps
+
+
+def batch_accuracy(X, d):
+    """Largest relative error of the batched sf, cdf, isf, ppf at the mpmath points."""
+    data = json.loads((DATA / f"gchisq_reference_d{d}.json").read_text())
+    case = next(c for c in data["cases"] if c["family"] == "harmonic" and not c["noncentral"])
+    up = [p for p in case["points"] if p["tail"] == "upper"]
+    lo = [p for p in case["points"] if p["tail"] == "lower"]
+    xu, su = np.array([p["x"] for p in up]), np.array([float(p["sf"]) for p in up])
+    xl, cl = np.array([p["x"] for p in lo]), np.array([float(p["cdf"]) for p in lo])
+    rel = lambda a, b: float(np.max(np.abs(np.asarray(a) / b - 1)))  # noqa: E731
+    return {"sf": rel(X.sf(xu), su), "cdf": rel(X.cdf(xl), cl),
+            "isf": rel(X.isf(su), xu), "ppf": rel(X.ppf(cl), xl)}
+
+
+def main_batch(args):
+    d, n = args.batch_d, args.points
+    X = GeneralizedChiSquare(1.0 / np.arange(1, d + 1))
+    xs, ps = batch_points(X, n)
+    print(f"d = {d} (weights 1/j), {n} points; best of {args.repeat} runs, seconds\n")
+    header = f"{'method':>6} {'loop s':>8} {'batch s':>8} {'speed-up':>9} {'max |loop/batch - 1|':>21}"
+    print(header if not args.loop_only else f"{'method':>6} {'loop s':>8}")
+    print("-" * len(header))
+    for name, arg in (("cdf", xs), ("sf", xs), ("isf", ps), ("ppf", ps)):
+        method = getattr(X, name)
+        loop_t, batch_t = math.inf, math.inf
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            looped = np.array([method(float(v)) for v in arg])
+            loop_t = min(loop_t, time.perf_counter() - t0)
+            if args.loop_only:
+                continue
+            t0 = time.perf_counter()
+            batched = method(arg)
+            batch_t = min(batch_t, time.perf_counter() - t0)
+        if args.loop_only:
+            print(f"{name:>6} {loop_t:8.3f}", flush=True)
+            continue
+        diff = float(np.max(np.abs(looped / batched - 1)))
+        print(f"{name:>6} {loop_t:8.3f} {batch_t:8.3f} {loop_t / batch_t:8.1f}x {diff:21.1e}",
+              flush=True)
+    if not args.loop_only and (DATA / f"gchisq_reference_d{d}.json").exists():
+        acc = batch_accuracy(X, d)
+        print("\nbatched calls against the mpmath references (largest relative error):")
+        print("  " + ", ".join(f"{k} {v:.1e}" for k, v in acc.items()))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="generalized chi-square tail benchmark")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--skip-slow", action="store_true", help="skip gx2's isf for d >= 1000")
     parser.add_argument("--dims", type=int, nargs="+", default=list(DIMS))
+    parser.add_argument("--batch", action="store_true",
+                        help="time a point-by-point loop against one vectorised call")
+    parser.add_argument("--batch-d", type=int, default=100)
+    parser.add_argument("--points", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--loop-only", action="store_true",
+                        help="with --batch: time the loop only (works with older versions)")
     args = parser.parse_args(argv)
+    if args.batch:
+        main_batch(args)
+        return
 
     chi2comb_factory = load_chi2comb()
     if chi2comb_factory is None:

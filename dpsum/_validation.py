@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -71,15 +71,21 @@ __all__ = [
     "check_bits",
     "check_rng",
     "check_callable",
+    "RandomLike",
 ]
+
+#: What an ``rng`` argument accepts (SPEC 7).
+RandomLike = Union[np.random.Generator, np.random.SeedSequence, int, None]
 
 _INTEGRAL_LIMIT = 2.0**63  # whole floats beyond this do not fit an int64
 
 
 def _describe(value: Any) -> str:
     """A short description of ``value`` for an error message, without array contents."""
-    if isinstance(value, (numbers.Number, np.generic)) and np.ndim(value) == 0:
-        return repr(value.item() if isinstance(value, np.generic) else value)
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    if isinstance(value, numbers.Number):
+        return repr(value)
     if value is None or isinstance(value, (str, bytes)):
         return repr(value) if len(repr(value)) <= 40 else type(value).__name__
     shape = np.shape(value) if isinstance(value, np.ndarray) else None

@@ -133,8 +133,8 @@ def _pure_steps(epsilons: Any, deltas: Any) -> tuple[np.ndarray, np.ndarray]:
         eps = np.atleast_1d(check_epsilon(epsilons, "epsilons"))
         if eps.ndim != 1:
             raise ValueError("epsilons must be a 1-d sequence")
-    if deltas is None:
-        dels = np.zeros(eps.shape)
+    if deltas is None or (eps.size == 0 and np.size(deltas) == 0):
+        dels = np.zeros(eps.shape)  # no other step (compose() of Gaussian steps alone)
     else:
         dels = np.atleast_1d(check_positive(deltas, "deltas", allow_zero=True))
         if dels.shape != eps.shape:
@@ -165,6 +165,11 @@ def compose_gaussian_multipliers(multipliers: ArrayLike) -> float:
     -------
     float
         The composed multiplier ``s``.
+
+    Examples
+    --------
+    >>> round(compose_gaussian_multipliers([2.0, 2.0, 2.0, 2.0]), 12)  # 1/s^2 = sum 1/s_i^2
+    1.0
     """
     s = _multipliers(multipliers)
     # 1/sqrt(sum s_i^-2), written to avoid overflow of s_i^-2 for tiny s_i
@@ -192,6 +197,12 @@ def split_gaussian_multiplier(multiplier: float, weights: ArrayLike) -> np.ndarr
     -------
     numpy.ndarray
         The step multipliers ``s_i``.
+
+    Examples
+    --------
+    >>> s = split_gaussian_multiplier(1.0, [1.0, 3.0])
+    >>> s.round(6).tolist(), round(compose_gaussian_multipliers(s), 12)
+    ([2.0, 1.154701], 1.0)
     """
     s = _positive_scalar(multiplier, "multiplier")
     w = np.atleast_1d(check_positive(weights, "weights"))
@@ -206,6 +217,12 @@ def gaussian_composition_delta(multipliers: ArrayLike, epsilon: ArrayLike) -> fl
     ``gaussian_delta(s, epsilon)`` with ``s`` from
     :func:`compose_gaussian_multipliers` (book, theorem
     ``composition-thm-exact``).
+
+    Examples
+    --------
+    >>> from dpsum.calibration import gaussian_delta
+    >>> bool(abs(gaussian_composition_delta([2.0, 2.0], 1.0) / gaussian_delta(2.0 ** 0.5, 1.0) - 1) < 1e-12)
+    True
     """
     s = compose_gaussian_multipliers(multipliers)
     return gaussian_delta(s, epsilon)
@@ -217,6 +234,12 @@ def gaussian_composition_epsilon(multipliers: ArrayLike, delta: ArrayLike) -> fl
     ``gaussian_epsilon(s, delta)`` with ``s`` from
     :func:`compose_gaussian_multipliers` (book, theorem
     ``composition-thm-exact``); conservative as that function is.
+
+    Examples
+    --------
+    >>> eps = gaussian_composition_epsilon([3.0] * 4, 1e-6)
+    >>> bool(gaussian_composition_delta([3.0] * 4, eps) <= 1e-6)
+    True
     """
     s = compose_gaussian_multipliers(multipliers)
     return gaussian_epsilon(s, delta)
@@ -244,6 +267,13 @@ def gaussian_profile(multiplier: float, epsilon: ArrayLike) -> float | np.ndarra
     -------
     float or numpy.ndarray
         ``sup_S P(S) - e^epsilon Q(S)`` for ``P = N(1/s, 1)``, ``Q = N(0, 1)``.
+
+    Examples
+    --------
+    >>> float(gaussian_profile(1.0, -50.0))  # delta(eps) -> 1 as eps -> -inf
+    1.0
+    >>> bool(gaussian_profile(1.0, 1.0) < gaussian_profile(1.0, 0.0))
+    True
     """
     s = _positive_scalar(multiplier, "multiplier")
     x = np.asarray(epsilon, dtype=np.float64) if not isinstance(epsilon, (str, bytes)) else None
@@ -279,6 +309,11 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
     A Gaussian mechanism with noise ``s * Delta`` is mu-GDP with ``mu = 1/s``
     (Dong, Roth and Su 2022, Theorem 2.7; book, definition
     ``composition-def-gdp``).  Vectorised.
+
+    Examples
+    --------
+    >>> gdp_mu(4.0)
+    0.25
     """
     return 1.0 / check_positive(multiplier, "multiplier")
 
@@ -288,6 +323,11 @@ def gdp_compose(mus: ArrayLike) -> float:
 
     Dong, Roth and Su 2022, Corollary 3.3; book, theorem
     ``composition-thm-exact``.
+
+    Examples
+    --------
+    >>> gdp_compose([0.3, 0.4])
+    0.5
     """
     m = _multipliers(mus, "mus")
     top = float(np.max(m))
@@ -300,6 +340,11 @@ def gdp_delta(mu: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)`` (Dong, Roth
     and Su 2022, Corollary 2.13), the Gaussian profile of
     :func:`dpsum.calibration.gaussian_delta` with ``sigma = 1/mu``.
+
+    Examples
+    --------
+    >>> round(float(gdp_delta(1.0, 0.0)), 12)  # 2 Phi(1/2) - 1
+    0.382924922548
     """
     m = check_positive(mu, "mu")
     return gaussian_delta(1.0 / m, epsilon)
@@ -310,13 +355,25 @@ def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
 
     The inverse of :func:`gdp_delta`; conservative as
     :func:`dpsum.calibration.gaussian_epsilon`.
+
+    Examples
+    --------
+    >>> eps = gdp_epsilon(0.5, 1e-6)
+    >>> bool(gdp_delta(0.5, eps) <= 1e-6)
+    True
     """
     m = check_positive(mu, "mu")
     return gaussian_epsilon(1.0 / m, delta)
 
 
 def gdp_multiplier(mu: float) -> float:
-    """The noise multiplier ``s = 1/mu`` of a mu-GDP Gaussian mechanism."""
+    """The noise multiplier ``s = 1/mu`` of a mu-GDP Gaussian mechanism.
+
+    Examples
+    --------
+    >>> gdp_multiplier(0.25)
+    4.0
+    """
     return 1.0 / _positive_scalar(mu, "mu")
 
 
@@ -324,25 +381,49 @@ def gdp_multiplier(mu: float) -> float:
 # zero-concentrated DP (Bun, Steinke)
 # ---------------------------------------------------------------------------
 def zcdp_rho_gaussian(multiplier: ArrayLike) -> float | np.ndarray:
-    """rho of a Gaussian release: ``1 / (2 s^2)`` (Bun and Steinke 2016, Proposition 1.6)."""
+    """rho of a Gaussian release: ``1 / (2 s^2)`` (Bun and Steinke 2016, Proposition 1.6).
+
+    Examples
+    --------
+    >>> zcdp_rho_gaussian(2.0)
+    0.125
+    """
     s = check_positive(multiplier, "multiplier")
     return 0.5 / (s * s)
 
 
 def zcdp_rho_pure(epsilon: ArrayLike) -> float | np.ndarray:
-    """rho of a pure epsilon-DP mechanism: ``epsilon^2 / 2`` (Bun and Steinke 2016, Proposition 1.4)."""
+    """rho of a pure epsilon-DP mechanism: ``epsilon^2 / 2`` (Bun and Steinke 2016, Proposition 1.4).
+
+    Examples
+    --------
+    >>> round(zcdp_rho_pure(0.1), 12)
+    0.005
+    """
     e = check_epsilon(epsilon)
     return 0.5 * e * e
 
 
 def zcdp_compose(rhos: ArrayLike) -> float:
-    """Composition in zCDP: the rhos add (Bun and Steinke 2016, Lemma 1.7)."""
+    """Composition in zCDP: the rhos add (Bun and Steinke 2016, Lemma 1.7).
+
+    Examples
+    --------
+    >>> zcdp_compose([0.125, 0.005])
+    0.13
+    """
     r = _multipliers(rhos, "rhos")
     return float(np.sum(r))
 
 
 def zcdp_gaussian_multiplier(rho: float) -> float:
-    """The Gaussian noise multiplier with exactly ``rho``-zCDP: ``s = 1/sqrt(2 rho)``."""
+    """The Gaussian noise multiplier with exactly ``rho``-zCDP: ``s = 1/sqrt(2 rho)``.
+
+    Examples
+    --------
+    >>> zcdp_gaussian_multiplier(0.125)
+    2.0
+    """
     return 1.0 / math.sqrt(2.0 * _positive_scalar(rho, "rho"))
 
 
@@ -418,6 +499,11 @@ def zcdp_delta(rho: float, epsilon: float, method: str = "cks") -> float:
     float
         delta in (0, 1].  Never below the exact profile of the Gaussian with
         the same rho (book, proposition ``composition-prop-cks``).
+
+    Examples
+    --------
+    >>> bool(zcdp_delta(0.01, 1.0) < zcdp_delta(0.01, 1.0, method="standard"))  # CKS is tighter
+    True
     """
     r = _positive_scalar(rho, "rho")
     e = V.check_epsilon(epsilon, scalar=True)
@@ -451,6 +537,12 @@ def zcdp_epsilon(rho: float, delta: float, method: str = "cks") -> float:
     -------
     float
         epsilon >= 0.  ``"cks"`` is never larger than ``"standard"``.
+
+    Examples
+    --------
+    >>> eps = zcdp_epsilon(0.01, 1e-6)
+    >>> bool(zcdp_delta(0.01, eps) <= 1e-6 * (1 + 1e-9))
+    True
     """
     r = _positive_scalar(rho, "rho")
     d = V.check_delta(delta, scalar=True)
@@ -469,6 +561,12 @@ def zcdp_rho(epsilon: float, delta: float, method: str = "cks") -> float:
     ``"cks"`` inverts :func:`zcdp_epsilon` numerically (it is increasing in
     rho) and is never smaller.  Conservative:
     ``zcdp_epsilon(returned rho, delta, method) <= epsilon``.
+
+    Examples
+    --------
+    >>> rho = zcdp_rho(1.0, 1e-6)
+    >>> bool(abs(zcdp_epsilon(rho, 1e-6) - 1.0) < 1e-9)
+    True
     """
     e = V.check_epsilon(epsilon, scalar=True)
     d = V.check_delta(delta, scalar=True)
@@ -569,6 +667,12 @@ def mixed_delta(multiplier: float | None, epsilon: float, *, epsilons: ArrayLike
     -------
     float
         delta in [0, 1].
+
+    Examples
+    --------
+    >>> from dpsum.calibration import gaussian_delta
+    >>> bool(abs(mixed_delta(2.0, 1.0) / gaussian_delta(2.0, 1.0) - 1) < 1e-12)  # no other step
+    True
     """
     s = _mixed_multiplier_arg(multiplier)
     e = V.check_epsilon(epsilon, scalar=True)
@@ -595,6 +699,12 @@ def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike
     ``mixed_delta(multiplier, returned epsilon, ...) <= delta``.  Returns 0.0
     when the composition is already (0, delta)-DP.  Without steps this is
     :func:`dpsum.calibration.gaussian_epsilon`.
+
+    Examples
+    --------
+    >>> eps = mixed_epsilon(4.0, 1e-6, epsilons=[0.1])
+    >>> bool(mixed_delta(4.0, eps, epsilons=[0.1]) <= 1e-6)
+    True
     """
     s = _mixed_multiplier_arg(multiplier)
     d = V.check_delta(delta, scalar=True)
@@ -634,6 +744,12 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
     ------
     ValueError
         If the non-Gaussian steps alone already reach delta at epsilon.
+
+    Examples
+    --------
+    >>> s = mixed_gaussian_multiplier(1.0, 1e-6, epsilons=[0.2])
+    >>> bool(mixed_epsilon(s, 1e-6, epsilons=[0.2]) <= 1.0 + 1e-9)
+    True
     """
     e = V.check_epsilon(epsilon, scalar=True)
     d = V.check_delta(delta, scalar=True)
@@ -713,6 +829,12 @@ class PrivacyStep:
         sigma / L2 sensitivity of a Gaussian step.
     epsilon, delta : float or None, float
         The guarantee of a non-Gaussian step.
+
+    Examples
+    --------
+    >>> step = gaussian_step("sum", 3.0)
+    >>> step.kind, round(step.rho, 6)
+    ('gaussian', 0.055556)
     """
 
     name: str
@@ -739,33 +861,66 @@ class PrivacyStep:
 
     @property
     def kind(self) -> str:
-        """``"gaussian"``, ``"pure"`` or ``"approximate"``."""
+        """``"gaussian"``, ``"pure"`` or ``"approximate"``.
+
+        Examples
+        --------
+        >>> gaussian_step("a", 1.0).kind, pure_step("b", 0.1).kind
+        ('gaussian', 'pure')
+        """
         if self.noise_multiplier is not None:
             return "gaussian"
         return "pure" if self.delta == 0 else "approximate"
 
     @property
     def rho(self) -> float | None:
-        """The step's zCDP parameter, or None for an approximate-DP step."""
+        """The step's zCDP parameter, or None for an approximate-DP step.
+
+        Examples
+        --------
+        >>> gaussian_step("a", 2.0).rho, approximate_step("c", 0.1, 1e-9).rho
+        (0.125, None)
+        """
         if self.kind == "gaussian":
-            return zcdp_rho_gaussian(self.noise_multiplier)
+            assert self.noise_multiplier is not None
+            return float(zcdp_rho_gaussian(self.noise_multiplier))
         if self.kind == "pure":
-            return zcdp_rho_pure(self.epsilon)
+            assert self.epsilon is not None
+            return float(zcdp_rho_pure(self.epsilon))
         return None
 
 
 def gaussian_step(name: str, noise_multiplier: float) -> PrivacyStep:
-    """A Gaussian release with ``sigma = noise_multiplier * (L2 sensitivity)``."""
+    """A Gaussian release with ``sigma = noise_multiplier * (L2 sensitivity)``.
+
+    Examples
+    --------
+    >>> gaussian_step("sum", 2.0).noise_multiplier
+    2.0
+    """
     return PrivacyStep(name, noise_multiplier=noise_multiplier)
 
 
 def pure_step(name: str, epsilon: float) -> PrivacyStep:
-    """A pure epsilon-DP step (an exponential-mechanism quantile, a Laplace count)."""
+    """A pure epsilon-DP step (an exponential-mechanism quantile, a Laplace count).
+
+    Examples
+    --------
+    >>> pure_step("median", 0.5).epsilon
+    0.5
+    """
     return PrivacyStep(name, epsilon=epsilon)
 
 
 def approximate_step(name: str, epsilon: float, delta: float) -> PrivacyStep:
-    """An (epsilon, delta)-DP step accounted by its guarantee alone."""
+    """An (epsilon, delta)-DP step accounted by its guarantee alone.
+
+    Examples
+    --------
+    >>> s = approximate_step("threshold", 0.5, 1e-9)
+    >>> s.kind, s.delta
+    ('approximate', 1e-09)
+    """
     return PrivacyStep(name, epsilon=epsilon, delta=delta)
 
 
@@ -791,6 +946,12 @@ class ComposedGuarantee:
     noise_multiplier : float or None
         The one multiplier equivalent to all Gaussian steps, None if there
         are none.
+
+    Examples
+    --------
+    >>> g = compose([gaussian_step("sum", 3.0), pure_step("count", 0.1)], delta=1e-6)
+    >>> g.method, len(g.steps), g.delta
+    ('exact', 2, 1e-06)
     """
 
     steps: tuple
@@ -801,7 +962,14 @@ class ComposedGuarantee:
     noise_multiplier: float | None = field(default=None)
 
     def as_dict(self) -> dict:
-        """A JSON-friendly dictionary of the record."""
+        """A JSON-friendly dictionary of the record.
+
+        Examples
+        --------
+        >>> g = compose([gaussian_step("a", 3.0)], delta=1e-6)
+        >>> sorted(g.as_dict())[:3]
+        ['delta', 'epsilon', 'method']
+        """
         return {
             "steps": [
                 {"name": st.name, "kind": st.kind, "noise_multiplier": st.noise_multiplier,
@@ -841,6 +1009,12 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
     Returns
     -------
     ComposedGuarantee
+
+    Examples
+    --------
+    >>> g = compose([gaussian_step("a", 2.0), gaussian_step("b", 2.0)], delta=1e-6)
+    >>> bool(abs(g.epsilon - gaussian_composition_epsilon([2.0, 2.0], 1e-6)) < 1e-9)
+    True
     """
     steps = tuple(steps) if not isinstance(steps, PrivacyStep) else (steps,)
     if not steps:

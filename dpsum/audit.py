@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from . import _validation as V
+from ._validation import RandomLike
 from ._deprecation import moved_attributes
 
 __all__ = [
@@ -82,7 +84,7 @@ def _cp_upper(k, n: int, level: float):
     return np.where(k >= n, 1.0, out)
 
 
-def clopper_pearson_lower(k, n: int, alpha: float):
+def clopper_pearson_lower(k: ArrayLike, n: int, alpha: float) -> float | np.ndarray:
     """One-sided exact lower confidence bound on a binomial proportion.
 
     The Clopper-Pearson bound: ``p_lo`` is the ``alpha`` quantile of
@@ -99,6 +101,11 @@ def clopper_pearson_lower(k, n: int, alpha: float):
         Number of trials, ``>= 1``.
     alpha : float
         Error probability of the bound, in (0, 1).
+
+    Examples
+    --------
+    >>> clopper_pearson_lower(0, 10, 0.05), round(clopper_pearson_lower(10, 10, 0.05), 6)  # alpha^(1/n)
+    (0.0, 0.741134)
     """
     n = V.check_integer(n, "n")
     a = _check_alpha(alpha)
@@ -107,13 +114,18 @@ def clopper_pearson_lower(k, n: int, alpha: float):
     return V.scalar_or_array(out)
 
 
-def clopper_pearson_upper(k, n: int, alpha: float):
+def clopper_pearson_upper(k: ArrayLike, n: int, alpha: float) -> float | np.ndarray:
     """One-sided exact upper confidence bound on a binomial proportion.
 
     ``p_hi`` is the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)`` (1 when
     ``k = n``); ``Pr[p_hi < p] <= alpha``. With ``k = 0`` it equals
     ``1 - alpha^(1/n)``, strictly positive, so a ratio with ``p_hi`` in the
     denominator is always finite.
+
+    Examples
+    --------
+    >>> round(clopper_pearson_upper(0, 10, 0.05), 6), clopper_pearson_upper(10, 10, 0.05)  # 1 - alpha^(1/n)
+    (0.258866, 1.0)
     """
     n = V.check_integer(n, "n")
     a = _check_alpha(alpha)
@@ -147,6 +159,13 @@ def epsilon_from_counts(k_first: int, k_second: int, n_samples: int, *, delta: f
     ``alpha / 2`` each, returns ``max(0, ln((p_lo - delta) / q_hi))``; 0 means
     no evidence (``p_lo <= delta``). If the mechanism is (epsilon, delta)-DP,
     the returned value exceeds epsilon with probability at most ``alpha``.
+
+    Examples
+    --------
+    >>> round(epsilon_from_counts(900, 100, 1000, delta=0.0, alpha=0.05), 6)
+    1.989706
+    >>> epsilon_from_counts(500, 500, 1000, delta=0.0, alpha=0.05)
+    0.0
     """
     n = V.check_integer(n_samples, "n_samples")
     a = _check_alpha(alpha)
@@ -158,8 +177,8 @@ def epsilon_from_counts(k_first: int, k_second: int, n_samples: int, *, delta: f
     return float(_epsilon_bound(_cp_lower(k1, n, a / 2), _cp_upper(k2, n, a / 2), d))
 
 
-def audit_power(p, q, n_samples: int, *, epsilon: float, delta: float,
-                alpha: float = 1e-3, n_tests: int = N_TESTS):
+def audit_power(p: ArrayLike, q: ArrayLike, n_samples: int, *, epsilon: float, delta: float,
+                alpha: float = 1e-3, n_tests: int = N_TESTS) -> float | np.ndarray:
     """Probability that one threshold test proves a violation of ``epsilon``.
 
     The test's event has probability ``p`` on its first dataset and ``q`` on
@@ -187,6 +206,11 @@ def audit_power(p, q, n_samples: int, *, epsilon: float, delta: float,
         The claimed delta, in [0, 1).
     alpha, n_tests :
         As in :func:`epsilon_lower_bound` (two tests).
+
+    Examples
+    --------
+    >>> round(audit_power(0.5, 0.05, 2000, epsilon=1.0, delta=0.0), 6)
+    1.0
     """
     n = V.check_integer(n_samples, "n_samples")
     level = _check_alpha(alpha) / (2 * V.check_integer(n_tests, "n_tests"))
@@ -230,7 +254,7 @@ def _check_laws(first, second):
     return P, Q
 
 
-def pair_delta(first, second, epsilon: float) -> float:
+def pair_delta(first: ArrayLike, second: ArrayLike, epsilon: float) -> float:
     """Exact ``delta(epsilon)`` of one pair of discrete output laws.
 
     ``first`` and ``second`` are the probability vectors of a mechanism's
@@ -239,13 +263,19 @@ def pair_delta(first, second, epsilon: float) -> float:
     for every set ``S`` is the larger of the two hockey-stick divergences
     ``sum_y max(0, P(y) - e^eps Q(y))`` and the same with ``P`` and ``Q``
     exchanged.
+
+    Examples
+    --------
+    >>> round(pair_delta([0.75, 0.25], [0.25, 0.75], np.log(3)), 12)  # randomized response, epsilon = ln 3
+    0.0
     """
     P, Q = _check_laws(first, second)
     e = math.exp(float(V.check_positive(epsilon, "epsilon", allow_zero=True)))
     return float(max(np.sum(np.maximum(P - e * Q, 0.0)), np.sum(np.maximum(Q - e * P, 0.0))))
 
 
-def discrete_audit_power(first, second, n_samples: int, *, epsilon: float, delta: float,
+def discrete_audit_power(first: ArrayLike, second: ArrayLike, n_samples: int, *,
+                         epsilon: float, delta: float,
                          alpha: float = 1e-3) -> float:
     """Power of the best threshold test for two discrete output laws.
 
@@ -257,6 +287,11 @@ def discrete_audit_power(first, second, n_samples: int, *, epsilon: float, delta
     largest :func:`audit_power` over these events: the probability that an
     audit with ``n_samples`` releases per dataset proves a violation of
     ``epsilon`` when its pilot picks the best threshold.
+
+    Examples
+    --------
+    >>> round(discrete_audit_power([0.1, 0.9], [0.9, 0.1], 1000, epsilon=1.0, delta=0.0), 6)
+    1.0
     """
     P, Q = _check_laws(first, second)
     sfP, sfQ = np.cumsum(P[::-1])[::-1], np.cumsum(Q[::-1])[::-1]
@@ -304,6 +339,13 @@ class AuditResult:
         Releases per dataset in the main and the pilot run.
     alpha, delta : float
         Total error probability and the delta of the claim being audited.
+
+    Examples
+    --------
+    >>> rel = lambda x, rng: x + rng.normal()
+    >>> res = epsilon_lower_bound(rel, 0.0, 1.0, delta=0.0, n_samples=2000, rng=0)
+    >>> res.tail in ("upper", "lower"), res.n_samples, res.counts[0] >= 0
+    (True, 2000, True)
     """
 
     epsilon_lower_bound: float
@@ -420,9 +462,10 @@ def _best_threshold(first: np.ndarray, second: np.ndarray, n: int, level: float,
     return float(cand[int(np.argmax(score))])
 
 
-def epsilon_lower_bound(release: Callable, dataset, neighbour, *, delta: float,
-                        n_samples: int, rng=None, alpha: float = 1e-3,
-                        n_pilot: int | None = None, direction=None,
+def epsilon_lower_bound(release: Callable[..., Any], dataset: Any, neighbour: Any, *,
+                        delta: float, n_samples: int, rng: RandomLike = None,
+                        alpha: float = 1e-3, n_pilot: int | None = None,
+                        direction: ArrayLike | None = None,
                         batched: bool = False) -> AuditResult:
     """Audit a mechanism: a lower bound on its epsilon from releases on two neighbours.
 
@@ -495,6 +538,14 @@ def epsilon_lower_bound(release: Callable, dataset, neighbour, *, delta: float,
     Returns
     -------
     AuditResult
+
+    Examples
+    --------
+    >>> from dpsum.mechanisms import gaussian_mechanism
+    >>> rel = lambda v, rng: gaussian_mechanism(v, epsilon=1.0, delta=1e-3, sensitivity=1.0, rng=rng)
+    >>> res = epsilon_lower_bound(rel, 0.0, 1.0, delta=1e-3, n_samples=5000, rng=0)
+    >>> res.epsilon_lower_bound <= 1.0  # a correct mechanism: no evidence above its claim
+    True
     """
     V.check_callable(release, "release", "release(dataset, rng)")
     d = _check_delta_audit(delta)
@@ -631,6 +682,14 @@ def batched_gaussian_release(release: Callable) -> Callable:
     every mechanism it audits this way. A release that calls any other
     sampling method raises ``TypeError``; one that reduces over its noise is
     caught by the shape check (the output's first axis must be ``size``).
+
+    Examples
+    --------
+    >>> from dpsum.mechanisms import gaussian_mechanism
+    >>> rel = lambda v, rng: gaussian_mechanism(v, epsilon=1.0, delta=1e-3, sensitivity=1.0, rng=rng)
+    >>> many = batched_gaussian_release(rel)(np.zeros(2), np.random.default_rng(0), 5)
+    >>> many.shape
+    (5, 2)
     """
     V.check_callable(release, "release", "release(dataset, rng)")
 
@@ -644,7 +703,7 @@ def batched_gaussian_release(release: Callable) -> Callable:
                 f"(output shape {out.shape} for size {m}); audit it with batched=False")
         return out
 
-    batched.__wrapped__ = release
+    setattr(batched, "__wrapped__", release)
     return batched
 
 
@@ -683,6 +742,12 @@ def precision_event(outputs: np.ndarray, sensitivity: float, bits: int = 6) -> n
     Returns
     -------
     numpy.ndarray of bool
+
+    Examples
+    --------
+    >>> d = 1.0  # ulp(1) / 2 = 2^-53
+    >>> precision_event(np.array([2.0**-20, 2.0**-20 + 2.0**-60, 0.5]), d).tolist()
+    [True, False, False]
     """
     y = V.check_real(outputs, "outputs")
     D = V.check_positive(sensitivity, "sensitivity", scalar=True)

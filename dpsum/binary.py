@@ -49,6 +49,7 @@ from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from . import _validation as V
+from ._validation import RandomLike
 from .privacy import Neighbouring
 from .release import _StrEnum
 
@@ -97,7 +98,13 @@ WARNER_KEEP_PROBABILITY = 0.75
 
 class BinaryMechanism(_StrEnum):
     """Which binary-sum mechanism produced a :class:`BinaryRelease` (a ``str``
-    enum: ``release.mechanism == "binomial"`` still holds)."""
+    enum: ``release.mechanism == "binomial"`` still holds).
+
+    Examples
+    --------
+    >>> BinaryMechanism("binomial") is BinaryMechanism.BINOMIAL
+    True
+    """
 
     RANDOMIZED_RESPONSE = "randomized_response"
     BINOMIAL = "binomial"
@@ -105,7 +112,13 @@ class BinaryMechanism(_StrEnum):
 
     @classmethod
     def parse(cls, value: Any, name: str = "mechanism") -> BinaryMechanism:
-        """The member named by ``value`` (a member or its string), or a clear error."""
+        """The member named by ``value`` (a member or its string), or a clear error.
+
+        Examples
+        --------
+        >>> BinaryMechanism.parse("sample_and_threshold")
+        <BinaryMechanism.SAMPLE_AND_THRESHOLD: 'sample_and_threshold'>
+        """
         if isinstance(value, cls):
             return value
         return cls(V.check_choice(value, name, tuple(m.value for m in cls)))
@@ -165,6 +178,12 @@ class BinaryRelease:
         when it is ``>= tau``, i.e. ``>= ceil(tau)``), None otherwise.
     neighbouring : dpsum.privacy.Neighbouring
         The neighbouring relation of the guarantee (replace-one).
+
+    Examples
+    --------
+    >>> r = randomized_response([1, 0, 1, 1], epsilon=1.0, rng=0)
+    >>> r.mechanism, r.n, r.delta
+    (<BinaryMechanism.RANDOMIZED_RESPONSE: 'randomized_response'>, 4, 0.0)
     """
 
     estimate: float
@@ -182,21 +201,48 @@ class BinaryRelease:
 
     @property
     def released(self) -> bool:
-        """False only when sample-and-threshold suppressed the count."""
+        """False only when sample-and-threshold suppressed the count.
+
+        Examples
+        --------
+        >>> sample_and_threshold([1] * 3, epsilon=1.0, delta=1e-3, rng=0).released
+        False
+        """
         if self.mechanism is not BinaryMechanism.SAMPLE_AND_THRESHOLD:
             return True
         return self.output > 0
 
-    def bias(self, k):
-        """Bias ``E[estimate] - k`` of the estimator when the true count is ``k``."""
+    def bias(self, k: ArrayLike) -> float | np.ndarray:
+        """Bias ``E[estimate] - k`` of the estimator when the true count is ``k``.
+
+        Examples
+        --------
+        >>> r = sample_and_threshold([1] * 100 + [0] * 900, epsilon=1.0, delta=1e-3, rng=0)
+        >>> round(float(r.bias(100)), 6) < 0, r.bias(3)  # below the threshold: always suppressed
+        (True, -3.0)
+        """
         return _bias(self.mechanism, self.n, k, self.probability, self.threshold)
 
-    def variance(self, k):
-        """Variance of the estimator when the true count is ``k`` (closed form)."""
+    def variance(self, k: ArrayLike) -> float | np.ndarray:
+        """Variance of the estimator when the true count is ``k`` (closed form).
+
+        Examples
+        --------
+        >>> r = binomial_noise_mechanism([0, 1] * 1000, epsilon=1.0, delta=1e-3, rng=0)
+        >>> round(r.variance(5), 6) == round(2000 * r.probability * (1 - r.probability), 6)
+        True
+        """
         return _variance(self.mechanism, self.n, k, self.probability, self.threshold)
 
-    def mean_squared_error(self, k):
-        """``bias(k)^2 + variance(k)``: the expected squared error for true count ``k``."""
+    def mean_squared_error(self, k: ArrayLike) -> float | np.ndarray:
+        """``bias(k)^2 + variance(k)``: the expected squared error for true count ``k``.
+
+        Examples
+        --------
+        >>> r = randomized_response([0, 1] * 50, epsilon=1.0, rng=0)
+        >>> r.mean_squared_error(50) == r.variance(50)  # unbiased
+        True
+        """
         b = self.bias(k)
         return b * b + self.variance(k)
 
@@ -249,25 +295,35 @@ def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
 # randomized response
 
 
-def randomized_response_keep_probability(epsilon):
+def randomized_response_keep_probability(epsilon: ArrayLike) -> float | np.ndarray:
     """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
     reports the true bit (book chapter 7, "Randomized response").
 
     The likelihood ratio of a report under the two values of a user's bit is
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
     Vectorised over ``epsilon``.
+
+    Examples
+    --------
+    >>> randomized_response_keep_probability(np.log(3))
+    0.75
     """
     eps = V.check_epsilon(epsilon)
     q = special.expit(eps)
     return V.scalar_or_array(q)
 
 
-def randomized_response_epsilon(keep_probability):
+def randomized_response_epsilon(keep_probability: ArrayLike) -> float | np.ndarray:
     """The epsilon of randomized response that keeps the bit with probability
     ``keep_probability`` in (1/2, 1): ``ln(q / (1 - q))``.
 
     Warner's fair-coin scheme keeps the answer with probability 3/4
     (:data:`WARNER_KEEP_PROBABILITY`), hence ``epsilon = ln 3``.
+
+    Examples
+    --------
+    >>> bool(abs(randomized_response_epsilon(WARNER_KEEP_PROBABILITY) - np.log(3)) < 1e-15)
+    True
     """
     q = V.check_probability(keep_probability, "keep_probability")
     if not np.all(np.asarray(q) > 0.5):
@@ -279,12 +335,18 @@ def randomized_response_epsilon(keep_probability):
     return V.scalar_or_array(eps)
 
 
-def randomized_response_reports(bits, *, epsilon: float, rng=None) -> np.ndarray:
+def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
+                                rng: RandomLike = None) -> np.ndarray:
     """The local randomizer: each user's report, their bit flipped with
     probability ``1 / (1 + e^eps)``.
 
     Returns a boolean array of the same length as ``bits``; the input is not
     modified. Each report is epsilon-DP with respect to its user's bit.
+
+    Examples
+    --------
+    >>> randomized_response_reports([1, 0, 1], epsilon=50.0, rng=0).tolist()  # epsilon this large keeps every bit
+    [True, False, True]
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     x = V.check_bits(bits)
@@ -293,12 +355,17 @@ def randomized_response_reports(bits, *, epsilon: float, rng=None) -> np.ndarray
     return x ^ flip
 
 
-def randomized_response_estimate(output, n, *, epsilon: float):
+def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -> float | np.ndarray:
     """Unbiased estimator of the count from the number of 1-reports.
 
     With keep probability ``q``, ``E[output] = q k + (1 - q)(n - k)``, so
     ``k_hat = (output - (1 - q) n) / (2 q - 1)``. For ``epsilon = ln 3``
     (``q = 3/4``) this is the seed's ``2 n_obs - N / 2``.
+
+    Examples
+    --------
+    >>> round(randomized_response_estimate(55, 100, epsilon=np.log(3)), 9)  # 2 n_obs - n / 2
+    60.0
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     nn = _check_int(n, "n", minimum=1)
@@ -312,11 +379,16 @@ def randomized_response_estimate(output, n, *, epsilon: float):
     return V.scalar_or_array(est)
 
 
-def randomized_response_variance(n, epsilon):
+def randomized_response_variance(n: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
     """Variance of the randomized-response estimator of the count:
     ``n e^eps / (e^eps - 1)^2 = n / (4 sinh^2(eps / 2))``, whatever ``k`` is.
 
     Vectorised over ``n`` and ``epsilon``.
+
+    Examples
+    --------
+    >>> round(randomized_response_variance(100, np.log(3)), 9)  # n e^eps / (e^eps - 1)^2
+    75.0
     """
     nn = _check_int(n, "n", minimum=1)
     eps = V.check_epsilon(epsilon)
@@ -324,7 +396,8 @@ def randomized_response_variance(n, epsilon):
     return V.scalar_or_array(value)
 
 
-def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
+def randomized_response(bits: ArrayLike, *, epsilon: float,
+                        rng: RandomLike = None) -> BinaryRelease:
     """Epsilon-randomized response (Warner 1965), aggregated.
 
     Every user reports their bit with probability ``q = e^eps / (1 + e^eps)``
@@ -347,6 +420,12 @@ def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
     BinaryRelease
         ``output`` is the number of 1-reports, ``probability`` the keep
         probability, ``delta`` is 0.
+
+    Examples
+    --------
+    >>> r = randomized_response([1, 0] * 500, epsilon=2.0, rng=0)
+    >>> r.output <= 1000, round(r.probability, 6)
+    (True, 0.880797)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     x = V.check_bits(bits)
@@ -358,7 +437,7 @@ def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
     # ones kept plus zeros flipped: the law of the count of the per-user reports
     output = int(gen.binomial(k, q)) + int(gen.binomial(n - k, flip))
     return BinaryRelease(
-        estimate=randomized_response_estimate(output, n, epsilon=eps),
+        estimate=float(randomized_response_estimate(output, n, epsilon=eps)),
         output=output,
         n=n,
         epsilon=eps,
@@ -373,25 +452,40 @@ def randomized_response(bits, *, epsilon: float, rng=None) -> BinaryRelease:
 # additive binomial noise
 
 
-def binomial_min_users(epsilon, delta):
+def binomial_min_users(epsilon: ArrayLike, delta: ArrayLike) -> int | np.ndarray:
     """Smallest number of users the binomial mechanism accepts:
     ``ceil(100 ln(2/delta) / epsilon^2)``, where ``p`` reaches 1/2.
 
     Vectorised over ``epsilon`` and ``delta`` (returns an int for scalars).
     The condition is the seed's; it does not depend on ``epsilon <= 1``, which
     the mechanism checks separately.
+
+    Examples
+    --------
+    >>> binomial_min_users(1.0, 1e-6)
+    1451
     """
     eps = V.check_epsilon(epsilon)
     dlt = V.check_delta(delta)
-    value = np.ceil(100.0 * np.log(2.0 / np.asarray(dlt)) / np.asarray(eps) ** 2)
+    with np.errstate(over="ignore", divide="ignore"):
+        value = np.ceil(100.0 * np.log(2.0 / np.asarray(dlt)) / np.asarray(eps) ** 2)
+    if not np.all(value < 2.0**63):
+        raise ValueError("epsilon is too small: the number of users the binomial mechanism "
+                         "needs, 100 ln(2/delta) / epsilon^2, exceeds any integer count")
     if value.ndim == 0:
         return int(value)
     return value.astype(np.int64)
 
 
-def binomial_noise_probability(n, epsilon, delta) -> float:
+def binomial_noise_probability(n: int, epsilon: float, delta: float) -> float:
     """Noise probability ``p = 50 ln(2/delta) / (epsilon^2 n)`` of the binomial
-    mechanism; raises if ``n`` is below :func:`binomial_min_users` (``p > 1/2``)."""
+    mechanism; raises if ``n`` is below :func:`binomial_min_users` (``p > 1/2``).
+
+    Examples
+    --------
+    >>> round(binomial_noise_probability(10_000, 1.0, 1e-6), 6)
+    0.072543
+    """
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     nn = _check_int(n, "n", minimum=1)
@@ -406,11 +500,18 @@ def binomial_noise_probability(n, epsilon, delta) -> float:
     return 50.0 * math.log(2.0 / dlt) / (eps * eps * nn)
 
 
-def binomial_conditions_hold(n, epsilon, delta, p=None) -> bool:
+def binomial_conditions_hold(n: int, epsilon: float, delta: float,
+                             p: float | None = None) -> bool:
     """Whether the binomial mechanism with these parameters is covered by its
     privacy proof: ``epsilon <= 1``, ``p <= 1/2`` and
     ``p >= 50 ln(2/delta) / (epsilon^2 n)`` (``p`` defaults to that minimum, so
-    the default case is ``n >= 100 ln(2/delta) / epsilon^2``)."""
+    the default case is ``n >= 100 ln(2/delta) / epsilon^2``).
+
+    Examples
+    --------
+    >>> binomial_conditions_hold(10_000, 1.0, 1e-6), binomial_conditions_hold(100, 1.0, 1e-6)
+    (True, False)
+    """
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     nn = _check_int(n, "n", minimum=1)
@@ -419,8 +520,14 @@ def binomial_conditions_hold(n, epsilon, delta, p=None) -> bool:
     return bool(eps <= MAX_EPSILON and pp <= 0.5 and pp >= p_min)
 
 
-def binomial_estimate(output, n, p):
-    """Unbiased estimator ``output - n p`` of the count under binomial noise."""
+def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray:
+    """Unbiased estimator ``output - n p`` of the count under binomial noise.
+
+    Examples
+    --------
+    >>> binomial_estimate(130, 1000, 0.1)
+    30.0
+    """
     nn = _check_int(n, "n", minimum=1)
     pp = V.check_probability(p, "p")
     out = np.asarray(output)
@@ -430,12 +537,17 @@ def binomial_estimate(output, n, p):
     return V.scalar_or_array(est)
 
 
-def binomial_variance(n, epsilon, delta, p=None):
+def binomial_variance(n: int, epsilon: float, delta: float, p: float | None = None) -> float:
     """Variance ``n p (1 - p)`` of the binomial estimator, whatever ``k`` is.
 
     With the seed's ``p`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
     least noise is at the smallest admissible ``n`` (``p = 1/2``) and it grows
     towards ``50 ln(2/delta) / epsilon^2`` as ``n`` grows.
+
+    Examples
+    --------
+    >>> round(binomial_variance(10_000, 1.0, 1e-6), 6)
+    672.8076
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
@@ -446,7 +558,7 @@ def binomial_variance(n, epsilon, delta, p=None):
     return nn * pp * (1.0 - pp)
 
 
-def binomial_privacy_delta(n, p, epsilon) -> float:
+def binomial_privacy_delta(n: int, p: float, epsilon: float) -> float:
     """Exact ``delta(epsilon)`` of adding ``Binomial(n, p)`` noise to a count.
 
     The tight privacy profile of ``k + Z``, ``Z ~ Binomial(n, p)``, for counts
@@ -457,6 +569,12 @@ def binomial_privacy_delta(n, p, epsilon) -> float:
     so each sum runs over one tail and is a difference of two binomial tail
     probabilities. Valid for any ``p`` in (0, 1) (the proof's ``p <= 1/2`` is
     not needed here).
+
+    Examples
+    --------
+    >>> delta = binomial_privacy_delta(10_000, binomial_noise_probability(10_000, 1.0, 1e-6), 1.0)
+    >>> bool(delta <= 1e-6)  # the published calibration is private, with room to spare
+    True
     """
     nn = _check_int(n, "n", minimum=1)
     pp = V.check_probability(p, "p")
@@ -476,8 +594,8 @@ def binomial_privacy_delta(n, p, epsilon) -> float:
     return max(0.0, delta_a, delta_b)
 
 
-def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | None = None,
-                             rng=None) -> BinaryRelease:
+def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
+                             p: float | None = None, rng: RandomLike = None) -> BinaryRelease:
     """Additive binomial noise: release ``k + Z``, ``Z ~ Binomial(n, p)``.
 
     In the shuffle model every user sends their bit and, with probability
@@ -507,6 +625,13 @@ def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | N
     Returns
     -------
     BinaryRelease
+
+    Examples
+    --------
+    >>> bits = [0, 1] * 2000
+    >>> r = binomial_noise_mechanism(bits, epsilon=1.0, delta=1e-3, rng=0)
+    >>> r.mechanism, round(r.probability, 6)
+    (<BinaryMechanism.BINOMIAL: 'binomial'>, 0.095011)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
@@ -530,7 +655,7 @@ def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | N
     k = int(np.count_nonzero(x))
     output = k + int(gen.binomial(n, pp))
     return BinaryRelease(
-        estimate=binomial_estimate(output, n, pp),
+        estimate=float(binomial_estimate(output, n, pp)),
         output=output,
         n=n,
         epsilon=eps,
@@ -545,31 +670,48 @@ def binomial_noise_mechanism(bits, *, epsilon: float, delta: float, p: float | N
 # sample and threshold
 
 
-def sample_threshold_tau(delta):
+def sample_threshold_tau(delta: ArrayLike) -> float | np.ndarray:
     """Threshold ``tau = 3 + ln(1/delta)`` of sample-and-threshold.
 
     The logarithm is natural: the bad event is bounded by a Chernoff bound
     ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
     (book chapter 7). Vectorised over ``delta``.
+
+    Examples
+    --------
+    >>> round(sample_threshold_tau(1e-3), 6)  # 3 + ln 1000
+    9.907755
     """
     dlt = V.check_delta(delta)
     return 3.0 - np.log(dlt) if np.ndim(dlt) else 3.0 - math.log(dlt)
 
 
-def sample_threshold_probability(epsilon, delta):
+def sample_threshold_probability(epsilon: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     """Sampling probability ``p = epsilon / tau`` with ``tau = 3 + ln(1/delta)``.
 
     It does not depend on ``n``. Vectorised over ``epsilon`` and ``delta``.
+
+    Examples
+    --------
+    >>> round(sample_threshold_probability(1.0, 1e-3), 6)
+    0.100931
     """
     eps = V.check_epsilon(epsilon)
     return eps / sample_threshold_tau(delta)
 
 
-def sample_threshold_conditions_hold(epsilon, delta, p=None, threshold=None) -> bool:
+def sample_threshold_conditions_hold(epsilon: float, delta: float, p: float | None = None,
+                                     threshold: float | None = None) -> bool:
     """Whether sample-and-threshold with sampling probability ``p`` and threshold
     ``threshold`` is covered by the privacy proof of the book: ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``.
-    Defaults: ``threshold = 3 + ln(1/delta)`` and ``p = epsilon / threshold``."""
+    Defaults: ``threshold = 3 + ln(1/delta)`` and ``p = epsilon / threshold``.
+
+    Examples
+    --------
+    >>> sample_threshold_conditions_hold(1.0, 1e-3), sample_threshold_conditions_hold(1.0, 1e-3, p=0.5)
+    (True, False)
+    """
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     tau_min = sample_threshold_tau(dlt)
@@ -578,8 +720,14 @@ def sample_threshold_conditions_hold(epsilon, delta, p=None, threshold=None) -> 
     return bool(eps <= MAX_EPSILON and tau >= tau_min and pp <= eps / tau)
 
 
-def sample_threshold_estimate(output, p):
-    """Estimator ``output / p`` of the count (``0`` when the count was suppressed)."""
+def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray:
+    """Estimator ``output / p`` of the count (``0`` when the count was suppressed).
+
+    Examples
+    --------
+    >>> sample_threshold_estimate(30, 0.1)
+    300.0
+    """
     pp = V.check_probability(p, "p")
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
@@ -648,10 +796,17 @@ def _st_variance(k, p, tau):
     return V.scalar_or_array(var)
 
 
-def sample_threshold_release_probability(k, epsilon, delta, *, p=None, threshold=None):
+def sample_threshold_release_probability(k: ArrayLike, epsilon: float, delta: float, *,
+                                         p: float | None = None,
+                                         threshold: float | None = None) -> float | np.ndarray:
     """Probability ``P(Binomial(k, p) >= tau)`` that the count is released.
 
     Vectorised over ``k``. Defaults as in :func:`sample_and_threshold`.
+
+    Examples
+    --------
+    >>> [round(float(v), 6) for v in sample_threshold_release_probability([5, 200], 1.0, 1e-3)]
+    [0.0, 0.996871]
     """
     kk = _check_int(k, "k")
     pp, tau = _st_parameters(epsilon, delta, p, threshold)
@@ -659,32 +814,46 @@ def sample_threshold_release_probability(k, epsilon, delta, *, p=None, threshold
     return V.scalar_or_array(value)
 
 
-def sample_threshold_bias(k, epsilon, delta, *, p=None, threshold=None):
+def sample_threshold_bias(k: ArrayLike, epsilon: float, delta: float, *, p: float | None = None,
+                          threshold: float | None = None) -> float | np.ndarray:
     """Exact bias ``E[k_hat] - k = -k P(Binomial(k-1, p) <= ceil(tau) - 2)`` of the
     sample-and-threshold estimator (``-k`` when ``k < ceil(tau)``).
 
     It equals ``-(1/p) sum_{c < tau} c P(Binomial(k, p) = c)``: the mass the
     threshold removes. Vectorised over ``k``.
+
+    Examples
+    --------
+    >>> sample_threshold_bias(5, 1.0, 1e-3)  # always suppressed: the bias is -k
+    -5.0
     """
     kk = _check_int(k, "k")
     pp, tau = _st_parameters(epsilon, delta, p, threshold)
     return _st_bias(kk, pp, tau)
 
 
-def sample_threshold_variance(k, epsilon, delta, *, p=None, threshold=None):
+def sample_threshold_variance(k: ArrayLike, epsilon: float, delta: float, *,
+                              p: float | None = None,
+                              threshold: float | None = None) -> float | np.ndarray:
     """Exact variance of the sample-and-threshold estimator for true count ``k``.
 
     ``Var = (1/p^2) sum_{c >= tau} c^2 b(c) - (E k_hat)^2`` with ``b`` the
     ``Binomial(k, p)`` pmf, evaluated through binomial tails (see the module
     source). Without the threshold it would be ``k (1 - p) / p``. Vectorised
     over ``k``.
+
+    Examples
+    --------
+    >>> sample_threshold_variance(5, 1.0, 1e-3)
+    0.0
     """
     kk = _check_int(k, "k")
     pp, tau = _st_parameters(epsilon, delta, p, threshold)
     return _st_variance(kk, pp, tau)
 
 
-def sample_threshold_privacy_delta(p, threshold, epsilon, *, max_count: int = 2_000_000) -> float:
+def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *,
+                                   max_count: int = 2_000_000) -> float:
     """Exact ``delta(epsilon)`` of sample-and-threshold, maximised over the count.
 
     For true counts ``k`` and ``k + 1`` the outputs are the sampled count
@@ -701,6 +870,12 @@ def sample_threshold_privacy_delta(p, threshold, epsilon, *, max_count: int = 2_
     ``K = max_count``; the returned value is the larger of the maximum and that
     tail bound, hence an upper bound that is exact whenever the tail is
     negligible.
+
+    Examples
+    --------
+    >>> p = sample_threshold_probability(1.0, 1e-3)
+    >>> bool(sample_threshold_privacy_delta(p, sample_threshold_tau(1e-3), 1.0) <= 1e-3)
+    True
     """
     pp = V.check_probability(p, "p")
     tau = V.check_positive(threshold, "threshold")
@@ -724,8 +899,9 @@ def sample_threshold_privacy_delta(p, threshold, epsilon, *, max_count: int = 2_
     return float(max(0.0, float(np.max(terms)), tail))
 
 
-def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None = None,
-                         threshold: float | None = None, rng=None) -> BinaryRelease:
+def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
+                         p: float | None = None, threshold: float | None = None,
+                         rng: RandomLike = None) -> BinaryRelease:
     """Sample-and-threshold (Bharadwaj and Cormode 2022) for a binary sum.
 
     Each user is sampled independently with probability ``p`` (default
@@ -759,6 +935,12 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
     Returns
     -------
     BinaryRelease
+
+    Examples
+    --------
+    >>> r = sample_and_threshold([1] * 200 + [0] * 800, epsilon=1.0, delta=1e-3, rng=0)
+    >>> r.released, round(r.threshold, 6)
+    (True, 9.907755)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
@@ -791,7 +973,7 @@ def sample_and_threshold(bits, *, epsilon: float, delta: float, p: float | None 
     sampled = int(gen.binomial(k, pp))
     output = sampled if sampled >= tau else 0
     return BinaryRelease(
-        estimate=sample_threshold_estimate(output, pp),
+        estimate=float(sample_threshold_estimate(output, pp)),
         output=output,
         n=n,
         epsilon=eps,
@@ -816,6 +998,13 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
     ``"sample_and_threshold"``: ``bias^2 + variance`` (depends on ``k`` only).
     Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are
     scalars, and the two approximate-DP mechanisms need ``epsilon <= 1``.
+
+    Examples
+    --------
+    >>> round(binary_mse("randomized_response", n=100, k=30, epsilon=1.0, delta=1e-6), 6)
+    92.067359
+    >>> binary_mse("binomial", n=10, k=3, epsilon=1.0, delta=1e-6)  # too few users
+    inf
     """
     which = BinaryMechanism.parse(mechanism)
     eps = V.check_epsilon(epsilon, scalar=True)

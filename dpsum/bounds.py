@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .calibration import analytic_sigma
 from . import _validation as V
+from .calibration import analytic_sigma
 from .privacy import Neighbouring, clipped_sum_sensitivity
 
 __all__ = [
@@ -156,7 +156,7 @@ def _check_n(n):
 
 
 # ------------------------------------------------------------ Lemma 3.2
-def bernstein_max_t(stds) -> float:
+def bernstein_max_t(stds: ArrayLike) -> float:
     r"""The largest ``t`` for which Lemma 3.2 holds.
 
     .. math:: t_{\max} = \frac{1}{6\sigma_*^2}\sqrt{2\sum_j \sigma_j^4}
@@ -175,6 +175,11 @@ def bernstein_max_t(stds) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> round(bernstein_max_t(np.ones(18)), 12)  # sqrt(2 d) / 6
+    1.0
     """
     pw = _Powers(_check_stds(stds))
     return math.sqrt(2.0 * pw.r4) / 6.0
@@ -193,7 +198,7 @@ def _check_t(t, t_max: float, strict: bool):
     return tv
 
 
-def bernstein_tail_threshold(stds, t, *, strict: bool = True):
+def bernstein_tail_threshold(stds: ArrayLike, t: ArrayLike, *, strict: bool = True) -> float | np.ndarray:
     r"""The threshold of Lemma 3.2: ``t sqrt(8 sum sigma_j^4) + sum sigma_j^2``.
 
     Lemma 3.2 states that for independent ``X_j ~ N(0, sigma_j^2)``
@@ -221,6 +226,11 @@ def bernstein_tail_threshold(stds, t, *, strict: bool = True):
     -------
     float or numpy.ndarray
         The threshold(s), same shape as ``t``.
+
+    Examples
+    --------
+    >>> float(bernstein_tail_threshold(np.ones(18), 0.5))  # 0.5 sqrt(8 * 18) + 18
+    24.0
     """
     pw = _Powers(_check_stds(stds))
     tv = _check_t(t, math.sqrt(2.0 * pw.r4) / 6.0, strict)
@@ -228,7 +238,7 @@ def bernstein_tail_threshold(stds, t, *, strict: bool = True):
     return V.scalar_or_array(out, t)
 
 
-def bernstein_tail_bound(stds, x):
+def bernstein_tail_bound(stds: ArrayLike, x: ArrayLike) -> float | np.ndarray:
     r"""Lemma 3.2 as a bound on the tail probability ``P(sum_j X_j^2 >= x)``.
 
     With ``t = (x - sum sigma_j^2) / sqrt(8 sum sigma_j^4)``, the bound is
@@ -249,6 +259,11 @@ def bernstein_tail_bound(stds, x):
     -------
     float or numpy.ndarray
         Upper bound(s) on ``P(sum_j X_j^2 >= x)``, in ``(0, 1]``.
+
+    Examples
+    --------
+    >>> round(float(bernstein_tail_bound(np.ones(100), 140.0)) / math.exp(-2.0), 12)  # t = sqrt(2)
+    1.0
     """
     pw = _Powers(_check_stds(stds))
     xv = V.check_finite_array(x, "x")
@@ -258,7 +273,8 @@ def bernstein_tail_bound(stds, x):
     return V.scalar_or_array(np.exp(-t_eff**2), x)
 
 
-def bernstein_clip_radius(stds, clip_probability: float, scaling=None, *,
+def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
+                          scaling: ArrayLike | None = None, *,
                           strict: bool = True) -> float:
     r"""Upper bound on the clip radius from Lemma 3.2: ``C <= sqrt(threshold)``.
 
@@ -283,6 +299,12 @@ def bernstein_clip_radius(stds, clip_probability: float, scaling=None, *,
     -------
     float
         ``sqrt(t sqrt(8 sum s_j^4) + sum s_j^2)`` with ``s = b * stds``.
+
+    Examples
+    --------
+    >>> from dpsum.clipping import clip_radius
+    >>> bool(bernstein_clip_radius(np.ones(200), 1e-3) >= clip_radius(np.ones(200), 1e-3))
+    True
     """
     s = _scaled_stds(stds, scaling)
     p = _check_clip_probability(clip_probability)
@@ -303,7 +325,7 @@ def bernstein_clip_radius(stds, clip_probability: float, scaling=None, *,
 
 
 # -------------------------------------------------------------- Theorem 5
-def theorem5_max_log_n(stds) -> float:
+def theorem5_max_log_n(stds: ArrayLike) -> float:
     r"""The right-hand side of Theorem 5's condition: ``sum sigma_j^2 / (18 sigma_*^2)``.
 
     Theorem 5 holds when ``ln n`` is at most this value. It equals
@@ -320,12 +342,17 @@ def theorem5_max_log_n(stds) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> theorem5_max_log_n(np.ones(36))  # d / 18
+    2.0
     """
     pw = _Powers(_check_stds(stds))
     return pw.r2 / 18.0
 
 
-def theorem5_condition_holds(stds, n):
+def theorem5_condition_holds(stds: ArrayLike, n: ArrayLike) -> bool | np.ndarray:
     r"""Whether Theorem 5's condition ``ln n <= sum sigma_j^2 / (18 sigma_*^2)`` holds.
 
     Parameters
@@ -338,6 +365,11 @@ def theorem5_condition_holds(stds, n):
     Returns
     -------
     bool or numpy.ndarray of bool
+
+    Examples
+    --------
+    >>> theorem5_condition_holds(np.ones(36), [5, 10])
+    array([ True, False])
     """
     limit = theorem5_max_log_n(stds)
     nv = _check_n(n)
@@ -361,7 +393,8 @@ def _theorem5_checked(stds, n, strict: bool):
     return pw, log_n
 
 
-def theorem5_clip_radius_squared(stds, n, *, strict: bool = True):
+def theorem5_clip_radius_squared(stds: ArrayLike, n: ArrayLike, *,
+                                 strict: bool = True) -> float | np.ndarray:
     r"""Theorem 5's upper bound on ``C^2`` for the scaling of Lemma 3.1.
 
     .. math:: C^2 \le \frac{\sqrt{8\ln(n)\sum_j\sigma_j^2}}{\sum_j\sigma_j} + 1,
@@ -384,15 +417,20 @@ def theorem5_clip_radius_squared(stds, n, *, strict: bool = True):
     Returns
     -------
     float or numpy.ndarray
+
+    Examples
+    --------
+    >>> round(float(theorem5_clip_radius_squared(np.ones(100), 10)), 6)
+    1.429193
     """
     pw, log_n = _theorem5_checked(stds, n, strict)
     out = np.sqrt(8.0 * log_n * pw.r2) / pw.r1 + 1.0
     return V.scalar_or_array(out, n)
 
 
-def theorem5_error_bound(stds, n, epsilon: float, delta: float, *,
+def theorem5_error_bound(stds: ArrayLike, n: ArrayLike, epsilon: float, delta: float, *,
                          neighbouring: Neighbouring | str = "replace",
-                         strict: bool = True):
+                         strict: bool = True) -> float | np.ndarray:
     r"""Theorem 5's bound on the expected squared error (9) of Algorithm 3.
 
     .. math:: \mathbb E\|\eta\|^2 \le 4\sigma_{opt}^2 \sum_j\sigma_j
@@ -424,6 +462,13 @@ def theorem5_error_bound(stds, n, epsilon: float, delta: float, *,
     Returns
     -------
     float or numpy.ndarray
+
+    Examples
+    --------
+    >>> from dpsum.errors import gaussian_data_error
+    >>> stds = np.ones(100)
+    >>> bool(theorem5_error_bound(stds, 100, 1.0, 1e-6) >= gaussian_data_error(stds, 1.0, 1e-6, 1 / 100))
+    True
     """
     pw, log_n = _theorem5_checked(stds, n, strict)
     sens = clipped_sum_sensitivity(1.0, neighbouring)
@@ -436,7 +481,8 @@ def theorem5_error_bound(stds, n, epsilon: float, delta: float, *,
 
 
 # ------------------------------------------------ the Chebyshev alternative
-def chebyshev_clip_radius(stds, clip_probability: float, scaling=None, *,
+def chebyshev_clip_radius(stds: ArrayLike, clip_probability: float,
+                          scaling: ArrayLike | None = None, *,
                           one_sided: bool = False) -> float:
     r"""Upper bound on the clip radius from Chebyshev's inequality.
 
@@ -471,6 +517,11 @@ def chebyshev_clip_radius(stds, clip_probability: float, scaling=None, *,
     -------
     float
         The radius ``C``.
+
+    Examples
+    --------
+    >>> round(chebyshev_clip_radius(np.ones(2), 0.5), 6)  # sqrt(2 + sqrt(4 / 0.5))
+    2.197368
     """
     pw = _Powers(_scaled_stds(stds, scaling))
     p = _check_clip_probability(clip_probability)
@@ -480,7 +531,8 @@ def chebyshev_clip_radius(stds, clip_probability: float, scaling=None, *,
     return pw.s_max * math.sqrt(pw.r2 + math.sqrt(2.0 * pw.r4 * factor))
 
 
-def chebyshev_clip_probability(stds, clip_norm: float = 1.0, scaling=None, *,
+def chebyshev_clip_probability(stds: ArrayLike, clip_norm: float = 1.0,
+                               scaling: ArrayLike | None = None, *,
                                one_sided: bool = False) -> float:
     r"""Chebyshev's upper bound on the clipping probability at radius ``C``.
 
@@ -511,6 +563,11 @@ def chebyshev_clip_probability(stds, clip_norm: float = 1.0, scaling=None, *,
     -------
     float
         An upper bound on ``P(||x_hat|| >= C)``, in ``(0, 1]``.
+
+    Examples
+    --------
+    >>> round(chebyshev_clip_probability(np.ones(2), 2.0), 6)  # Var / (C^2 - E)^2 = 4 / 4
+    1.0
     """
     pw = _Powers(_scaled_stds(stds, scaling))
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
@@ -526,7 +583,7 @@ def chebyshev_clip_probability(stds, clip_norm: float = 1.0, scaling=None, *,
 
 
 # ------------------------------------------------------ the "Extra" alpha
-def extra_bernstein_alpha(stds, clip_probability: float, *, as_written: bool = False,
+def extra_bernstein_alpha(stds: ArrayLike, clip_probability: float, *, as_written: bool = False,
                           moment_constant: float = REPORT_MOMENT_CONSTANT) -> float:
     r"""The report's Bernstein ``alpha``: a bound on ``C^2`` for Lemma 3.1's scaling.
 
@@ -573,6 +630,12 @@ def extra_bernstein_alpha(stds, clip_probability: float, *, as_written: bool = F
     -------
     float
         ``alpha``, an upper bound on ``C^2`` in the space scaled by Lemma 3.1.
+
+    Examples
+    --------
+    >>> stds = np.ones(50)
+    >>> bool(extra_bernstein_alpha(stds, 1e-4, as_written=True) >= extra_bernstein_alpha(stds, 1e-4))
+    True
     """
     pw = _Powers(_check_stds(stds))
     p = _check_clip_probability(clip_probability)
@@ -596,7 +659,7 @@ def extra_bernstein_alpha(stds, clip_probability: float, *, as_written: bool = F
 
 
 # ------------------------------------------------------ Laurent--Massart
-def laurent_massart_threshold(stds, x):
+def laurent_massart_threshold(stds: ArrayLike, x: ArrayLike) -> float | np.ndarray:
     r"""Laurent and Massart's chi-square threshold (their Lemma 1).
 
     For independent ``X_j ~ N(0, sigma_j^2)`` and every ``x >= 0``
@@ -620,6 +683,11 @@ def laurent_massart_threshold(stds, x):
     Returns
     -------
     float or numpy.ndarray
+
+    Examples
+    --------
+    >>> round(float(laurent_massart_threshold(np.ones(4), 1.0)), 6)  # 4 + 2 sqrt(4) + 2
+    10.0
     """
     pw = _Powers(_check_stds(stds))
     xv = np.asarray(V.check_positive(x, "x", allow_zero=True))
@@ -627,7 +695,8 @@ def laurent_massart_threshold(stds, x):
     return V.scalar_or_array(out, x)
 
 
-def laurent_massart_clip_radius(stds, clip_probability: float, scaling=None) -> float:
+def laurent_massart_clip_radius(stds: ArrayLike, clip_probability: float,
+                                scaling: ArrayLike | None = None) -> float:
     r"""Upper bound on the clip radius from :func:`laurent_massart_threshold`.
 
     ``C = sqrt(sum s_j^2 + 2 sqrt(l sum s_j^4) + 2 s_*^2 l)`` with
@@ -638,6 +707,14 @@ def laurent_massart_clip_radius(stds, clip_probability: float, scaling=None) -> 
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> from dpsum.clipping import clip_radius
+    >>> bool(laurent_massart_clip_radius(np.ones(10), 1e-6) >= clip_radius(np.ones(10), 1e-6))
+    True
+    >>> laurent_massart_clip_radius([1e-300] * 3, 1e-6) > 0  # relative to the largest std: no underflow
+    True
     """
     pw = _Powers(_scaled_stds(stds, scaling))
     p = _check_clip_probability(clip_probability)

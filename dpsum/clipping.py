@@ -93,7 +93,10 @@ def clip_radius(stds: ArrayLike, clip_probability: float, scaling: ArrayLike | N
     top = int(np.max(exponent))
     rel = np.ldexp(mantissa, exponent - top)
     weights = np.maximum(rel * rel, np.finfo(np.float64).tiny)
-    radius = math.ldexp(_clip_radius_relative(weights, p), top)
+    try:
+        radius = math.ldexp(_clip_radius_relative(weights, p), top)
+    except OverflowError:
+        radius = math.inf
     if not 0.0 < radius < math.inf:
         raise ValueError("the clip radius for these stds and scaling is not a finite positive "
                          "float: rescale stds or scaling")
@@ -364,6 +367,11 @@ def sum_rounding_bound(n_rows: int, d: int) -> float:
     -------
     float
         ``rho``; a mechanism charges it by clipping at ``C / (1 + rho)``.
+
+    Examples
+    --------
+    >>> bool(sum_rounding_bound(10**6, 100) < 1e-6), bool(sum_rounding_bound(10**3, 100) < sum_rounding_bound(10**6, 100))
+    (True, True)
     """
     if n_rows < 0 or d < 1:
         raise ValueError("n_rows must be >= 0 and d >= 1")
@@ -480,12 +488,14 @@ def _squared_norms(block: np.ndarray, plan: _Plan, buf: np.ndarray,
     m = block.shape[0]
     t = block if plan.center is None else np.subtract(block, plan.center, out=buf[:m])
     if not plan.fast:                       # weights too extreme to square
+        assert sq_buf is not None
         base = np.multiply(t, plan.b_n, out=sq_buf[:m])
         return base, np.einsum("ij,ij->i", base, base)
     if plan.isotropic:
         sq = np.einsum("ij,ij->i", t, t)
         sq *= plan.w_n[0]
         return t, sq
+    assert sq_buf is not None
     return t, np.square(t, out=sq_buf[:m]) @ plan.w_n
 
 

@@ -81,6 +81,12 @@ class GaussianDataSetup:
     noise_std : numpy.ndarray or None
         Per-coordinate noise standard deviation of the released sum,
         ``sensitivity * sigma_opt / b``.
+
+    Examples
+    --------
+    >>> s = gaussian_data_setup([2.0, 1.0], epsilon=1.0, delta=1e-6, n=1000)
+    >>> s.clip_probability, s.sensitivity == 2 * s.clip_norm
+    (0.001, True)
     """
 
     stds: np.ndarray
@@ -98,7 +104,15 @@ class GaussianDataSetup:
     @property
     def expected_squared_error(self) -> float:
         """Equation (9): ``sum_j noise_std_j^2``, the expected squared error
-        against the clipped sum (needs ``epsilon`` and ``delta``)."""
+        against the clipped sum (needs ``epsilon`` and ``delta``).
+
+        Examples
+        --------
+        >>> s = gaussian_data_setup([2.0, 1.0], epsilon=1.0, delta=1e-6, n=1000)
+        >>> e = s.expected_squared_error
+        >>> round(e / float(np.sum(s.noise_std ** 2)), 12)
+        1.0
+        """
         if self.noise_std is None:
             raise ValueError("the set-up has no noise level: pass epsilon and delta")
         scale = float(np.max(self.noise_std))

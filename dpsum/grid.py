@@ -88,16 +88,23 @@ def grid_exponent(clip_norm: float, d: int, charge: float = GRID_CHARGE) -> int:
     return K
 
 
-def round_to_grid(value, K: int) -> np.ndarray:
+def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
     """``value / 2^K`` rounded to the nearest integer (ties to even), as an
-    object array of Python integers (exact for any magnitude)."""
+    object array of Python integers (exact for any magnitude).
+
+    Examples
+    --------
+    >>> [int(v) for v in round_to_grid([0.3, 2.5, -1.75], -2)]  # multiples of 1/4, ties to even
+    [1, 10, -7]
+    """
     x = np.asarray(value, dtype=np.float64)
     with np.errstate(under="ignore"):
         q = np.rint(np.ldexp(x, -K))
     return np.array([int(v) for v in q.ravel()], dtype=object).reshape(x.shape)
 
 
-def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling=None, center=None, *,
+def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None = None,
+                     center: ArrayLike | None = None, *,
                      charge: float = GRID_CHARGE) -> tuple[np.ndarray, int, int]:
     """Algorithm 3's clipped sum on the grid ``2^K``, summed exactly in integers.
 
@@ -134,6 +141,12 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling=None, center=None,
         The grid exponent (public).
     n_clipped : int
         Rows clipped; **not** differentially private.
+
+    Examples
+    --------
+    >>> S, K, clipped = grid_clipped_sum(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
+    >>> S.dtype == object or S.dtype.kind == "i", clipped
+    (True, 1)
     """
     C = float(V.check_positive(clip_norm, "clip_norm"))
     X = V.as_real_array(X, "X")
@@ -172,6 +185,12 @@ def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: i
         The exact sum in grid units.
     n_clamped : int
         Values clamped; **not** differentially private.
+
+    Examples
+    --------
+    >>> S, clamped = grid_clamped_sum([[3.0, -0.1]], [1.0, 1.0], [1.0, 1.0], -10)
+    >>> [int(v) for v in S], clamped
+    ([1024, -102], 1)
     """
     X = V.as_real_array(X, "X")
     if X.ndim != 2 or X.shape[1] == 0:
@@ -241,6 +260,7 @@ def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
             if contiguous:                      # t ⊙ b_n as one flat product: no broadcasting
                 t = block if plan.center is None else np.subtract(block, plan.center,
                                                                   out=buf[:m])
+                assert b_tiled is not None
                 base = sq_buf[:m]
                 np.multiply(t.reshape(-1), b_tiled[:m * d], out=base.reshape(-1))
                 sq = np.einsum("ij,ij->i", base, base)
@@ -271,8 +291,8 @@ def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
     return total, n_clipped
 
 
-def grid_gaussian_noise(S, K: int, sensitivity: float, *, epsilon: float, delta: float,
-                        rng=None) -> tuple[np.ndarray, float]:
+def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: float,
+                        delta: float, rng: V.RandomLike = None) -> tuple[np.ndarray, float]:
     """Add discrete Gaussian noise to an integer sum on the grid ``2^K``.
 
     ``S`` (Python integers, units of ``2^K``) has L2 sensitivity at most
@@ -281,6 +301,12 @@ def grid_gaussian_noise(S, K: int, sensitivity: float, *, epsilon: float, delta:
     ``(epsilon, delta)``-DP. Returns ``S + Z`` (Python integers) and the noise
     standard-deviation parameter ``sigma 2^K`` in the units of the statistic.
     ``rng=None`` draws from the operating system's secure generator.
+
+    Examples
+    --------
+    >>> Y, sigma = grid_gaussian_noise(np.array([0, 0]), 0, 1.0, epsilon=1.0, delta=1e-6, rng=0)
+    >>> len(Y), bool(sigma > 1)
+    (2, True)
     """
     sens = float(V.check_positive(sensitivity, "sensitivity"))
     eps, dlt = V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
@@ -290,8 +316,8 @@ def grid_gaussian_noise(S, K: int, sensitivity: float, *, epsilon: float, delta:
     return S + Z, math.ldexp(sigma, K)
 
 
-def secure_gaussian(value, *, sensitivity: float, epsilon: float, delta: float,
-                    rng=None) -> tuple[np.ndarray, int, float]:
+def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, delta: float,
+                    rng: V.RandomLike = None) -> tuple[np.ndarray, int, float]:
     """Algorithm 1 on the grid: a precomputed statistic released with exact
     discrete Gaussian noise.
 
@@ -310,6 +336,12 @@ def secure_gaussian(value, *, sensitivity: float, epsilon: float, delta: float,
         The grid exponent (public).
     noise_std : float
         The discrete Gaussian's scale ``sigma 2^K`` in the units of ``value``.
+
+    Examples
+    --------
+    >>> y, K, sigma = secure_gaussian([1.0, 2.0], sensitivity=1.0, epsilon=1.0, delta=1e-6, rng=0)
+    >>> all(float(v / 2.0 ** K).is_integer() for v in y)  # on the grid 2^K
+    True
     """
     x = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(x)):
@@ -341,7 +373,7 @@ class _Bits:
         elif isinstance(rng, np.random.Generator):
             self._gen = rng
         elif isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-            self._gen = np.random.default_rng(rng)
+            self._gen = np.random.default_rng(int(rng))
         else:
             raise TypeError("rng must be None (secure), a numpy.random.Generator or an int seed")
         self.secure = self._gen is None
@@ -434,7 +466,8 @@ def _as_fraction(sigma2) -> Fraction:
     return s2
 
 
-def discrete_gaussian(sigma2, size: int | tuple = (), rng=None) -> np.ndarray:
+def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = (),
+                      rng: V.RandomLike = None) -> np.ndarray:
     """Exact samples of the discrete Gaussian ``N_Z(0, sigma^2)``.
 
     The pmf is ``exp(-x^2 / (2 sigma^2)) / sum_y exp(-y^2 / (2 sigma^2))`` on the
@@ -464,10 +497,17 @@ def discrete_gaussian(sigma2, size: int | tuple = (), rng=None) -> np.ndarray:
     >>> x = discrete_gaussian(4.0, size=3, rng=0)
     >>> x.shape, all(isinstance(v, int) for v in x)
     ((3,), True)
+
+    Examples
+    --------
+    >>> z = discrete_gaussian(4.0, size=1000, rng=0)
+    >>> z.shape, bool(abs(z.mean()) < 0.5)
+    ((1000,), True)
     """
     s2 = _as_fraction(sigma2)
     bits = _Bits(rng)
-    shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
+    shape: tuple[int, ...] = ((int(size),) if isinstance(size, numbers.Integral)
+                              else tuple(size))  # type: ignore[arg-type]
     count = math.prod(shape)
     out = [_discrete_gaussian_one(s2.numerator, s2.denominator, bits) for _ in range(count)]
     return np.array(out, dtype=object).reshape(shape)
@@ -484,8 +524,15 @@ def _log_normaliser(sigma2: float) -> float:
     return float(np.log(np.sum(np.exp(-ys * ys / (2 * sigma2)))))
 
 
-def discrete_gaussian_pmf(x, sigma2: float) -> np.ndarray:
-    """The pmf of ``N_Z(0, sigma^2)`` at the integers ``x``."""
+def discrete_gaussian_pmf(x: ArrayLike, sigma2: float) -> np.ndarray:
+    """The pmf of ``N_Z(0, sigma^2)`` at the integers ``x``.
+
+    Examples
+    --------
+    >>> p = discrete_gaussian_pmf(np.arange(-50, 51), 4.0)
+    >>> round(float(p.sum()), 12), bool(p[50] == p.max())
+    (1.0, True)
+    """
     s2 = float(V.check_positive(sigma2, "sigma2"))
     xs = np.asarray(x, dtype=np.float64)
     return np.exp(-xs * xs / (2 * s2) - _log_normaliser(s2))
@@ -501,6 +548,11 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1
     Proposition 12, optimised over the Renyi order
     (:func:`dpsum.accounting.zcdp_delta`, returned).
     This bound is slightly above the continuous Gaussian's exact ``delta``.
+
+    Examples
+    --------
+    >>> bool(discrete_gaussian_delta(4.0, 1.0) < 1e-1)
+    True
     """
     s = float(V.check_positive(sigma, "sigma"))
     eps = float(V.check_positive(epsilon, "epsilon"))
@@ -512,7 +564,14 @@ def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity:
     """The exact ``delta(epsilon)`` of the one-dimensional discrete Gaussian
     with integer sensitivity (CKS Theorem 7): ``Pr[Y > epsilon sigma^2/Delta -
     Delta/2] - e^epsilon Pr[Y > epsilon sigma^2/Delta + Delta/2]``, ``Y ~
-    N_Z(0, sigma^2)``; computed by summing the pmf (for checks)."""
+    N_Z(0, sigma^2)``; computed by summing the pmf (for checks).
+
+    Examples
+    --------
+    >>> d1 = discrete_gaussian_delta_exact_1d(16.0, 1.0, 1)
+    >>> bool(0 < d1 <= discrete_gaussian_delta(4.0, 1.0))
+    True
+    """
     s2 = float(sigma2)
     eps = float(epsilon)
     D = int(sensitivity)

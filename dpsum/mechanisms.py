@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _validation as V
+from ._validation import RandomLike
 from ._deprecation import renamed_keyword, warn_deprecated
 from .calibration import analytic_sigma, classic_sigma
 from . import grid
@@ -95,7 +96,7 @@ def _finite_noise(noise_std: np.ndarray, what: str) -> np.ndarray:
 def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensitivity: float,
                        calibration: str = "analytic",
                        neighbouring: Neighbouring | str = "replace",
-                       rng: Any = None, secure: bool = False) -> Release:
+                       rng: RandomLike = None, secure: bool = False) -> Release:
     """Algorithm 1: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
 
     ``sigma = sensitivity * sigma_opt`` with ``sigma_opt`` from the analytic
@@ -177,7 +178,7 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
 
 @renamed_keyword("bounds", "widths")
 def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
-                                  widths: ArrayLike, rng: Any = None,
+                                  widths: ArrayLike, rng: RandomLike = None,
                                   return_diagnostics: bool = False,
                                   secure: bool = False) -> Any:
     """Algorithm 2, the Elliptical Gaussian mechanism, on the sum of the rows of ``X``.
@@ -356,7 +357,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             center: ArrayLike | None = None,
                             clip_probability: float | None = None,
                             scaling: str | ArrayLike = "optimal",
-                            neighbouring: Neighbouring | str = "replace", rng: Any = None,
+                            neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                             return_diagnostics: bool = False, secure: bool = False) -> Any:
     """Algorithm 3: the Elliptical Gaussian mechanism for Gaussian data.
 
@@ -447,7 +448,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
 
 
 def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, clip_norm: float,
-                               neighbouring: Neighbouring | str = "replace", rng: Any = None,
+                               neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                                return_diagnostics: bool = False, secure: bool = False) -> Any:
     """The isotropic clipping baseline: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
@@ -547,18 +548,11 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
                                             release.center)[1]}
     raise ValueError(f"release_diagnostics has nothing to count for a {release.mechanism} "
                      "release (it neither clips nor clamps)")
-    C = check_positive(clip_norm, "clip_norm")
-    if np.ndim(C):
-        raise ValueError("clip_norm must be a scalar")
-    data = check_data_matrix(X, finite=False)  # finiteness checked in the clipping pass
-    gen = check_rng(rng)
-    return _clipped_release(data, eps=eps, dlt=dlt, C=C, b=np.ones(data.shape[1]),
-                            center=None, relation=relation, gen=gen,
-                            name="clipped gaussian", return_diagnostics=return_diagnostics)
 
 
 def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
-                      neighbouring: Neighbouring | str = "replace", rng: Any = None) -> Release:
+                      neighbouring: Neighbouring | str = "replace",
+                      rng: RandomLike = None) -> Release:
     """The Laplace mechanism: add i.i.d. ``Laplace(0, sensitivity / epsilon)`` noise.
 
     If the statistic has L1 sensitivity ``Delta_1`` (the largest L1 distance
@@ -596,6 +590,12 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
     Like the Gaussian mechanisms here, the noise comes from NumPy's
     floating-point sampler, which does not defend against floating-point
     attacks (Mironov 2012, who showed them first on exactly this mechanism).
+
+    Examples
+    --------
+    >>> r = laplace_mechanism([1.0, 2.0], epsilon=1.0, sensitivity=2.0, rng=0)
+    >>> r.mechanism, r.delta, round(float(r.noise_std[0]), 6)  # sqrt(2) * 2 / 1
+    (<Mechanism.LAPLACE: 'laplace'>, 0.0, 2.828427)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     sens = V.check_positive(sensitivity, "sensitivity", scalar=True)

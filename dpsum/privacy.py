@@ -43,6 +43,13 @@ class Neighbouring(str, enum.Enum):
     norm at most ``C`` by another moves the sum by up to ``2C``, adding or
     removing one moves it by up to ``C`` (book, chapter 1, "Neighbouring
     datasets"; errata E3).
+
+    Examples
+    --------
+    >>> Neighbouring.parse("add-remove") is Neighbouring.ADD_REMOVE
+    True
+    >>> Neighbouring.REPLACE == "replace"
+    True
     """
 
     REPLACE = "replace"
@@ -50,7 +57,13 @@ class Neighbouring(str, enum.Enum):
 
     @classmethod
     def parse(cls, value: "Neighbouring | str", name: str = "neighbouring") -> "Neighbouring":
-        """Return the member named by ``value`` or raise a clear error."""
+        """Return the member named by ``value`` or raise a clear error.
+
+        Examples
+        --------
+        >>> Neighbouring.parse("replace")
+        <Neighbouring.REPLACE: 'replace'>
+        """
         if isinstance(value, cls):
             return value
         if not isinstance(value, str):

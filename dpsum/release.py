@@ -28,6 +28,13 @@ class Mechanism(_StrEnum):
     """Which mechanism produced a :class:`Release`.
 
     A ``str`` enum: ``release.mechanism == "clipped gaussian"`` still holds.
+
+    Examples
+    --------
+    >>> Mechanism.CLIPPED_GAUSSIAN == "clipped gaussian"
+    True
+    >>> str(Mechanism.GAUSSIAN_DATA)
+    'gaussian data (Algorithm 3)'
     """
 
     #: Algorithm 1 with the analytic calibration (Theorem 3).
@@ -45,7 +52,13 @@ class Mechanism(_StrEnum):
 
 
 class Calibration(_StrEnum):
-    """Which theorem fixed the noise multiplier ``sigma_opt``."""
+    """Which theorem fixed the noise multiplier ``sigma_opt``.
+
+    Examples
+    --------
+    >>> Calibration("classic") is Calibration.CLASSIC
+    True
+    """
 
     #: Balle and Wang's exact calibration (Theorem 3).
     ANALYTIC = "analytic"
@@ -125,6 +138,13 @@ class Release:
         noise was added (``estimate`` times ``scaling``, less ``n * center``
         under replace-one) is an integer multiple of ``2^K``. None on the
         floating-point path.
+
+    Examples
+    --------
+    >>> from dpsum.mechanisms import gaussian_mechanism
+    >>> r = gaussian_mechanism([1.0, 2.0], epsilon=1.0, delta=1e-5, sensitivity=1.0, rng=0)
+    >>> r.mechanism, r.estimate.flags.writeable
+    (<Mechanism.GAUSSIAN_ANALYTIC: 'gaussian (analytic)'>, False)
     """
 
     estimate: np.ndarray
@@ -155,5 +175,13 @@ class Release:
     def expected_squared_error(self) -> float:
         """Expected squared L2 norm of the added noise, ``sum_j noise_std_j^2``
         (Corollary 1.1). This is the error against the clipped sum; clipping
-        bias comes on top of it."""
+        bias comes on top of it.
+
+        Examples
+        --------
+        >>> from dpsum.mechanisms import gaussian_mechanism
+        >>> r = gaussian_mechanism([1.0, 2.0], epsilon=1.0, delta=1e-5, sensitivity=1.0, rng=0)
+        >>> round(r.expected_squared_error / r.noise_std[0] ** 2, 12)
+        np.float64(2.0)
+        """
         return float(np.sum(np.square(self.noise_std)))

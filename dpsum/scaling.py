@@ -59,7 +59,8 @@ def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
     [0.333333, 0.666667, 0.666667]
     """
     w = _positive_vector(widths, "widths")
-    return np.sqrt(w / w.sum())
+    r = w / np.max(w)  # relative widths: the sum cannot overflow
+    return np.sqrt(r / r.sum())
 
 
 def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
@@ -343,6 +344,17 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     ValueError
         If ``stds`` is not positive and finite, ``clip_probability`` is not in
         (0, 1), ``family`` is unknown or ``max_iter < 1``.
+
+    Examples
+    --------
+    >>> stds = np.array([4.0, 1.0, 0.25])
+    >>> b = error_optimal_scaling(stds, 1e-6)
+    >>> round(float(np.sum((b * stds) ** 2)), 12)  # constraint (10)
+    1.0
+    >>> from dpsum.clipping import clip_radius
+    >>> F = lambda b: clip_radius(stds, 1e-6, b) ** 2 * np.sum(b ** -2.0)
+    >>> bool(F(b) <= F(gaussian_data_scaling(stds)))
+    True
     """
     sigma = _positive_vector(stds, "stds")
     p = V.check_probability(clip_probability, "clip_probability", scalar=True)

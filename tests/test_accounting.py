@@ -363,3 +363,10 @@ def test_approximate_step_has_no_rho():
 def test_bad_arguments_are_named(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_compose_of_gaussian_steps_alone():
+    """No non-Gaussian step: the exact composition is the composed Gaussian."""
+    from dpsum.accounting import compose, gaussian_composition_epsilon, gaussian_step
+    g = compose([gaussian_step("a", 2.0), gaussian_step("b", 3.0)], delta=1e-6)
+    assert g.epsilon == pytest.approx(gaussian_composition_epsilon([2.0, 3.0], 1e-6), rel=1e-12)

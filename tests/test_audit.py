@@ -73,14 +73,13 @@ from dpsum.pairs import (
     gaussian_data_pair,
     statistic_pair,
 )
-from dpsum.clipping import clip_radius
 from dpsum.mechanisms import (
     clipped_gaussian_mechanism,
     elliptical_gaussian_mechanism,
     gaussian_data_mechanism,
     gaussian_mechanism,
 )
-from dpsum.scaling import elliptical_scaling, gaussian_data_scaling
+from dpsum.scaling import elliptical_scaling
 
 EPS, DELTA, ALPHA = 1.0, 1e-3, 1e-3
 EPS_DETECT = 1.6          # the violation every audit must catch with 99% probability
@@ -193,7 +192,14 @@ def test_gaussian_mechanisms_pass(name):
     assert res.epsilon_lower_bound > 0.2 * eps, (name, res)
 
 
-@pytest.mark.parametrize("name", sorted(BINARY_CASES))
+# the two unbatched audits with 10^5 releases per dataset are the slowest
+# tests of the suite (marked slow; make test runs them)
+_SLOW_BINARY = ("binomial-noise", "sample-and-threshold")
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow)
+                                  if name in _SLOW_BINARY else name
+                                  for name in sorted(BINARY_CASES)])
 def test_binary_mechanisms_pass(name):
     release, pair, n, delta = BINARY_CASES[name]
     res = _audit(release, pair, n, seed=100 + sorted(BINARY_CASES).index(name),
@@ -570,3 +576,12 @@ def test_bad_arguments_raise_clear_errors():
         pair_delta([0.5, 0.5], [1.0], 1.0)
     with pytest.raises(ValueError, match="probability vector"):
         discrete_audit_power([0.5, 0.6], [0.5, 0.5], 100, epsilon=1.0, delta=0.0)
+
+
+def test_a_release_with_an_empty_output_is_a_clear_error():
+    for batched in (False, True):
+        rel = ((lambda x, rng, size: np.zeros((size, 0))) if batched
+               else (lambda x, rng: np.zeros(0)))
+        with pytest.raises(ValueError, match="empty output"):
+            epsilon_lower_bound(rel, 0.0, 1.0, delta=DELTA, n_samples=100, rng=0,
+                                batched=batched)

@@ -433,3 +433,26 @@ def test_binary_mse_validates():
         B.binary_mse("sample_and_threshold", n=10, k=1, epsilon=2.0, delta=1e-3)
     with pytest.raises(ValueError, match="k must be at most"):
         B.randomized_response([0, 1], epsilon=1.0, rng=0).variance(3)
+
+
+def test_binomial_min_users_with_a_tiny_epsilon_is_a_clear_error():
+    with pytest.raises(ValueError, match="epsilon is too small"):
+        B.binomial_min_users(1e-300, 1e-6)
+    with pytest.raises(ValueError, match="epsilon is too small"):
+        B.binomial_min_users([1.0, 1e-300], 1e-6)
+    assert B.binomial_min_users(1e-3, 1e-6) == math.ceil(100 * math.log(2e6) / 1e-6)
+
+
+@pytest.mark.parametrize("mech", [B.binomial_noise_mechanism, B.sample_and_threshold])
+def test_delta_none_names_delta(mech):
+    with pytest.raises(TypeError, match="delta"):
+        mech(_bits(20000, 10), epsilon=1.0, delta=None, rng=0)
+
+
+def test_integer_arguments_follow_the_package_rule():
+    # whole floats are integers, fractions and booleans are not
+    assert B.randomized_response_variance(100.0, 1.0) == B.randomized_response_variance(100, 1.0)
+    with pytest.raises(ValueError, match="n must be a whole number"):
+        B.randomized_response_variance(100.5, 1.0)
+    with pytest.raises(TypeError, match="n must be an integer, not a boolean"):
+        B.randomized_response_variance(True, 1.0)

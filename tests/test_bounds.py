@@ -17,6 +17,7 @@ from scipy import stats
 
 import dpsum
 from dpsum import bounds as B
+from dpsum.clipping import clip_radius
 from dpsum.gchisq import GeneralizedChiSquare
 from dpsum.scaling import gaussian_data_scaling
 
@@ -503,3 +504,21 @@ def test_overflowing_results_raise():
         B.bernstein_tail_bound(huge, 1.0)
     with pytest.raises(ValueError, match="stds too large"):
         B.laurent_massart_threshold(huge, 1.0)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e160, 1e300])
+def test_clip_radius_bounds_are_upper_bounds_at_any_scale(scale):
+    """Computed relative to the largest std: no underflow to 0 (which is no
+    upper bound), no overflow."""
+    stds = np.array([1.0, 1.0, 1.0])
+    p = 1e-6
+    exact = clip_radius(stds, p)
+    lm = B.laurent_massart_clip_radius(stds * scale, p)
+    assert lm > 0 and lm == pytest.approx(B.laurent_massart_clip_radius(stds, p) * scale, rel=1e-14)
+    assert lm >= exact * scale * (1 - 1e-14)
+    ch = B.chebyshev_clip_radius(stds * scale, p)
+    assert ch == pytest.approx(B.chebyshev_clip_radius(stds, p) * scale, rel=1e-14)
+    bs = B.bernstein_clip_radius(stds * scale, 0.2, strict=False)
+    assert bs == pytest.approx(B.bernstein_clip_radius(stds, 0.2, strict=False) * scale,
+                               rel=1e-14)
+    assert B.laurent_massart_clip_radius([1e-300] * 3, 1e-6) >= exact * 1e-300 * (1 - 1e-14)

@@ -463,3 +463,25 @@ if __name__ == "__main__":  # pragma: no cover
     if "--regenerate" in sys.argv:
         regenerate()
         print(f"wrote {DATA}")
+
+
+# ---------------------------------------------------------------------------
+# one kernel: a scalar call and the same point inside an array agree bit for bit
+# ---------------------------------------------------------------------------
+_eps = st.floats(1e-3, 50.0)
+_log_delta = st.floats(-300.0, math.log10(0.5))
+_sens = st.floats(1e-3, 1e3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(eps=_eps, log_delta=_log_delta, sens=_sens, others=st.lists(_eps, min_size=1, max_size=4))
+def test_scalar_and_array_calls_agree_bit_for_bit(eps, log_delta, sens, others):
+    delta = 10.0**log_delta
+    sigma = analytic_sigma(eps, delta, sens)
+    batch = analytic_sigma(np.array([eps] + others), delta, sens)
+    assert batch[0] == sigma
+    assert gaussian_delta(sigma, eps, sens) == gaussian_delta(np.array([sigma, 2 * sigma]),
+                                                              eps, sens)[0]
+    e = gaussian_epsilon(sigma, delta, sens)
+    assert gaussian_epsilon(np.array([sigma, 2 * sigma]), delta, sens)[0] == e
+    assert gaussian_delta(sigma, e, sens) <= delta

@@ -1,4 +1,5 @@
-"""The clipping kernel over the whole float64 range (issue 16).
+"""The clipping kernel over the whole float64 range (issue 16), the exact clip
+radius and its cache, and the argument checks of dpsum.clipping.
 
 The central claims are checked exactly, in rational arithmetic
 (:class:`fractions.Fraction`): every row's contribution has norm at most the
@@ -18,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpsum
-from dpsum import clipping
-from dpsum.clipping import clamped_sum, clipped_sum, sum_rounding_bound
+from dpsum import clipping, scaling
+from dpsum.clipping import clamped_sum, clip_radius, clipped_sum, sum_rounding_bound
+from dpsum.gchisq import GeneralizedChiSquare
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -335,3 +337,127 @@ def test_reproducer_6_infinite_noise_is_refused():
     with pytest.raises(ValueError, match="overflows"):
         dpsum.elliptical_gaussian_mechanism(np.ones((3, 4)), epsilon=1, delta=1e-6,
                                             widths=[1e308] * 4, rng=0)
+
+
+# --------------------------------------------------------------- clip radius
+
+def test_clip_radius_is_the_exact_quantile_rounded_up():
+    stds = np.array([1.0, 0.5, 0.25, 0.125])
+    b = scaling.gaussian_data_scaling(stds)
+    p = 1e-9
+    C = clip_radius(stds, p, b)
+    dist = GeneralizedChiSquare((b * stds) ** 2)
+    assert dist.sf(C**2) <= p
+    assert dist.sf((C * (1 - 1e-9)) ** 2) > p
+
+
+def test_clip_radius_equal_weights_matches_chi2():
+    from scipy import stats
+    d, p = 20, 1e-6
+    C = clip_radius(np.ones(d), p)
+    assert C**2 == pytest.approx(stats.chi2.isf(p, d), rel=1e-9)
+
+
+# --------------------------------------------------------------- clipped sum
+
+def test_clipped_sum_matches_the_definition_and_leaves_input_alone():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(5000, 7)) * np.array([5, 1, 1, 0.1, 2, 3, 1])
+    X0 = X.copy()
+    b = rng.uniform(0.2, 2.0, 7)
+    c = rng.normal(size=7)
+    C = 3.0
+    T, k = clipped_sum(X, C, b, c)
+    Y = (X0 - c) * b
+    norms = np.linalg.norm(Y, axis=1)
+    ref = (np.minimum(1, C / norms)[:, None] * Y).sum(axis=0)
+    np.testing.assert_allclose(T, ref, rtol=1e-12, atol=1e-9)
+    assert k == int(np.sum(norms > C))
+    np.testing.assert_array_equal(X, X0)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e150, 1e200, 1e307])
+def test_clipped_rows_never_exceed_C(scale):
+    rng = np.random.default_rng(2)
+    C = 1.0
+    for _ in range(200):
+        row = rng.standard_normal((1, 5)) * scale
+        T, _ = clipped_sum(row, C)
+        assert np.all(np.isfinite(T))
+        assert np.linalg.norm(T) <= C
+
+
+def test_clipped_sum_clips_rows_that_overflow_when_scaled():
+    # issue 16: such rows are clipped (to the direction (1, 1)/sqrt(2)), not refused or dropped
+    T, k = clipped_sum(np.full((2, 2), 1e308), 1.0, scaling=np.array([10.0, 10.0]))
+    np.testing.assert_allclose(T, np.full(2, np.sqrt(2.0)), rtol=1e-14)
+    assert k == 2
+
+
+# ------------------------------------------------------------- validation
+def test_public_clipped_sum_validates_its_arguments():
+    # a list is converted, as everywhere in dpsum
+    T, k = clipped_sum([[3.0, 4.0], [0.3, 0.4]], 1.0)
+    np.testing.assert_allclose(T, [0.9, 1.2], rtol=1e-12)
+    assert k == 1
+    with pytest.raises(ValueError, match="X must be 2-dimensional"):
+        clipped_sum(np.ones(3), 1.0)
+    with pytest.raises(ValueError, match="scaling must be 1-dimensional"):
+        clipped_sum(np.ones((2, 3)), 1.0, scaling=2.0)
+    with pytest.raises(ValueError, match="scaling must have length 3"):
+        clipped_sum(np.ones((2, 3)), 1.0, scaling=[1.0, 2.0])
+    with pytest.raises(ValueError, match="scaling must be > 0"):
+        clipped_sum(np.ones((2, 3)), 1.0, scaling=[1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="center must have length 3"):
+        clipped_sum(np.ones((2, 3)), 1.0, center=[1.0])
+    with pytest.raises(ValueError, match="clip_norm"):
+        clipped_sum(np.ones((2, 3)), [1.0, 2.0])
+    with pytest.raises(TypeError, match="X"):
+        clipped_sum([["a", "b"]], 1.0)
+
+
+def test_clamped_sum_validates_its_arguments():
+    T, k = clamped_sum([[3.0, -0.1], [0.2, 0.4]], [1.0, 0.25])
+    np.testing.assert_allclose(T, [1.2, 0.15], rtol=1e-15)
+    assert k == 2
+    with pytest.raises(ValueError, match="half_widths must have length 2"):
+        clamped_sum(np.ones((2, 2)), [1.0])
+    with pytest.raises(ValueError, match="X must be 2-dimensional"):
+        clamped_sum(np.ones(2), [1.0, 1.0])
+
+
+# ------------------------------------------------------ the clip-radius cache
+def test_clip_radius_cache_is_keyed_by_a_digest_and_bounded():
+    from dpsum import clipping
+    clipping._RADIUS_CACHE.clear()
+    stds = np.array([3.0, 1.0, 0.5])
+    first = clip_radius(stds, 1e-4)
+    store = clipping._RADIUS_CACHE._store
+    assert len(store) == 1
+    (key,) = store
+    d, p, digest = key
+    assert (d, p) == (3, 1e-4) and isinstance(digest, bytes) and len(digest) == 32
+    # a repeated call is served from the cache, with the same value
+    assert clip_radius(stds, 1e-4) == first and len(store) == 1
+    # scaling the stds by a power of two reuses the entry (relative weights)
+    assert clip_radius(4.0 * stds, 1e-4) == 4.0 * first and len(store) == 1
+    # the cache never holds more than its bound, whatever the number of keys
+    for k in range(clipping._RadiusCache._MAX_ENTRIES + 20):
+        clip_radius(stds, 1e-3 / (k + 1))
+    assert len(store) == clipping._RadiusCache._MAX_ENTRIES
+    clipping._RADIUS_CACHE.clear()
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-100, 1e100, 1e200])
+def test_clip_radius_works_across_the_float_range(scale):
+    stds = np.array([1.0, 0.5, 0.25])
+    assert clip_radius(stds * scale, 1e-6) == pytest.approx(clip_radius(stds, 1e-6) * scale,
+                                                            rel=1e-14)
+    b = np.array([1.0, 2.0, 4.0])
+    assert clip_radius(stds, 1e-6, b * scale) == pytest.approx(
+        clip_radius(stds, 1e-6, b) * scale, rel=1e-14)
+
+
+def test_clip_radius_refuses_a_radius_beyond_the_float_range():
+    with pytest.raises(ValueError, match="clip radius"):
+        clip_radius([1e300, 1e300], 1e-12, [1e10, 1e10])

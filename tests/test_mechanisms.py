@@ -41,135 +41,6 @@ def _check_unbiased_and_mse(estimates, target, noise_std):
     assert abs(sq.mean() - expected) < Z * se, (sq.mean(), expected, se)
 
 
-# --------------------------------------------------------------------- scalings
-
-def test_elliptical_scaling_is_unit_norm_and_theorem_4():
-    bounds = np.array([4.0, 1.0, 0.25, 2.0])
-    b = scaling.elliptical_scaling(bounds)
-    assert np.linalg.norm(b) == pytest.approx(1.0, rel=1e-15)
-    np.testing.assert_allclose(b, np.sqrt(bounds / bounds.sum()), rtol=1e-15)
-
-
-def test_gaussian_data_scaling_satisfies_constraint_10():
-    stds = np.array([3.0, 1.0, 0.1])
-    b = scaling.gaussian_data_scaling(stds)
-    np.testing.assert_allclose(b, 1 / (np.sqrt(stds) * np.sqrt(stds.sum())), rtol=1e-15)
-    assert np.sum((b * stds) ** 2) == pytest.approx(1.0, rel=1e-14)
-
-
-@pytest.mark.parametrize("alpha, reference", [
-    (0.0, lambda s: np.ones_like(s)),
-    (0.5, scaling.gaussian_data_scaling),
-    (1.0, scaling.whitening_scaling),
-])
-def test_power_scaling_family(alpha, reference):
-    stds = np.array([5.0, 2.0, 0.5, 0.01])
-    b = scaling.power_scaling(stds, alpha)
-    assert np.sum((b * stds) ** 2) == pytest.approx(1.0, rel=1e-13)
-    ref = reference(stds)
-    np.testing.assert_allclose(b / b[0], ref / ref[0], rtol=1e-12)
-
-
-@pytest.mark.parametrize("func", [scaling.elliptical_scaling, scaling.gaussian_data_scaling,
-                                  scaling.whitening_scaling])
-def test_scalings_reject_bad_input(func):
-    for bad in ([1.0, 0.0], [1.0, -2.0], [1.0, np.nan], [[1.0]]):
-        with pytest.raises(ValueError):
-            func(bad)
-
-
-# --------------------------------------------------------- closed-form errors
-
-def test_elliptical_error_is_equation_6_and_optimal():
-    rng = np.random.default_rng(0)
-    bounds = rng.uniform(0.1, 5, size=6)
-    sopt = analytic_sigma(EPS, DELTA)
-    opt = errors.elliptical_noise_error(bounds, EPS, DELTA)
-    assert opt == pytest.approx(sopt**2 * np.sum(bounds) ** 2, rel=1e-13)
-    for _ in range(50):
-        other = errors.elliptical_noise_error(bounds, EPS, DELTA, scaling=rng.uniform(0.1, 1, 6))
-        assert other >= opt * (1 - 1e-12)
-    ratio = errors.gaussian_sum_error(bounds, EPS, DELTA) / opt
-    assert ratio == pytest.approx(errors.elliptical_improvement_ratio(bounds), rel=1e-12)
-    assert ratio >= 1 and ratio < bounds.size
-
-
-def test_improvement_ratio_equality_case():
-    assert errors.elliptical_improvement_ratio(np.full(7, 2.5)) == pytest.approx(1.0, rel=1e-15)
-
-
-def test_gaussian_data_error_is_equation_9():
-    stds = np.array([2.0, 1.0, 0.3])
-    b = scaling.gaussian_data_scaling(stds)
-    C = clip_radius(stds, 1e-4, b)
-    sopt = analytic_sigma(EPS, DELTA)
-    expected = (2 * C * sopt) ** 2 * np.sum(b**-2.0)
-    assert errors.gaussian_data_error(stds, EPS, DELTA, 1e-4) == pytest.approx(expected, rel=1e-13)
-    add_remove = errors.gaussian_data_error(stds, EPS, DELTA, 1e-4, neighbouring="add-remove")
-    assert add_remove == pytest.approx(expected / 4, rel=1e-13)
-
-
-def test_isotropic_noise_error():
-    assert errors.isotropic_noise_error(2.0, 5) == 20.0
-    with pytest.raises(ValueError, match="d must be"):
-        errors.isotropic_noise_error(1.0, 0)
-
-
-# --------------------------------------------------------------- clip radius
-
-def test_clip_radius_is_the_exact_quantile_rounded_up():
-    stds = np.array([1.0, 0.5, 0.25, 0.125])
-    b = scaling.gaussian_data_scaling(stds)
-    p = 1e-9
-    C = clip_radius(stds, p, b)
-    dist = GeneralizedChiSquare((b * stds) ** 2)
-    assert dist.sf(C**2) <= p
-    assert dist.sf((C * (1 - 1e-9)) ** 2) > p
-
-
-def test_clip_radius_equal_weights_matches_chi2():
-    from scipy import stats
-    d, p = 20, 1e-6
-    C = clip_radius(np.ones(d), p)
-    assert C**2 == pytest.approx(stats.chi2.isf(p, d), rel=1e-9)
-
-
-# --------------------------------------------------------------- clipped sum
-
-def test_clipped_sum_matches_the_definition_and_leaves_input_alone():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(5000, 7)) * np.array([5, 1, 1, 0.1, 2, 3, 1])
-    X0 = X.copy()
-    b = rng.uniform(0.2, 2.0, 7)
-    c = rng.normal(size=7)
-    C = 3.0
-    T, k = clipped_sum(X, C, b, c)
-    Y = (X0 - c) * b
-    norms = np.linalg.norm(Y, axis=1)
-    ref = (np.minimum(1, C / norms)[:, None] * Y).sum(axis=0)
-    np.testing.assert_allclose(T, ref, rtol=1e-12, atol=1e-9)
-    assert k == int(np.sum(norms > C))
-    np.testing.assert_array_equal(X, X0)
-
-
-@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e150, 1e200, 1e307])
-def test_clipped_rows_never_exceed_C(scale):
-    rng = np.random.default_rng(2)
-    C = 1.0
-    for _ in range(200):
-        row = rng.standard_normal((1, 5)) * scale
-        T, _ = clipped_sum(row, C)
-        assert np.all(np.isfinite(T))
-        assert np.linalg.norm(T) <= C
-
-
-def test_clipped_sum_clips_rows_that_overflow_when_scaled():
-    # issue 16: such rows are clipped (to the direction (1, 1)/sqrt(2)), not refused or dropped
-    T, k = clipped_sum(np.full((2, 2), 1e308), 1.0, scaling=np.array([10.0, 10.0]))
-    np.testing.assert_allclose(T, np.full(2, np.sqrt(2.0)), rtol=1e-14)
-    assert k == 2
-
-
 # --------------------------------------------------------------- mechanisms
 
 def test_gaussian_mechanism_release_fields_and_distribution():
@@ -432,3 +303,52 @@ def test_public_names_are_exported():
                  "analytic_sigma", "classic_sigma", "gaussian_delta", "gaussian_epsilon",
                  "elliptical_scaling", "gaussian_data_scaling", "clip_radius"):
         assert hasattr(dpsum, name), name
+
+
+# ------------------------------------------------------------------ hygiene
+MECHANISM_CALLS = {
+    "gaussian": lambda **kw: gaussian_mechanism(np.ones(2), sensitivity=1.0, **kw),
+    "elliptical": lambda **kw: elliptical_gaussian_mechanism(np.ones((3, 2)), widths=[1.0, 1.0],
+                                                             **kw),
+    "gaussian-data": lambda **kw: gaussian_data_mechanism(np.ones((3, 2)), stds=[1.0, 1.0], **kw),
+    "clipped": lambda **kw: clipped_gaussian_mechanism(np.ones((3, 2)), clip_norm=1.0, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISM_CALLS))
+def test_delta_none_and_negative_seed_name_the_argument(name):
+    call = MECHANISM_CALLS[name]
+    with pytest.raises(TypeError, match="delta must be a real number"):
+        call(epsilon=EPS, delta=None, rng=0)
+    with pytest.raises(TypeError, match="epsilon"):
+        call(epsilon=None, delta=DELTA, rng=0)
+    with pytest.raises(ValueError, match="rng must be a non-negative int seed"):
+        call(epsilon=EPS, delta=DELTA, rng=-1)
+
+
+def test_ragged_data_is_refused_without_echoing_it():
+    secret = 918273.645
+    ragged = [[secret, 1.0], [2.0]]
+    for call in (
+        lambda: gaussian_mechanism(ragged, epsilon=EPS, delta=DELTA, sensitivity=1.0),
+        lambda: gaussian_data_mechanism(ragged, epsilon=EPS, delta=DELTA, stds=[1.0, 1.0]),
+        lambda: clipped_gaussian_mechanism(ragged, epsilon=EPS, delta=DELTA, clip_norm=1.0),
+        lambda: elliptical_gaussian_mechanism(ragged, epsilon=EPS, delta=DELTA, widths=[1, 1]),
+    ):
+        with pytest.raises(ValueError, match="rectangular") as info:
+            call()
+        assert "918273" not in str(info.value)
+    with pytest.raises(TypeError) as info:
+        gaussian_mechanism(np.array([secret, "x"], dtype=object), epsilon=EPS, delta=DELTA,
+                           sensitivity=1.0)
+    assert "918273" not in str(info.value)
+
+
+def test_overflowing_noise_is_refused():
+    with pytest.raises(ValueError, match="overflows"):
+        gaussian_mechanism([1.0], epsilon=EPS, delta=DELTA, sensitivity=1e308)
+    with pytest.raises(ValueError, match="overflows"):
+        clipped_gaussian_mechanism(np.ones((2, 2)), epsilon=EPS, delta=DELTA, clip_norm=1e308)
+    with pytest.raises(ValueError, match="overflows"):
+        elliptical_gaussian_mechanism(np.ones((2, 2)), epsilon=EPS, delta=DELTA,
+                                      widths=[1e308, 1e308])
