@@ -827,8 +827,10 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     ``Binomial(k, p)`` suppressed below the threshold), stochastically
     increasing in ``k``. The interval is every ``k`` in ``{0, ..., n}`` for
     which neither tail at the observed ``y`` is at most ``beta / 2``, the
-    Clopper-Pearson construction: it covers the true ``k`` with probability at
-    least ``1 - beta`` for every ``k`` (:prf:ref:`accuracy-thm-binary`).
+    Clopper-Pearson construction, or the nearest end of ``{0, ..., n}`` when
+    that set is empty (an output improbable under every ``k``). It covers the
+    true ``k`` with probability at least ``1 - beta`` for every ``k``
+    (:prf:ref:`accuracy-thm-binary`).
 
     Parameters
     ----------
@@ -862,6 +864,10 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
 
     lower = first(lambda k: _count_tails(release, k, y)[1] > half)  # Pr_k[Y >= y] increases in k
     upper = first(lambda k: _count_tails(release, k, y)[0] <= half) - 1  # Pr_k[Y <= y] decreases
-    if lower > upper:  # cannot happen for an output in the support; guard anyway
-        raise ValueError("release.output is not a possible output of its mechanism")
+    # An output improbable under every k leaves one condition false for all k; the
+    # set is then empty, and the nearest end of {0, ..., n} is returned instead
+    # (adding points to a confidence set never lowers its coverage).
+    lower, upper = min(lower, n), max(upper, 0)
+    if lower > upper:  # cannot happen here (one more 1-bit moves Y by at most one
+        lower, upper = upper, lower  # outcome), and widening keeps the coverage
     return int(lower), int(upper)
