@@ -60,7 +60,7 @@ def main(R: int) -> None:
     vector_rows("Algorithm 1", lambda: dpsum.gaussian_mechanism(
         X.sum(axis=0), epsilon=1.0, delta=1e-6, sensitivity=2.0, rng=rng), lambda rel: X.sum(axis=0))
     vector_rows("Algorithm 2", lambda: dpsum.elliptical_gaussian_mechanism(
-        X, epsilon=1.0, delta=1e-6, bounds=box, rng=rng),
+        X, epsilon=1.0, delta=1e-6, widths=box, rng=rng),
         lambda rel: np.clip(X, -box / 2, box / 2).sum(axis=0))
     vector_rows("Algorithm 3", lambda: dpsum.gaussian_data_mechanism(
         X, epsilon=1.0, delta=1e-6, stds=stds, clip_probability=0.05, rng=rng), clipped_target)

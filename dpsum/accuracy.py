@@ -57,20 +57,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import interpolate, optimize, special, stats
 
+from . import _validation as V
 from .binary import BinaryRelease
-from .calibration import analytic_sigma
 from .clipping import clip_radius
+from .gaussian_data import gaussian_data_setup
 from .gchisq import GeneralizedChiSquare
-from .privacy import (
-    Neighbouring,
-    check_integer,
-    check_positive,
-    check_probability,
-    check_scalar_privacy,
-    check_vector,
-    clipped_sum_sensitivity,
-)
-from .release import Release
+from .privacy import Neighbouring
+from .release import Mechanism, Release
 from .scaling import resolve_scaling
 
 __all__ = [
@@ -92,11 +85,11 @@ __all__ = [
 #: Mechanism names of the releases whose noise is a continuous Gaussian with
 #: independent coordinates of standard deviation ``noise_std``.
 _GAUSSIAN_MECHANISMS = frozenset({
-    "gaussian (analytic)", "gaussian (classic)", "elliptical gaussian",
-    "gaussian data (Algorithm 3)", "clipped gaussian",
+    Mechanism.GAUSSIAN_ANALYTIC, Mechanism.GAUSSIAN_CLASSIC, Mechanism.ELLIPTICAL_GAUSSIAN,
+    Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN,
 })
 #: The subset that clips rows to a ball of radius ``clip_norm`` in the scaled space.
-_CLIPPED_MECHANISMS = frozenset({"gaussian data (Algorithm 3)", "clipped gaussian"})
+_CLIPPED_MECHANISMS = frozenset({Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN})
 
 #: Gauss-Laguerre nodes of the clipping-loss integral (16 and 64 nodes agree
 #: to about 3e-7 relative or better; tests/test_accuracy.py checks it).
@@ -108,32 +101,30 @@ _LAGUERRE_NODES = 16
 
 
 def _check_beta(beta) -> float:
-    b = check_probability(beta, "beta")
-    if np.ndim(b):
-        raise ValueError("beta must be a scalar")
-    return float(b)
+    return float(V.check_probability(beta, "beta", scalar=True))
 
 
 def _check_noise_std(noise_std) -> np.ndarray:
-    s = check_positive(noise_std, "noise_std")
-    return np.atleast_1d(np.asarray(s, dtype=float))
+    return np.atleast_1d(np.asarray(V.check_positive(noise_std, "noise_std"), dtype=float))
 
 
 def _gaussian_release(release) -> Release:
     if not isinstance(release, Release):
         raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
-    name = str(getattr(release.mechanism, "value", release.mechanism))
-    if name not in _GAUSSIAN_MECHANISMS:
+    if release.mechanism not in _GAUSSIAN_MECHANISMS:
         raise ValueError(
-            f"release comes from mechanism {name!r}, whose noise is not a continuous "
-            "Gaussian; these intervals would not hold for it")
+            f"release comes from mechanism {str(release.mechanism)!r}, whose noise is not a "
+            "continuous Gaussian; these intervals would not hold for it")
+    if getattr(release, "secure", False) or str(release.calibration) == "discrete":
+        # the grid path adds discrete Gaussian noise and rounds to a grid: its law is
+        # not the continuous one these statements use
+        raise ValueError("release took the secure grid path (discrete Gaussian noise); "
+                         "dpsum.accuracy does not support its intervals yet")
     return release
 
 
 def _check_statistic(statistic: str) -> str:
-    if statistic not in ("sum", "mean"):
-        raise ValueError(f"statistic must be 'sum' or 'mean', got {statistic!r}")
-    return statistic
+    return V.check_choice(statistic, "statistic", ("sum", "mean"))
 
 
 # ---------------------------------------------------------------------------
@@ -170,6 +161,11 @@ def noise_norm_quantile(noise_std, beta: float) -> float:
     -------
     float
         ``r`` with ``Pr[||e|| > r] = beta``.
+
+    Examples
+    --------
+    >>> round(noise_norm_quantile([1.0, 1.0], 0.05), 4)  # sqrt(-2 ln 0.05)
+    2.4477
     """
     s = _check_noise_std(noise_std)
     b = _check_beta(beta)
@@ -196,8 +192,13 @@ def noise_coordinate_quantile(noise_std, beta: float):
     -------
     float or numpy.ndarray
         Same shape as ``noise_std``.
+
+    Examples
+    --------
+    >>> round(noise_coordinate_quantile(2.0, 0.05), 4)
+    3.9199
     """
-    s = check_positive(noise_std, "noise_std")
+    s = V.check_positive(noise_std, "noise_std")
     z = _two_sided_z(_check_beta(beta))
     return float(s * z) if np.ndim(s) == 0 else np.asarray(s) * z
 
@@ -227,11 +228,18 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     -------
     (numpy.ndarray, numpy.ndarray)
         Lower and upper ends, shaped like ``release.estimate``.
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> rel = dpsum.gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
+    >>> lo, hi = confidence_intervals(rel, 0.05)
+    >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(rel.noise_std, 0.05)))
+    True
     """
     rel = _gaussian_release(release)
     b = _check_beta(beta)
-    if not isinstance(simultaneous, bool):
-        raise TypeError("simultaneous must be a bool")
+    simultaneous = V.check_bool(simultaneous, "simultaneous")
     s = np.asarray(rel.noise_std, dtype=float)
     if simultaneous:
         b = float(-np.expm1(np.log1p(-b) / s.size))  # per-coordinate failure probability
@@ -266,6 +274,14 @@ def confidence_ball(release: Release, beta: float) -> ConfidenceBall:
     Its radius is :func:`noise_norm_quantile` of the release's noise, so it
     covers the protected sum with probability exactly ``1 - beta`` for every
     dataset (:prf:ref:`accuracy-thm-noise`).
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> rel = dpsum.gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
+    >>> ball = confidence_ball(rel, 0.05)
+    >>> ball.radius == noise_norm_quantile(rel.noise_std, 0.05), ball.contains(rel.estimate)
+    (True, True)
     """
     rel = _gaussian_release(release)
     r = noise_norm_quantile(rel.noise_std, beta)
@@ -310,20 +326,24 @@ def clipping_loss_moment(stds, scaling, clip_norm: float, *, levels: int = 8) ->
     float
         The per-row moment; ``n`` rows give ``E||f(X) - clipped sum||^2 = n``
         times it when the model's mean is the center.
+
+    Examples
+    --------
+    >>> m = clipping_loss_moment([1.0, 1.0], [1.0, 1.0], 3.0)  # chi-square 2 clipped at 9
+    >>> 0.0 < m < 0.01
+    True
     """
-    sigma = check_vector(stds, "stds", positive=True)
-    b = check_vector(scaling, "scaling", sigma.size, positive=True)
-    C = check_positive(clip_norm, "clip_norm")
-    if np.ndim(C):
-        raise ValueError("clip_norm must be a scalar")
-    levels = check_integer(levels, "levels")
+    sigma = V.check_vector(stds, "stds", positive=True)
+    b = V.check_vector(scaling, "scaling", sigma.size, positive=True)
+    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
+    levels = V.check_integer(levels, "levels")
     s_top = float(np.max(sigma))
     sig = sigma / s_top
     u = b * sig
     u_top = float(np.max(u))
     w = (u / u_top) ** 2  # in (0, 1]; the loss is scale-free in (b, C) jointly
     c2 = (float(C) / (s_top * u_top)) ** 2  # C^2 in the units of w
-    return _loss_moment(sig, w, c2, levels) * s_top**2
+    return float(_loss_moment(sig, w, c2, levels) * s_top**2)
 
 
 def _loss_moment(sig: np.ndarray, w: np.ndarray, c2: float, levels: int) -> float:
@@ -477,30 +497,30 @@ def release_error_bound(release: Release, beta: float, *, stds, n: int,
     bias_share : float, optional
         Fraction of ``beta`` spent on the clipping loss; by default the share
         that minimises the bound (it depends on public quantities only).
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> X = np.random.default_rng(0).normal(0.0, [1.0, 0.5], size=(1000, 2))
+    >>> rel = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 0.5], rng=0)
+    >>> eb = release_error_bound(rel, 0.05, stds=[1.0, 0.5], n=1000)
+    >>> eb.bound > noise_norm_quantile(rel.noise_std, 0.05), eb.noise_beta + eb.bias_beta
+    (True, 0.05)
     """
     rel = _gaussian_release(release)
-    name = str(getattr(rel.mechanism, "value", rel.mechanism))
-    if name not in _CLIPPED_MECHANISMS or rel.clip_norm is None or rel.scaling is None:
+    if rel.mechanism not in _CLIPPED_MECHANISMS or rel.clip_norm is None or rel.scaling is None:
         raise ValueError("release must come from a clipping mechanism (Algorithm 3 or the "
                          "clipping baseline) to bound its error against the true sum")
     b = _check_beta(beta)
-    n = check_integer(n, "n")
-    sigma = check_vector(stds, "stds", np.size(rel.noise_std), positive=True)
-    share = None if bias_share is None else float(check_probability(bias_share, "bias_share"))
+    n = V.check_integer(n, "n")
+    sigma = V.check_vector(stds, "stds", np.size(rel.noise_std), positive=True)
+    if rel.clip_probability is not None and not math.isclose(
+            clip_radius(sigma, rel.clip_probability, rel.scaling), rel.clip_norm, rel_tol=1e-9):
+        raise ValueError("stds is not the model the release was computed from: its clip "
+                         "radius at the release's clip_probability differs from clip_norm")
+    share = None if bias_share is None else _check_share(bias_share)
     moment = n * clipping_loss_moment(sigma, rel.scaling, rel.clip_norm)
     return _split_bound(np.asarray(rel.noise_std, dtype=float), moment, b, share)
-
-
-def _algorithm3_setup(sigma, n, epsilon, delta, center, clip_probability, scaling, relation):
-    """``(b, C, noise_std)`` of Algorithm 3 from public inputs (``n`` may be fractional
-    while planning)."""
-    p = 1.0 / n if clip_probability is None else clip_probability
-    b = resolve_scaling(scaling, sigma)
-    C = clip_radius(sigma, p, b)
-    sens = clipped_sum_sensitivity(C, relation)
-    if relation is Neighbouring.ADD_REMOVE and center is not None:
-        sens = C + float(np.linalg.norm(b * center))
-    return b, C, sens * analytic_sigma(epsilon, delta) / b
 
 
 class _Planner:
@@ -509,14 +529,12 @@ class _Planner:
 
     def __init__(self, stds, *, epsilon, delta, beta, center, clip_probability, scaling,
                  neighbouring, include_bias, bias_share, statistic, n=None):
-        self.sigma = check_vector(stds, "stds", positive=True)
-        if epsilon is not None:
-            check_scalar_privacy(epsilon, delta)
-        self.delta = check_scalar_privacy(1.0, delta)[1]
-        self.epsilon = epsilon
+        self.sigma = V.check_vector(stds, "stds", positive=True)
+        self.epsilon = None if epsilon is None else V.check_epsilon(epsilon, scalar=True)
+        self.delta = V.check_delta(delta, scalar=True)
         self.beta = _check_beta(beta)
         self.relation = Neighbouring.parse(neighbouring)
-        self.center = None if center is None else check_vector(center, "center", self.sigma.size)
+        self.center = None if center is None else V.check_vector(center, "center", self.sigma.size)
         if self.center is not None and not np.any(self.center):
             self.center = None
         if clip_probability is None:
@@ -525,16 +543,11 @@ class _Planner:
                                  "the default 1/n uses the private number of rows")
             self.p = None
         else:
-            self.p = check_probability(clip_probability, "clip_probability")
-            if np.ndim(self.p):
-                raise ValueError("clip_probability must be a scalar")
-        if not isinstance(scaling, str):
-            resolve_scaling(scaling, self.sigma)
+            self.p = V.check_probability(clip_probability, "clip_probability", scalar=True)
+        resolve_scaling(scaling, self.sigma)  # validated once, before any planning
         self.scaling = scaling
-        if not isinstance(include_bias, bool):
-            raise TypeError("include_bias must be a bool")
-        self.include_bias = include_bias
-        self.bias_share = None if bias_share is None else check_probability(bias_share, "bias_share")
+        self.include_bias = V.check_bool(include_bias, "include_bias")
+        self.bias_share = None if bias_share is None else _check_share(bias_share)
         self.statistic = _check_statistic(statistic)
         self.n = n
         self._radius: dict = {}
@@ -547,8 +560,10 @@ class _Planner:
         sigma = self.sigma[:d]
         scaling = self.scaling if isinstance(self.scaling, str) else self.scaling[:d]
         center = None if self.center is None else self.center[:d]
-        b, C, noise_std = _algorithm3_setup(sigma, n, eps, self.delta, center, self.p, scaling,
-                                            self.relation)
+        setup = gaussian_data_setup(sigma, epsilon=eps, delta=self.delta, center=center,
+                                    clip_probability=self.p, n=n, scaling=scaling,
+                                    neighbouring=self.relation)
+        b, C, noise_std = setup.scaling, setup.clip_norm, setup.noise_std
         if d not in self._radius:  # the noise has the shape b_min / b for every n and epsilon
             self._radius[d] = _NoiseRadius(np.min(b) / b, self.beta)
         if self.include_bias:
@@ -604,12 +619,18 @@ def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, bet
         Fraction of ``beta`` spent on the clipping loss (default: optimised).
     statistic : {"sum", "mean"}
         Bound the error of the sum, or of the mean ``estimate / n``.
+
+    Examples
+    --------
+    >>> eb = gaussian_data_error_bound([1.0, 0.5], 1000, epsilon=1.0, delta=1e-6, beta=0.05)
+    >>> round(eb.bound, 2), round(eb.noise_radius, 2), round(eb.bias_radius, 2)
+    (67.59, 63.64, 3.95)
     """
     planner = _Planner(stds, epsilon=epsilon, delta=delta, beta=beta, center=center,
                        clip_probability=clip_probability, scaling=scaling,
                        neighbouring=neighbouring, include_bias=include_bias,
                        bias_share=bias_share, statistic=statistic)
-    n = check_integer(n, "n", minimum=2 if clip_probability is None else 1)
+    n = V.check_integer(n, "n", minimum=2 if clip_probability is None else 1)
     return planner.bound(n=n)
 
 
@@ -618,10 +639,11 @@ def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, bet
 
 
 def _check_target(target) -> float:
-    t = check_positive(target, "target")
-    if np.ndim(t):
-        raise ValueError("target must be a scalar")
-    return float(t)
+    return float(V.check_positive(target, "target", scalar=True))
+
+
+def _check_share(share) -> float:
+    return float(V.check_probability(share, "bias_share", scalar=True))
 
 
 def plan_n(target: float, *, stds, epsilon: float, delta: float, beta: float,
@@ -640,9 +662,14 @@ def plan_n(target: float, *, stds, epsilon: float, delta: float, beta: float,
     ------
     ValueError
         If no ``n <= n_max`` reaches the target.
+
+    Examples
+    --------
+    >>> plan_n(0.05, stds=[1.0, 0.5], epsilon=1.0, delta=1e-6, beta=0.05)
+    1383
     """
     t = _check_target(target)
-    n_max = check_integer(n_max, "n_max", minimum=2)
+    n_max = V.check_integer(n_max, "n_max", minimum=2)
     planner = _Planner(stds, epsilon=epsilon, delta=delta, beta=beta, center=center,
                        clip_probability=clip_probability, scaling=scaling,
                        neighbouring=neighbouring, include_bias=include_bias,
@@ -723,14 +750,19 @@ def plan_epsilon(target: float, *, stds, n: int, delta: float, beta: float,
     ------
     ValueError
         If no ``epsilon <= epsilon_max`` reaches the target.
+
+    Examples
+    --------
+    >>> round(plan_epsilon(20.0, stds=[1.0, 0.5], n=1000, delta=1e-6, beta=0.05), 4)
+    4.3625
     """
     t = _check_target(target)
-    eps_max = check_positive(epsilon_max, "epsilon_max")
+    eps_max = float(V.check_positive(epsilon_max, "epsilon_max", scalar=True))
     planner = _Planner(stds, epsilon=None, delta=delta, beta=beta, center=center,
                        clip_probability=clip_probability, scaling=scaling,
                        neighbouring=neighbouring, include_bias=include_bias,
                        bias_share=bias_share, statistic=statistic)
-    planner.n = check_integer(n, "n", minimum=2 if clip_probability is None else 1)
+    planner.n = V.check_integer(n, "n", minimum=2 if clip_probability is None else 1)
 
     def f(eps: float) -> float:
         return planner.bound(epsilon=eps).bound
@@ -768,15 +800,20 @@ def plan_d(target: float, *, stds, n: int, epsilon: float, delta: float, beta: f
     ------
     ValueError
         If even ``d = 1`` misses the target.
+
+    Examples
+    --------
+    >>> plan_d(71.0, stds=[1.0, 0.5, 0.3, 0.2, 0.1], n=1000, epsilon=1.0, delta=1e-6, beta=0.05)
+    3
     """
     t = _check_target(target)
     planner = _Planner(stds, epsilon=epsilon, delta=delta, beta=beta, center=center,
                        clip_probability=clip_probability, scaling=scaling,
                        neighbouring=neighbouring, include_bias=include_bias,
                        bias_share=bias_share, statistic=statistic)
-    planner.n = check_integer(n, "n", minimum=2 if clip_probability is None else 1)
+    planner.n = V.check_integer(n, "n", minimum=2 if clip_probability is None else 1)
     if not isinstance(scaling, str):
-        planner.scaling = check_vector(scaling, "scaling", planner.sigma.size, positive=True)
+        planner.scaling = V.check_vector(scaling, "scaling", planner.sigma.size, positive=True)
 
     def f(d: int) -> float:
         return planner.bound(d=d).bound
@@ -845,6 +882,13 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     -------
     (int, int)
         ``lower <= k <= upper`` with probability at least ``1 - beta``.
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> bits = np.r_[np.ones(30, dtype=int), np.zeros(70, dtype=int)]
+    >>> count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
+    (20, 35)
     """
     if not isinstance(release, BinaryRelease):
         raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")

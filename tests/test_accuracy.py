@@ -24,7 +24,6 @@ import dpsum
 from dpsum import accuracy as acc
 from dpsum.clipping import clipped_sum
 from dpsum.accuracy import ConfidenceBall
-from dpsum.release import Release
 
 BETA = 0.1
 Z_TOL = 4.0
@@ -104,7 +103,7 @@ MECHANISMS = {
                                                          sensitivity=2.0, rng=rng),
                     lambda rel: DATA.sum(axis=0)),
     "Algorithm 2": (lambda rng: dpsum.elliptical_gaussian_mechanism(DATA, epsilon=1.0, delta=1e-6,
-                                                                    bounds=BOX, rng=rng),
+                                                                    widths=BOX, rng=rng),
                     lambda rel: np.clip(DATA, -BOX / 2, BOX / 2).sum(axis=0)),
     "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6,
                                                               stds=STDS, clip_probability=0.05,
@@ -277,12 +276,11 @@ def test_plan_n_unreachable_and_bad_targets():
 # ---------------------------------------------------------------- argument checks
 
 
-def _release(mechanism="gaussian (analytic)", **kw):
-    fields = dict(estimate=np.zeros(3), noise_std=np.ones(3), scaling=None, clip_norm=None,
-                  epsilon=1.0, delta=1e-6, neighbouring=dpsum.Neighbouring.REPLACE, sigma_opt=1.0,
-                  sensitivity=1.0, mechanism=mechanism)
-    fields.update(kw)
-    return Release(**fields)
+def _release(**changes):
+    rel = dpsum.gaussian_mechanism(np.zeros(3), epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
+    for name, value in changes.items():  # records other mechanisms will produce
+        object.__setattr__(rel, name, value)
+    return rel
 
 
 @pytest.mark.parametrize("beta", [0.0, 1.0, -0.1, float("nan"), [0.1, 0.2]])
@@ -293,7 +291,9 @@ def test_rejects_bad_beta(beta):
 
 def test_rejects_releases_without_continuous_gaussian_noise():
     with pytest.raises(ValueError, match="not a continuous"):
-        acc.confidence_ball(_release("laplace"), 0.1)
+        acc.confidence_ball(_release(mechanism="laplace"), 0.1)
+    with pytest.raises(ValueError, match="secure grid path"):
+        acc.confidence_intervals(_release(secure=True), 0.1)
     with pytest.raises(TypeError, match="release"):
         acc.confidence_intervals(np.zeros(3), 0.1)
     with pytest.raises(ValueError, match="clipping mechanism"):
@@ -306,6 +306,8 @@ def test_rejects_bad_model_arguments():
     rel = dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6, stds=STDS, rng=0)
     with pytest.raises(ValueError, match="stds"):
         acc.release_error_bound(rel, 0.1, stds=STDS[:3], n=200)
+    with pytest.raises(ValueError, match="not the model"):
+        acc.release_error_bound(rel, 0.1, stds=2 * STDS, n=200)
     with pytest.raises(ValueError, match="n must"):
         acc.release_error_bound(rel, 0.1, stds=STDS, n=0)
     with pytest.raises(ValueError, match="noise_std"):
