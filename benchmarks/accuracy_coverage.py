@@ -67,6 +67,18 @@ def main(R: int) -> None:
     vector_rows("clipping baseline", lambda: dpsum.clipped_gaussian_mechanism(
         X, epsilon=1.0, delta=1e-6, clip_norm=2.0, rng=rng), clipped_target)
 
+    # Laplace: per-coordinate and simultaneous intervals (its norm has no gchisq law)
+    target = X.sum(axis=0)
+    marg = simul = 0
+    for _ in range(R):
+        rel = dpsum.laplace_mechanism(target, epsilon=1.0, sensitivity=5.0, rng=rng)
+        lo, hi = rel.confidence_intervals(BETA)
+        marg += int(np.sum((lo <= target) & (target <= hi)))
+        lo, hi = rel.confidence_intervals(BETA, simultaneous=True)
+        simul += bool(np.all((lo <= target) & (target <= hi)))
+    rows.append(("Laplace: per-coordinate", "=", marg / (R * d), R * d, tol(R * d)))
+    rows.append(("Laplace: simultaneous box", "=", simul / R, R, tol(R)))
+
     # total error against the true sum, data redrawn from the public model
     s3, n3, p3 = np.array([2.0, 1.0, 0.5]), 60, 0.3
     bound = dpsum.gaussian_data_error_bound(s3, n3, epsilon=30.0, delta=1e-6, beta=BETA,

@@ -108,9 +108,17 @@ def _check_noise_std(noise_std) -> np.ndarray:
     return np.atleast_1d(np.asarray(V.check_positive(noise_std, "noise_std"), dtype=float))
 
 
-def _gaussian_release(release) -> Release:
+def _gaussian_release(release, *, laplace: bool = False) -> Release:
+    """The release, if its noise law is one these statements cover: continuous
+    Gaussian, or (``laplace=True``, per-coordinate statements) Laplace."""
     if not isinstance(release, Release):
         raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    if laplace and release.mechanism is Mechanism.LAPLACE:
+        return release
+    if release.mechanism is Mechanism.LAPLACE:
+        raise ValueError("release comes from the Laplace mechanism: the norm of Laplace noise "
+                         "is not a generalized chi-square; use confidence_intervals, whose "
+                         "per-coordinate and simultaneous statements are exact for it")
     if release.mechanism not in _GAUSSIAN_MECHANISMS:
         raise ValueError(
             f"release comes from mechanism {str(release.mechanism)!r}, whose noise is not a "
@@ -213,12 +221,14 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     ``simultaneous=True`` each coordinate uses level ``(1 - beta)^(1/m)`` for
     ``m`` coordinates (Šidák), so all ``m`` intervals cover at once with
     probability exactly ``1 - beta``: the noise coordinates are independent
-    (:prf:ref:`accuracy-thm-noise`).
+    (:prf:ref:`accuracy-thm-noise`). For the Laplace mechanism (noise of scale
+    ``noise_std / sqrt(2)``) the half-width is ``scale ln(1/beta)``, exact in the
+    same way.
 
     Parameters
     ----------
     release : Release
-        A release of a Gaussian vector mechanism.
+        A release of a Gaussian vector mechanism, or of the Laplace mechanism.
     beta : float
         Failure probability in (0, 1).
     simultaneous : bool
@@ -237,13 +247,17 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(rel.noise_std, 0.05)))
     True
     """
-    rel = _gaussian_release(release)
+    rel = _gaussian_release(release, laplace=True)
     b = _check_beta(beta)
     simultaneous = V.check_bool(simultaneous, "simultaneous")
     s = np.asarray(rel.noise_std, dtype=float)
     if simultaneous:
         b = float(-np.expm1(np.log1p(-b) / s.size))  # per-coordinate failure probability
-    half = s * _two_sided_z(b)
+    if rel.mechanism is Mechanism.LAPLACE:
+        # Laplace noise of scale s / sqrt(2): Pr[|e_j| > t] = exp(-t sqrt(2) / s)
+        half = s / math.sqrt(2.0) * -math.log(b)
+    else:
+        half = s * _two_sided_z(b)
     est = np.asarray(rel.estimate, dtype=float)
     return est - half, est + half
 

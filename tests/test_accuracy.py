@@ -115,6 +115,23 @@ MECHANISMS = {
 }
 
 
+def test_laplace_intervals_cover_exactly_and_its_ball_is_refused():
+    rng = np.random.default_rng(13)
+    target = DATA.sum(axis=0)
+    R, d = 4000, DATA.shape[1]
+    marginal = box = 0
+    for _ in range(R):
+        rel = dpsum.laplace_mechanism(target, epsilon=1.0, sensitivity=5.0, rng=rng)
+        lo, hi = rel.confidence_intervals(BETA)
+        marginal += int(np.sum((lo <= target) & (target <= hi)))
+        lo, hi = rel.confidence_intervals(BETA, simultaneous=True)
+        box += bool(np.all((lo <= target) & (target <= hi)))
+    assert abs(marginal / (R * d) - (1 - BETA)) <= tolerance(R * d)
+    assert abs(box / R - (1 - BETA)) <= tolerance(R)
+    with pytest.raises(ValueError, match="Laplace"):
+        rel.confidence_ball(BETA)
+
+
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_ball_and_intervals_cover_exactly(name):
     release_of, target_of = MECHANISMS[name]
@@ -291,7 +308,7 @@ def test_rejects_bad_beta(beta):
 
 def test_rejects_releases_without_continuous_gaussian_noise():
     with pytest.raises(ValueError, match="not a continuous"):
-        acc.confidence_ball(_release(mechanism="laplace"), 0.1)
+        acc.confidence_ball(_release(mechanism="binary"), 0.1)
     with pytest.raises(ValueError, match="secure grid path"):
         acc.confidence_intervals(_release(secure=True), 0.1)
     with pytest.raises(TypeError, match="release"):
