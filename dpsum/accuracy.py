@@ -43,10 +43,12 @@ release a confidence set uses besides those is its private ``estimate``, as
 its center.
 
 .. note::
-   The statements assume the noise is the continuous Gaussian the floating-point
-   mechanisms simulate. Releases whose noise is not a continuous Gaussian
-   (for example a Laplace mechanism, or a discrete Gaussian on a grid) are
-   refused with a ``ValueError`` rather than given a wrong interval.
+   The exact statements are for the continuous Gaussian noise of the
+   floating-point path. For releases of the grid path (``secure=True``), whose
+   noise is a discrete Gaussian, the intervals and the ball are proven bounds
+   (coverage at least ``1 - beta``) for the statistic rounded to the grid; for
+   the Laplace mechanism the per-coordinate intervals are exact and no ball is
+   offered. Any other noise law is refused with a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -123,12 +125,21 @@ def _gaussian_release(release, *, laplace: bool = False) -> Release:
         raise ValueError(
             f"release comes from mechanism {str(release.mechanism)!r}, whose noise is not a "
             "continuous Gaussian; these intervals would not hold for it")
-    if getattr(release, "secure", False) or str(release.calibration) == "discrete":
-        # the grid path adds discrete Gaussian noise and rounds to a grid: its law is
-        # not the continuous one these statements use
-        raise ValueError("release took the secure grid path (discrete Gaussian noise); "
-                         "dpsum.accuracy does not support its intervals yet")
     return release
+
+
+def _grid_noise(release: Release) -> tuple[float, np.ndarray] | None:
+    """``(sigma, u)`` for a release of the grid path, None otherwise.
+
+    Its noise is ``u_j Z_j`` with independent ``Z_j ~ N_Z(0, sigma^2)`` on the
+    integers and ``u_j`` the grid unit of coordinate ``j`` in the units of the
+    estimate; the release records ``sigma_opt * sensitivity = sigma 2^K`` and
+    ``noise_std = sigma u``.
+    """
+    if not release.secure:
+        return None
+    sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
+    return sigma, np.asarray(release.noise_std, dtype=float) / sigma
 
 
 def _check_statistic(statistic: str) -> str:
@@ -223,7 +234,12 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     probability exactly ``1 - beta``: the noise coordinates are independent
     (:prf:ref:`accuracy-thm-noise`). For the Laplace mechanism (noise of scale
     ``noise_std / sqrt(2)``) the half-width is ``scale ln(1/beta)``, exact in the
-    same way.
+    same way. For a release of the grid path (``secure=True``) the protected
+    quantity is the statistic rounded to the grid, the noise is ``u_j Z_j`` with
+    ``Z_j`` discrete Gaussian of scale ``sigma``, and the half-width is
+    ``u_j ceil(sigma z)``: at least ``1 - beta``, since
+    ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``
+    (:prf:ref:`accuracy-prop-grid`).
 
     Parameters
     ----------
@@ -253,9 +269,14 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     s = np.asarray(rel.noise_std, dtype=float)
     if simultaneous:
         b = float(-np.expm1(np.log1p(-b) / s.size))  # per-coordinate failure probability
+    grid = _grid_noise(rel)
     if rel.mechanism is Mechanism.LAPLACE:
         # Laplace noise of scale s / sqrt(2): Pr[|e_j| > t] = exp(-t sqrt(2) / s)
         half = s / math.sqrt(2.0) * -math.log(b)
+    elif grid is not None:
+        # discrete Gaussian: Pr[|Z| > t] <= 2 Phi(-t / sigma) at integers t >= 0
+        sigma, unit = grid
+        half = unit * math.ceil(sigma * _two_sided_z(b) * (1.0 + 1e-12))
     else:
         half = s * _two_sided_z(b)
     est = np.asarray(rel.estimate, dtype=float)
@@ -287,7 +308,10 @@ def confidence_ball(release: Release, beta: float) -> ConfidenceBall:
 
     Its radius is :func:`noise_norm_quantile` of the release's noise, so it
     covers the protected sum with probability exactly ``1 - beta`` for every
-    dataset (:prf:ref:`accuracy-thm-noise`).
+    dataset (:prf:ref:`accuracy-thm-noise`). For a release of the grid path the
+    radius is that quantile plus ``||u||``, the norm of one grid unit per
+    coordinate, and the coverage at least ``1 - beta``
+    (:prf:ref:`accuracy-prop-grid`).
 
     Examples
     --------
@@ -299,6 +323,9 @@ def confidence_ball(release: Release, beta: float) -> ConfidenceBall:
     """
     rel = _gaussian_release(release)
     r = noise_norm_quantile(rel.noise_std, beta)
+    grid = _grid_noise(rel)
+    if grid is not None:  # |Z_j| is dominated by |X_j| + 1, X_j ~ N(0, sigma^2)
+        r += float(np.linalg.norm(grid[1]))
     return ConfidenceBall(center=np.asarray(rel.estimate, dtype=float), radius=r,
                           beta=_check_beta(beta))
 
@@ -525,6 +552,10 @@ def release_error_bound(release: Release, beta: float, *, stds, n: int,
     if rel.mechanism not in _CLIPPED_MECHANISMS or rel.clip_norm is None or rel.scaling is None:
         raise ValueError("release must come from a clipping mechanism (Algorithm 3 or the "
                          "clipping baseline) to bound its error against the true sum")
+    if rel.secure:
+        raise ValueError("release took the grid path: its rows are rounded to the grid, an "
+                         "error this bound does not include; use confidence_ball for the "
+                         "error against the grid sum")
     b = _check_beta(beta)
     n = V.check_integer(n, "n")
     sigma = V.check_vector(stds, "stds", np.size(rel.noise_std), positive=True)

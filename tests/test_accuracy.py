@@ -22,6 +22,7 @@ from scipy import stats
 
 import dpsum
 from dpsum import accuracy as acc
+from dpsum import grid
 from dpsum.clipping import clipped_sum
 from dpsum.accuracy import ConfidenceBall
 
@@ -130,6 +131,61 @@ def test_laplace_intervals_cover_exactly_and_its_ball_is_refused():
     assert abs(box / R - (1 - BETA)) <= tolerance(R)
     with pytest.raises(ValueError, match="Laplace"):
         rel.confidence_ball(BETA)
+
+
+def _alg1_grid_target(rel):
+    return np.ldexp(np.array(grid.round_to_grid(DATA.sum(axis=0), rel.grid_exponent),
+                             dtype=float), rel.grid_exponent)
+
+
+def _alg3_grid_target(rel):
+    S, K, _ = grid.grid_clipped_sum(DATA, rel.clip_norm, rel.scaling, rel.center)
+    assert K == rel.grid_exponent
+    return np.ldexp(np.array(S, dtype=float), K) / rel.scaling
+
+
+SECURE = {
+    "Algorithm 1": (lambda rng: dpsum.gaussian_mechanism(
+        DATA.sum(axis=0), epsilon=1.0, delta=1e-6, sensitivity=2.0, secure=True, rng=rng),
+        _alg1_grid_target),
+    "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(
+        DATA, epsilon=1.0, delta=1e-6, stds=STDS, secure=True, rng=rng), _alg3_grid_target),
+}
+
+
+@pytest.mark.parametrize("name", list(SECURE))
+def test_grid_path_intervals_cover(name):
+    # the grid path protects the statistic rounded to the grid; its noise is u_j Z_j
+    # with Z_j discrete Gaussian, so the statements are bounds (coverage >= 1 - beta)
+    release_of, target_of = SECURE[name]
+    rng = np.random.default_rng(17)
+    R, d = 2000, DATA.shape[1]
+    first = release_of(rng)
+    target = target_of(first)
+    _, unit = acc._grid_noise(first)
+    radius = first.confidence_ball(BETA).radius
+    ball = marginal = box = 0
+    for _ in range(R):
+        rel = release_of(rng)
+        assert np.allclose(rel.estimate / unit, np.round(rel.estimate / unit), atol=1e-6)
+        ball += np.linalg.norm(rel.estimate - target) <= radius
+        lo, hi = rel.confidence_intervals(BETA)
+        marginal += int(np.sum((lo <= target) & (target <= hi)))
+        lo, hi = rel.confidence_intervals(BETA, simultaneous=True)
+        box += bool(np.all((lo <= target) & (target <= hi)))
+    assert ball / R >= 1 - BETA - tolerance(R)
+    assert box / R >= 1 - BETA - tolerance(R)
+    assert marginal / (R * d) >= 1 - BETA - tolerance(R * d)
+    # the bound costs at most one grid unit per coordinate over the continuous radius
+    cont = acc.noise_norm_quantile(first.noise_std, BETA)
+    assert cont < radius <= cont + np.linalg.norm(unit) * (1 + 1e-12)
+
+
+def test_grid_path_total_error_is_refused():
+    rel = dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6, stds=STDS, secure=True,
+                                        rng=0)
+    with pytest.raises(ValueError, match="grid path"):
+        acc.release_error_bound(rel, BETA, stds=STDS, n=DATA.shape[0])
 
 
 @pytest.mark.parametrize("name", list(MECHANISMS))
@@ -309,8 +365,6 @@ def test_rejects_bad_beta(beta):
 def test_rejects_releases_without_continuous_gaussian_noise():
     with pytest.raises(ValueError, match="not a continuous"):
         acc.confidence_ball(_release(mechanism="binary"), 0.1)
-    with pytest.raises(ValueError, match="secure grid path"):
-        acc.confidence_intervals(_release(secure=True), 0.1)
     with pytest.raises(TypeError, match="release"):
         acc.confidence_intervals(np.zeros(3), 0.1)
     with pytest.raises(ValueError, match="clipping mechanism"):
