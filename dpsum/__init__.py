@@ -18,6 +18,7 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.binary` — binary sums: randomized response, binomial noise, sample-and-threshold
 - :mod:`dpsum.audit` — empirical lower bounds on epsilon (privacy auditing)
 - :mod:`dpsum.pairs` — worst-case neighbouring datasets for the audits
+- :mod:`dpsum.accuracy` — publishable error statements and planning before the release
 """
 
 __version__ = "0.1.0"
@@ -49,6 +50,21 @@ from .accounting import (
     zcdp_rho,
     zcdp_rho_gaussian,
     zcdp_rho_pure,
+)
+from .accuracy import (
+    ConfidenceBall,
+    ErrorBound,
+    clipping_loss_moment,
+    confidence_ball,
+    confidence_intervals,
+    count_interval,
+    gaussian_data_error_bound,
+    noise_coordinate_quantile,
+    noise_norm_quantile,
+    plan_d,
+    plan_epsilon,
+    plan_n,
+    release_error_bound,
 )
 from .audit import (
     AuditResult,
@@ -280,4 +296,18 @@ __all__ = [
     "gaussian_data_pair",
     "replace_one_pair",
     "statistic_pair",
+    # accuracy
+    "ConfidenceBall",
+    "ErrorBound",
+    "clipping_loss_moment",
+    "confidence_ball",
+    "confidence_intervals",
+    "count_interval",
+    "gaussian_data_error_bound",
+    "noise_coordinate_quantile",
+    "noise_norm_quantile",
+    "plan_d",
+    "plan_epsilon",
+    "plan_n",
+    "release_error_bound",
 ]

@@ -185,3 +185,17 @@ class Release:
         np.float64(2.0)
         """
         return float(np.sum(np.square(self.noise_std)))
+
+    def confidence_ball(self, beta: float):
+        """The simultaneous ``(1 - beta)`` ball around the estimate that covers the
+        protected sum; see :func:`dpsum.accuracy.confidence_ball`."""
+        from .accuracy import confidence_ball
+
+        return confidence_ball(self, beta)
+
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False):
+        """Per-coordinate ``(1 - beta)`` intervals for the protected sum; see
+        :func:`dpsum.accuracy.confidence_intervals`."""
+        from .accuracy import confidence_intervals
+
+        return confidence_intervals(self, beta, simultaneous=simultaneous)
