@@ -18,6 +18,8 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.binary` — binary sums: randomized response, binomial noise, sample-and-threshold
 - :mod:`dpsum.audit` — empirical lower bounds on epsilon (privacy auditing)
 - :mod:`dpsum.pairs` — worst-case neighbouring datasets for the audits
+- :mod:`dpsum.accumulator` — mergeable accumulators: the private pass split across machines
+- :mod:`dpsum.dask` — the mechanisms on dask arrays (optional extra ``dpsum[dask]``)
 """
 
 __version__ = "0.1.0"
@@ -49,6 +51,13 @@ from .accounting import (
     zcdp_rho,
     zcdp_rho_gaussian,
     zcdp_rho_pure,
+)
+from .accumulator import (
+    Accumulator,
+    clipped_gaussian_accumulator,
+    elliptical_gaussian_accumulator,
+    gaussian_data_accumulator,
+    merged_sum_rounding_bound,
 )
 from .audit import (
     AuditResult,
@@ -280,4 +289,9 @@ __all__ = [
     "gaussian_data_pair",
     "replace_one_pair",
     "statistic_pair",
+    "Accumulator",
+    "clipped_gaussian_accumulator",
+    "elliptical_gaussian_accumulator",
+    "gaussian_data_accumulator",
+    "merged_sum_rounding_bound",
 ]

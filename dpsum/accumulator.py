@@ -178,6 +178,15 @@ class Accumulator:
         (Algorithm 2) so far. **Not differentially private**: do not publish."""
         return self._count
 
+    def private_sum(self) -> np.ndarray:
+        """The accumulated statistic before noise: the clipped sum in the scaled
+        space (Algorithm 3, clipping baseline) or the clamped sum (Algorithm 2).
+        **Private**: for tests and diagnostics only, never publish it."""
+        return self._statistic()
+
+    def _statistic(self) -> np.ndarray:
+        raise NotImplementedError
+
     def _with(self, total: Any, rows: int, count: int) -> Accumulator:
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
@@ -268,13 +277,16 @@ class _ClippedSum(Accumulator):
         acc, clipped = clipping._accumulate(block, self._plan)
         return acc.total(), clipped
 
-    def _estimate(self, gen: np.random.Generator) -> np.ndarray:
-        t = self._template
+    def _statistic(self) -> np.ndarray:
         with np.errstate(over="ignore", under="ignore"):
             T = np.ldexp(self._total, self._plan.e)
         if not np.all(np.isfinite(T)):
             raise ValueError("the clipped sum overflows float64: n * clip_norm is too large")
-        estimate = T / t.scaling + gen.normal(0.0, 1.0, size=self._d) * t.noise_std
+        return T
+
+    def _estimate(self, gen: np.random.Generator) -> np.ndarray:
+        t = self._template
+        estimate = self._statistic() / t.scaling + gen.normal(0.0, 1.0, size=self._d) * t.noise_std
         if t.center is not None:
             # as in memory: each record contributes c + b^{-1} clip(x̂_i)
             estimate = estimate + self._rows * t.center
@@ -295,6 +307,9 @@ class _ClampedSum(Accumulator):
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
         return clipping.clamped_sum(block, self._half)
+
+    def _statistic(self) -> np.ndarray:
+        return np.array(self._total, dtype=np.float64)
 
     def _estimate(self, gen: np.random.Generator) -> np.ndarray:
         return self._total + gen.normal(0.0, 1.0, size=self._d) * self._template.noise_std

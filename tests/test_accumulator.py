@@ -94,7 +94,7 @@ def test_merged_sum_is_within_the_stated_bound_of_the_exact_sum(n, pieces, seed)
     cuts = _cuts(n, gen, pieces)
     total = _fold(acc, X, cuts, seed)
     assert total.diagnostic_count == 0
-    T = np.ldexp(total._total, total._plan.e)
+    T = total.private_sum()
     exact = [sum((Fraction(float(x)) for x in X[:, j]), Fraction(0)) for j in range(d)]
     err = math.sqrt(sum(float((Fraction(float(T[j])) - exact[j]) ** 2) for j in range(d)))
     rho = A.merged_sum_rounding_bound(np.diff(cuts).tolist(), d)
@@ -194,7 +194,7 @@ def test_update_and_merge_return_new_accumulators():
     assert (acc.rows, one.rows, two.rows) == (0, 20, 50)
     both = one.merge(two)
     assert (one.rows, two.rows, both.rows) == (20, 50, 70)
-    assert np.array_equal(acc._total, np.zeros(4))
+    assert np.array_equal(acc.private_sum(), np.zeros(4))
     assert acc.update(np.empty((0, 4))) is acc
 
 
