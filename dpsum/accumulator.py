@@ -37,11 +37,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _validation as V
-from . import clipping
+from . import clipping, grid
 from .calibration import analytic_sigma
 from .gaussian_data import gaussian_data_setup
 from .privacy import Neighbouring, clipped_sum_sensitivity
-from .release import Mechanism, Release
+from .release import Calibration, Mechanism, Release
 from .scaling import elliptical_scaling
 
 __all__ = [
@@ -153,8 +153,11 @@ class Accumulator:
     def _pass(self, block: np.ndarray) -> tuple[Any, int]:
         raise NotImplementedError
 
-    def _estimate(self, gen: np.random.Generator) -> np.ndarray:
+    def _estimate(self, gen: Any) -> np.ndarray:
         raise NotImplementedError
+
+    def _generator(self, rng: Any) -> Any:
+        return V.check_rng(rng)
 
     # -- the public interface
     @property
@@ -180,7 +183,8 @@ class Accumulator:
 
     def private_sum(self) -> np.ndarray:
         """The accumulated statistic before noise: the clipped sum in the scaled
-        space (Algorithm 3, clipping baseline) or the clamped sum (Algorithm 2).
+        space (Algorithm 3, clipping baseline) or the clamped sum (Algorithm 2);
+        on the grid path the exact integer sum (Python ints) in grid units.
         **Private**: for tests and diagnostics only, never publish it."""
         return self._statistic()
 
@@ -235,7 +239,9 @@ class Accumulator:
         """Add the noise, once, and return the release.
 
         Draws exactly what the in-memory mechanism draws (``d`` standard
-        normals from ``rng``), so the same ``rng`` gives the same noise.
+        normals from ``rng``, or on the grid path ``d`` discrete Gaussians),
+        so the same ``rng`` gives the same noise. On the grid path
+        ``rng=None`` draws from the operating system's secure generator.
 
         Raises
         ------
@@ -243,7 +249,7 @@ class Accumulator:
             Under replace-one, if no row was accumulated, or if the number of
             rows differs from the ``n`` the accumulator was built with.
         """
-        gen = V.check_rng(rng)
+        gen = self._generator(rng)
         if self._template.neighbouring is Neighbouring.REPLACE:
             if self._rows == 0:
                 raise ValueError("X must hold at least one row under replace-one "
@@ -315,6 +321,116 @@ class _ClampedSum(Accumulator):
         return self._total + gen.normal(0.0, 1.0, size=self._d) * self._template.noise_std
 
 
+class _GridSum(Accumulator):
+    """The grid path (``secure=True``): integer partial sums on the public grid
+    ``2^K``, which merge exactly, and exact discrete Gaussian noise."""
+
+    def _zero(self) -> np.ndarray:
+        return np.array([0] * self._d, dtype=object)
+
+    def _statistic(self) -> np.ndarray:
+        return np.array(self._total, dtype=object)
+
+    def _generator(self, rng: Any) -> Any:
+        return None if rng is None else V.check_rng(rng)
+
+    def _noisy(self, S: np.ndarray, gen: Any) -> np.ndarray:
+        t = self._template
+        assert t.grid_exponent is not None
+        units = math.ldexp(t.sensitivity, -t.grid_exponent)      # exact: a power of two
+        Y, _ = grid.grid_gaussian_noise(S, 0, units, epsilon=t.epsilon, delta=t.delta, rng=gen)
+        return Y
+
+
+class _GridClippedSum(_GridSum):
+    """Algorithm 3 and the clipping baseline on the grid path
+    (:func:`dpsum.grid.grid_clipped_sum`)."""
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        assert template.clip_norm is not None and template.scaling is not None
+        b = np.array(template.scaling)
+        c = None if template.center is None else np.array(template.center)
+        self._plan, self._K, self._k = grid._grid_plan(float(template.clip_norm), b, c, b.size)
+        super().__init__(template, n)
+
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        return grid._grid_accumulate(block, self._plan, self._k)
+
+    def _estimate(self, gen: Any) -> np.ndarray:
+        t = self._template
+        S = self._total
+        offset = t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None
+        if offset:
+            # as in memory: every record also contributes rint(b ⊙ c / 2^K)
+            S = S + self._rows * grid.round_to_grid(t.scaling * t.center, self._K)
+        Y = self._noisy(S, gen)
+        estimate = np.array([math.ldexp(float(y), self._K) for y in Y]) / t.scaling
+        if t.center is not None and not offset:
+            estimate = estimate + self._rows * t.center          # replace-one: n is public
+        return estimate
+
+
+class _GridClampedSum(_GridSum):
+    """Algorithm 2 on the grid path (:func:`dpsum.grid.grid_clamped_sum`)."""
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        assert template.widths is not None and template.scaling is not None
+        assert template.grid_exponent is not None
+        self._half = np.array(template.widths) / 2.0
+        self._unit = np.array(template.widths) / np.array(template.scaling)
+        self._K = int(template.grid_exponent)
+        super().__init__(template, n)
+
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        return grid.grid_clamped_sum(block, self._half, self._unit, self._K)
+
+    def _estimate(self, gen: Any) -> np.ndarray:
+        Y = self._noisy(self._total, gen)
+        return np.array([float(v) for v in Y]) * np.ldexp(self._unit, self._K)
+
+
+def _grid_template(template: Release, K: int, units: float) -> Release:
+    """The grid path's release parameters: the discrete Gaussian calibrated to
+    the integer statistic's sensitivity ``units`` (grid units), as in memory."""
+    sigma = grid.discrete_gaussian_sigma(template.epsilon, template.delta, units)
+    scale = math.ldexp(sigma, K)
+    if template.widths is not None:              # Algorithm 2: per-coordinate units
+        assert template.scaling is not None
+        noise = sigma * np.ldexp(template.widths / template.scaling, K)
+    else:
+        assert template.scaling is not None
+        noise = scale / template.scaling
+    return dataclasses.replace(
+        template, noise_std=noise, sigma_opt=sigma / units, sensitivity=math.ldexp(units, K),
+        calibration=Calibration.DISCRETE, secure=True, grid_exponent=K)
+
+
+def _clipped_grid_template(template: Release) -> Release:
+    """Grid units of Algorithm 3 and the clipping baseline (as
+    :func:`dpsum.mechanisms.gaussian_data_mechanism` with ``secure=True``)."""
+    from .mechanisms import _grid_norm_upper     # imported late: mechanisms imports dpsum.dask
+    assert template.clip_norm is not None and template.scaling is not None
+    K = grid.grid_exponent(template.clip_norm, template.scaling.size)
+    units = math.ldexp(template.clip_norm, -K) * (1 + 2.0 ** -50)
+    if template.neighbouring is Neighbouring.REPLACE:
+        units *= 2
+    elif template.center is not None:
+        v = grid.round_to_grid(template.scaling * template.center, K)
+        units += _grid_norm_upper(np.array([float(x) for x in v]))
+    return _grid_template(template, K, units)
+
+
+def _clamped_grid_template(template: Release) -> Release:
+    """Grid units of Algorithm 2 (as
+    :func:`dpsum.mechanisms.elliptical_gaussian_mechanism` with ``secure=True``)."""
+    from .mechanisms import _grid_norm_upper     # imported late: mechanisms imports dpsum.dask
+    assert template.scaling is not None
+    d = template.scaling.size
+    K = grid.grid_exponent(1.0, d)               # a replaced row moves x ⊙ b / Delta by ||b|| = 1
+    units = math.ldexp(_grid_norm_upper(template.scaling), -K) + math.sqrt(d)
+    return _grid_template(template, K, units)
+
+
 def _row_count(n: Any, relation: Neighbouring) -> int | None:
     if n is None:
         return None
@@ -332,7 +448,8 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
                               center: ArrayLike | None = None,
                               clip_probability: float | None = None, n: int | None = None,
                               scaling: str | ArrayLike = "optimal",
-                              neighbouring: Neighbouring | str = "replace") -> Accumulator:
+                              neighbouring: Neighbouring | str = "replace",
+                              secure: bool = False) -> Accumulator:
     """The empty accumulator of Algorithm 3
     (:func:`dpsum.mechanisms.gaussian_data_mechanism`).
 
@@ -347,6 +464,11 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
         The number of rows, public under replace-one: it gives the default
         ``p_C = 1/n``, and :meth:`Accumulator.release` checks that exactly
         ``n`` rows were accumulated. Refused under add-remove.
+    secure : bool
+        The grid path, as ``secure=True`` of the mechanism: rows rounded to a
+        public grid and summed exactly in integers (so merging is exact and
+        the release equals the in-memory one bit for bit), exact discrete
+        Gaussian noise.
 
     Returns
     -------
@@ -366,6 +488,7 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     """
     _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
+    secure_ = V.check_bool(secure, "secure")
     nn = _row_count(n, relation)
     setup = gaussian_data_setup(stds, epsilon=epsilon, delta=delta, center=center,
                                 clip_probability=clip_probability, n=nn, scaling=scaling,
@@ -378,17 +501,19 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
         delta=setup.delta, neighbouring=setup.neighbouring, sigma_opt=setup.sigma_opt,
         sensitivity=setup.sensitivity, mechanism=Mechanism.GAUSSIAN_DATA,
         center=setup.center, clip_probability=setup.clip_probability)
+    if secure_:
+        return _GridClippedSum(_clipped_grid_template(template), nn)
     return _ClippedSum(template, nn)
 
 
 def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_norm: float,
                                  neighbouring: Neighbouring | str = "replace",
-                                 n: int | None = None) -> Accumulator:
+                                 n: int | None = None, secure: bool = False) -> Accumulator:
     """The empty accumulator of the clipping baseline
     (:func:`dpsum.mechanisms.clipped_gaussian_mechanism`) on ``d`` columns.
 
-    ``n`` (replace-one only) is checked at release, as in
-    :func:`gaussian_data_accumulator`.
+    ``n`` (replace-one only) is checked at release and ``secure`` takes the
+    grid path, as in :func:`gaussian_data_accumulator`.
 
     Examples
     --------
@@ -400,6 +525,7 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
     relation = Neighbouring.parse(neighbouring)
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
     dd = V.check_integer(d, "d")
+    secure_ = V.check_bool(secure, "secure")
     nn = _row_count(n, relation)
     sens = clipped_sum_sensitivity(C, relation)
     sopt = float(analytic_sigma(eps, dlt))
@@ -410,13 +536,16 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
         estimate=np.zeros(dd), noise_std=noise, scaling=np.ones(dd), clip_norm=float(C),
         epsilon=eps, delta=dlt, neighbouring=relation, sigma_opt=sopt, sensitivity=sens,
         mechanism=Mechanism.CLIPPED_GAUSSIAN)
+    if secure_:
+        return _GridClippedSum(_clipped_grid_template(template), nn)
     return _ClippedSum(template, nn)
 
 
 def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta: float,
-                                    n: int | None = None) -> Accumulator:
+                                    n: int | None = None, secure: bool = False) -> Accumulator:
     """The empty accumulator of Algorithm 2
-    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`), replace-one.
+    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`), replace-one;
+    ``n`` and ``secure`` as in :func:`gaussian_data_accumulator`.
 
     Examples
     --------
@@ -427,10 +556,11 @@ def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta:
     """
     eps, dlt = _privacy(epsilon, delta)
     width = V.check_vector(widths, "widths", positive=True)
+    secure_ = V.check_bool(secure, "secure")
     nn = _row_count(n, Neighbouring.REPLACE)
-    b = elliptical_scaling(width)
     sopt = float(analytic_sigma(eps, dlt))
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):             # an overflow is refused just below
+        b = elliptical_scaling(width)
         noise = sopt * width / b
     if not np.all(np.isfinite(noise)):
         raise ValueError("the noise standard deviation overflows: widths is too large")
@@ -438,4 +568,6 @@ def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta:
         estimate=np.zeros(width.size), noise_std=noise, scaling=b, clip_norm=None,
         epsilon=eps, delta=dlt, neighbouring=Neighbouring.REPLACE, sigma_opt=sopt,
         sensitivity=1.0, mechanism=Mechanism.ELLIPTICAL_GAUSSIAN, widths=width)
+    if secure_:
+        return _GridClampedSum(_clamped_grid_template(template), nn)
     return _ClampedSum(template, nn)

@@ -35,6 +35,7 @@ from .accumulator import (
     Accumulator,
     _ClampedSum,
     _ClippedSum,
+    _GridClippedSum,
     clipped_gaussian_accumulator,
     elliptical_gaussian_accumulator,
     gaussian_data_accumulator,
@@ -186,9 +187,11 @@ def gaussian_data_mechanism(X: Any, *, epsilon: float, delta: float, stds: Array
                             clip_probability: float | None = None,
                             scaling: str | ArrayLike = "optimal",
                             neighbouring: Neighbouring | str = "replace",
-                            rng: Any = None, return_diagnostics: bool = False) -> Release:
+                            rng: Any = None, return_diagnostics: bool = False,
+                            secure: bool = False) -> Release:
     """Algorithm 3 on a dask array: :func:`dpsum.mechanisms.gaussian_data_mechanism`
-    with the pass on the cluster. Arguments and result as there; the number of
+    with the pass on the cluster. Arguments and result as there (``secure=True``
+    takes the grid path, whose integer sums merge exactly); the number of
     rows ``n`` (public under replace-one) is read from ``X.shape``. The
     deprecated ``return_diagnostics=True`` is refused: call
     :func:`release_diagnostics`."""
@@ -199,14 +202,14 @@ def gaussian_data_mechanism(X: Any, *, epsilon: float, delta: float, stds: Array
     acc = gaussian_data_accumulator(
         _vector(stds, X.shape[1]), epsilon=epsilon, delta=delta, center=center,
         clip_probability=clip_probability, n=_public_rows(X, relation), scaling=scaling,
-        neighbouring=relation)
-    gen = V.check_rng(rng)
-    return accumulate(X, acc).release(gen)
+        neighbouring=relation, secure=secure)
+    return accumulate(X, acc).release(_rng(rng, secure))
 
 
 def clipped_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, clip_norm: float,
                                neighbouring: Neighbouring | str = "replace",
-                               rng: Any = None, return_diagnostics: bool = False) -> Release:
+                               rng: Any = None, return_diagnostics: bool = False,
+                               secure: bool = False) -> Release:
     """The clipping baseline on a dask array:
     :func:`dpsum.mechanisms.clipped_gaussian_mechanism` with the pass on the
     cluster."""
@@ -217,14 +220,13 @@ def clipped_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, clip_nor
     X = _check_matrix(X)
     acc = clipped_gaussian_accumulator(X.shape[1], epsilon=epsilon, delta=delta,
                                        clip_norm=clip_norm, neighbouring=relation,
-                                       n=_public_rows(X, relation))
-    gen = V.check_rng(rng)
-    return accumulate(X, acc).release(gen)
+                                       n=_public_rows(X, relation), secure=secure)
+    return accumulate(X, acc).release(_rng(rng, secure))
 
 
 def elliptical_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, widths: ArrayLike,
-                                  rng: Any = None, return_diagnostics: bool = False
-                                  ) -> Release:
+                                  rng: Any = None, return_diagnostics: bool = False,
+                                  secure: bool = False) -> Release:
     """Algorithm 2 on a dask array:
     :func:`dpsum.mechanisms.elliptical_gaussian_mechanism` with the pass on
     the cluster (replace-one)."""
@@ -233,9 +235,15 @@ def elliptical_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, width
     X = _check_matrix(X)
     acc = elliptical_gaussian_accumulator(_vector(widths, X.shape[1], "widths"),
                                           epsilon=epsilon, delta=delta,
-                                          n=_public_rows(X, Neighbouring.REPLACE))
-    gen = V.check_rng(rng)
-    return accumulate(X, acc).release(gen)
+                                          n=_public_rows(X, Neighbouring.REPLACE),
+                                          secure=secure)
+    return accumulate(X, acc).release(_rng(rng, secure))
+
+
+def _rng(rng: Any, secure: bool) -> Any:
+    """``rng`` checked before the pass; on the grid path ``None`` stays None
+    (the operating system's secure generator)."""
+    return None if rng is None and secure else V.check_rng(rng)
 
 
 def _vector(v: ArrayLike, d: int, name: str = "stds") -> np.ndarray:
@@ -258,6 +266,8 @@ def release_diagnostics(X: Any, release: Release) -> dict[str, int]:
     if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
         return {"clamped_values": accumulate(X, _ClampedSum(release, None)).diagnostic_count}
     if release.mechanism in (Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN):
-        return {"clipped_rows": accumulate(X, _ClippedSum(release, None)).diagnostic_count}
+        # the grid kernel clips a hair below C: count with the release's own kernel
+        kind = _GridClippedSum if release.secure else _ClippedSum
+        return {"clipped_rows": accumulate(X, kind(release, None)).diagnostic_count}
     raise ValueError(f"release_diagnostics has nothing to count for a {release.mechanism} "
                      "release (it neither clips nor clamps)")

@@ -226,7 +226,8 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     if _dask.is_dask_array(X):            # the pass on a dask cluster (dpsum.dask)
         return _dask.elliptical_gaussian_mechanism(X, epsilon=epsilon, delta=delta,
                                                    widths=widths, rng=rng,
-                                                   return_diagnostics=return_diagnostics)
+                                                   return_diagnostics=return_diagnostics,
+                                                   secure=secure)
     eps, dlt = _privacy(epsilon, delta)
     data = V.check_data_matrix(X, finite=False)  # finiteness checked in the pass below
     width = V.check_vector(widths, "widths", data.shape[1], positive=True)
@@ -431,7 +432,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         return _dask.gaussian_data_mechanism(
             X, epsilon=epsilon, delta=delta, stds=stds, center=center,
             clip_probability=clip_probability, scaling=scaling, neighbouring=neighbouring,
-            rng=rng, return_diagnostics=return_diagnostics)
+            rng=rng, return_diagnostics=return_diagnostics, secure=secure)
     _privacy(epsilon, delta)  # the public arguments are checked before the data is read
     relation = Neighbouring.parse(neighbouring)
     data = _dataset(X, relation)
@@ -495,7 +496,8 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     if _dask.is_dask_array(X):            # the pass on a dask cluster (dpsum.dask)
         return _dask.clipped_gaussian_mechanism(X, epsilon=epsilon, delta=delta,
                                                 clip_norm=clip_norm, neighbouring=neighbouring,
-                                                rng=rng, return_diagnostics=return_diagnostics)
+                                                rng=rng, return_diagnostics=return_diagnostics,
+                                                secure=secure)
     eps, dlt = _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)

@@ -184,6 +184,76 @@ def test_release_draws_exactly_the_in_memory_noise():
         assert np.array_equal(acc.update(X).release(rng=seed).estimate, ref.estimate)
 
 
+# --------------------------------------------- the grid path: exactly equal
+
+def same_release(a, b):
+    """Every field of two releases equal, arrays bit for bit."""
+    for field in a.__dataclass_fields__:
+        x, y = getattr(a, field), getattr(b, field)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+                    and np.array_equal(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 1500), st.integers(1, 9), st.integers(0, 2**32 - 1),
+       st.sampled_from(["replace", "add-remove"]), st.booleans())
+def test_grid_accumulator_releases_exactly_the_in_memory_release(n, pieces, seed, relation,
+                                                                 centred):
+    X = _data(n, seed)
+    center = CENTER if centred else None
+    p = 1e-3 if relation == "add-remove" else None
+    kw = dict(epsilon=EPS, delta=DELTA, center=center, clip_probability=p,
+              neighbouring=relation, secure=True)
+    ref = gaussian_data_mechanism(X, stds=STDS, rng=seed, **kw)
+    acc = A.gaussian_data_accumulator(STDS, n=n if relation == "replace" else None, **kw)
+    cuts = _cuts(n, np.random.default_rng(seed), pieces)
+    merged = _fold(acc, X, cuts, seed + 1)
+    assert same_release(merged.release(rng=seed), ref)
+    # integer sums: any other cut and order gives the same statistic exactly
+    other = _fold(acc, X[::-1], _cuts(n, np.random.default_rng(seed + 2), 4), seed + 3)
+    assert np.array_equal(other.private_sum(), merged.private_sum())
+
+
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_grid_clipped_and_elliptical_accumulators_release_exactly(relation):
+    X = _data(3000, 12)
+    cuts = [0, 1, 1200, 2999, 3000]
+    ref = clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                     neighbouring=relation, rng=4, secure=True)
+    acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                         neighbouring=relation, secure=True)
+    assert same_release(_fold(acc, X, cuts, 1).release(rng=4), ref)
+    assert ref.secure and ref.calibration == "discrete gaussian (zCDP)"
+    if relation == "replace":
+        ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=WIDTHS, rng=4,
+                                            secure=True)
+        acc = A.elliptical_gaussian_accumulator(WIDTHS, epsilon=EPS, delta=DELTA, secure=True)
+        total = _fold(acc, X, cuts, 2)
+        assert same_release(total.release(rng=4), ref)
+        assert total.diagnostic_count == clamped_sum(X, WIDTHS / 2)[1]
+
+
+def test_grid_release_with_no_rng_uses_the_secure_generator():
+    X = _data(200, 1)
+    acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                         secure=True).update(X)
+    first, second = acc.release(), acc.release()
+    K = first.grid_exponent
+    for r in (first, second):          # every released value is on the grid 2^K (scaled)
+        q = np.ldexp(r.estimate * r.scaling, -K)
+        assert np.array_equal(q, np.rint(q))
+    assert not np.array_equal(first.estimate, second.estimate)   # fresh entropy each time
+    with pytest.raises(ValueError, match="different mechanism or different public"):
+        acc.merge(A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0))
+    with pytest.raises(TypeError, match="secure"):
+        A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0, secure=1)
+
+
 # ------------------------------------------------------ values, not objects
 
 def test_update_and_merge_return_new_accumulators():
@@ -198,10 +268,12 @@ def test_update_and_merge_return_new_accumulators():
     assert acc.update(np.empty((0, 4))) is acc
 
 
-def test_accumulators_pickle_and_merge_after_the_round_trip():
+@pytest.mark.parametrize("secure", [False, True])
+def test_accumulators_pickle_and_merge_after_the_round_trip(secure):
     X = _data(400, 2)
     acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, center=CENTER,
-                                      clip_probability=1e-2, neighbouring="add-remove")
+                                      clip_probability=1e-2, neighbouring="add-remove",
+                                      secure=secure)
     left, right = acc.update(X[:150]), acc.update(X[150:])
     shipped = pickle.loads(pickle.dumps(left)).merge(pickle.loads(pickle.dumps(right)))
     assert np.array_equal(shipped.release(rng=4).estimate, left.merge(right).release(rng=4).estimate)

@@ -91,6 +91,19 @@ def estimate_tolerance(release, reference, sum_bound, seed, n):
     return sum_bound / b * (1 + U) + 4 * U * mags
 
 
+def same_release(a, b):
+    """Every field of two releases equal, arrays bit for bit."""
+    for field in a.__dataclass_fields__:
+        x, y = getattr(a, field), getattr(b, field)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+                    and np.array_equal(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
 # ------------------------------------------- a dataset larger than a worker
 
 def test_release_of_data_larger_than_a_worker_equals_the_in_memory_release(client, big_zarr):
@@ -113,6 +126,10 @@ def test_release_of_data_larger_than_a_worker_equals_the_in_memory_release(clien
     assert np.array_equal(out.noise_std, ref.noise_std) and out.clip_norm == ref.clip_norm
     assert release_diagnostics(X, ref) == release_diagnostics(Z, out)
     assert release_diagnostics(Z, out)["clipped_rows"] > 0
+    # the grid path: integer sums, so the cluster's release is the in-memory one, exactly
+    secure = gaussian_data_mechanism(Z, rng=5, secure=True, **kw)
+    assert client.run(os.getpid) == pids
+    assert same_release(secure, gaussian_data_mechanism(X, rng=5, secure=True, **kw))
 
 
 # --------------------------------------------------- every mechanism, small
@@ -152,6 +169,16 @@ def test_clipping_mechanisms_release_as_in_memory(client, name, chunks):
         (ref.sensitivity, ref.mechanism, ref.neighbouring)
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grid_path_releases_exactly_as_in_memory(client, name):
+    mechanism, kw = CASES[name]
+    X = _small(seed=6)
+    ref = mechanism(X, epsilon=EPS, delta=DELTA, rng=9, secure=True, **kw)
+    out = mechanism(da.from_array(X, chunks=(333, 2)), epsilon=EPS, delta=DELTA, rng=9,
+                    secure=True, **kw)
+    assert out.secure and same_release(out, ref)
+
+
 def test_elliptical_mechanism_releases_as_in_memory(client):
     X = _small(seed=1)
     widths = 2 * _stds(5)
@@ -162,6 +189,10 @@ def test_elliptical_mechanism_releases_as_in_memory(client):
     tol = rho * widths / 2 + 2 * U * (np.abs(out.estimate) + np.abs(ref.estimate))
     assert np.all(np.abs(out.estimate - ref.estimate) <= tol)
     assert release_diagnostics(Xd, out) == release_diagnostics(X, ref)
+    secure = elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, widths=widths, rng=2,
+                                           secure=True)
+    assert same_release(secure, elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA,
+                                                              widths=widths, rng=2, secure=True))
 
 
 def test_the_reduction_is_deterministic_and_ships_only_accumulators(client):
@@ -189,8 +220,12 @@ def test_non_finite_values_name_their_chunk(client, bad):
         with pytest.raises(ValueError, match=r"NaN or infinite values in row chunk 5 "
                                              r"\(rows 50 to 59\)"):
             mechanism(Xd, epsilon=EPS, delta=DELTA, rng=0, **kw)
-    with pytest.raises(ValueError, match=r"in row chunk 5 \(rows 50 to 59\)"):
-        elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, widths=np.ones(5))
+        with pytest.raises(ValueError, match=r"in row chunk 5 \(rows 50 to 59\)"):
+            mechanism(Xd, epsilon=EPS, delta=DELTA, rng=0, secure=True, **kw)
+    for secure in (False, True):
+        with pytest.raises(ValueError, match=r"in row chunk 5 \(rows 50 to 59\)"):
+            elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, widths=np.ones(5),
+                                          secure=secure)
 
 
 def test_empty_array_refused_under_replace_one_released_under_add_remove(client):
@@ -203,6 +238,11 @@ def test_empty_array_refused_under_replace_one_released_under_add_remove(client)
         r = mechanism(E, epsilon=EPS, delta=DELTA, rng=3, **kw)
         noise = np.random.default_rng(3).normal(0.0, 1.0, size=5) * r.noise_std
         assert np.array_equal(r.estimate, noise)      # the sum of no rows is 0
+        # as in memory, on both paths
+        assert same_release(r, mechanism(np.zeros((0, 5)), epsilon=EPS, delta=DELTA, rng=3, **kw))
+        g = mechanism(E, epsilon=EPS, delta=DELTA, rng=3, secure=True, **kw)
+        assert same_release(g, mechanism(np.zeros((0, 5)), epsilon=EPS, delta=DELTA, rng=3,
+                                         secure=True, **kw))
     with pytest.raises(ValueError, match="at least one row under replace-one"):
         elliptical_gaussian_mechanism(E, epsilon=EPS, delta=DELTA, widths=np.ones(5))
 
