@@ -203,7 +203,8 @@ def gaussian_data_mechanism(X: Any, *, epsilon: float, delta: float, stds: Array
         _vector(stds, X.shape[1]), epsilon=epsilon, delta=delta, center=center,
         clip_probability=clip_probability, n=_public_rows(X, relation), scaling=scaling,
         neighbouring=relation, secure=secure)
-    return accumulate(X, acc).release(_rng(rng, secure))
+    gen = _rng(rng, secure)                  # checked before the pass
+    return accumulate(X, acc).release(gen)
 
 
 def clipped_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, clip_norm: float,
@@ -221,7 +222,8 @@ def clipped_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, clip_nor
     acc = clipped_gaussian_accumulator(X.shape[1], epsilon=epsilon, delta=delta,
                                        clip_norm=clip_norm, neighbouring=relation,
                                        n=_public_rows(X, relation), secure=secure)
-    return accumulate(X, acc).release(_rng(rng, secure))
+    gen = _rng(rng, secure)                  # checked before the pass
+    return accumulate(X, acc).release(gen)
 
 
 def elliptical_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, widths: ArrayLike,
@@ -237,7 +239,8 @@ def elliptical_gaussian_mechanism(X: Any, *, epsilon: float, delta: float, width
                                           epsilon=epsilon, delta=delta,
                                           n=_public_rows(X, Neighbouring.REPLACE),
                                           secure=secure)
-    return accumulate(X, acc).release(_rng(rng, secure))
+    gen = _rng(rng, secure)                  # checked before the pass
+    return accumulate(X, acc).release(gen)
 
 
 def _rng(rng: Any, secure: bool) -> Any:
