@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import subprocess
 import sys
 
@@ -65,8 +66,8 @@ def _stds(d):
 
 @pytest.fixture(scope="module")
 def big_zarr(tmp_path_factory):
-    """A 400 MB Zarr array on disk, written chunk by chunk (the test process
-    never holds it whole while writing)."""
+    """A 400 MB Zarr array on disk, written chunk by chunk by the workers (the
+    test process never holds it whole while writing); deleted afterwards."""
     path = tmp_path_factory.mktemp("dask") / "rows.zarr"
     gen = da.random.default_rng(17)
     # (a NumPy scale argument would be broadcast to the full shape inside the graph)
@@ -77,7 +78,8 @@ def big_zarr(tmp_path_factory):
     raw = {"compressors": None} if int(zarr.__version__.split(".")[0]) >= 3 else \
         {"compressor": None}
     X.to_zarr(str(path), overwrite=True, **raw)
-    return str(path)
+    yield str(path)
+    shutil.rmtree(path, ignore_errors=True)      # pytest keeps its last temporary dirs
 
 
 def estimate_tolerance(release, reference, sum_bound, seed, n):
