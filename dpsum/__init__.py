@@ -19,6 +19,8 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.audit` — empirical lower bounds on epsilon (privacy auditing)
 - :mod:`dpsum.pairs` — worst-case neighbouring datasets for the audits
 - :mod:`dpsum.accuracy` — publishable error statements and planning before the release
+- :mod:`dpsum.accumulator` — mergeable accumulators: the private pass split across machines
+- :mod:`dpsum.dask` — the mechanisms on dask arrays (optional extra ``dpsum[dask]``)
 """
 
 __version__ = "0.1.0"
@@ -65,6 +67,12 @@ from .accuracy import (
     plan_epsilon,
     plan_n,
     release_error_bound,
+from .accumulator import (
+    Accumulator,
+    clipped_gaussian_accumulator,
+    elliptical_gaussian_accumulator,
+    gaussian_data_accumulator,
+    merged_sum_rounding_bound,
 )
 from .audit import (
     AuditResult,
@@ -310,4 +318,9 @@ __all__ = [
     "plan_epsilon",
     "plan_n",
     "release_error_bound",
+    "Accumulator",
+    "clipped_gaussian_accumulator",
+    "elliptical_gaussian_accumulator",
+    "gaussian_data_accumulator",
+    "merged_sum_rounding_bound",
 ]

@@ -157,13 +157,23 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None 
     c = None if center is None else V.check_vector(center, "center", d)
     if c is not None and not np.any(c):
         c = None
+    plan, K, k = _grid_plan(C, b, c, d, charge)
+    S, n_clipped = _grid_accumulate(X, plan, k)
+    return S, K, n_clipped
+
+
+def _grid_plan(C: float, b: np.ndarray, c: np.ndarray | None, d: int,
+               charge: float = GRID_CHARGE) -> tuple:
+    """The grid kernel's public set-up: the clipping plan for the inner radius
+    ``C - sqrt(d) 2^(K-1)``, the grid exponent ``K`` and ``k = K - e`` (the
+    grid exponent in the plan's normalised units). Shared by
+    :func:`grid_clipped_sum` and the mergeable accumulators
+    (:mod:`dpsum.accumulator`)."""
     K = grid_exponent(C, d, charge)
     C_in = (C - math.sqrt(d) * math.ldexp(1.0, K - 1)) * (1 - 8 * _U)
     plan = clipping._make_plan(C_in, b, c, d)
     plan = plan._replace(fast=False)             # always form t ⊙ b_n: it is rounded
-    k = K - plan.e                               # grid exponent in normalised units
-    S, n_clipped = _grid_accumulate(X, plan, k)
-    return S, K, n_clipped
+    return plan, K, K - plan.e                   # k: grid exponent in normalised units
 
 
 def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: int

@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 
 from . import _validation as V
 from ._validation import RandomLike
+from . import dask as _dask
 from ._deprecation import renamed_keyword, warn_deprecated
 from .calibration import analytic_sigma, classic_sigma
 from . import grid
@@ -223,6 +224,11 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     >>> r.mechanism, r.estimate.shape
     (<Mechanism.ELLIPTICAL_GAUSSIAN: 'elliptical gaussian'>, (2,))
     """
+    if _dask.is_dask_array(X):            # the pass on a dask cluster (dpsum.dask)
+        return _dask.elliptical_gaussian_mechanism(X, epsilon=epsilon, delta=delta,
+                                                   widths=widths, rng=rng,
+                                                   return_diagnostics=return_diagnostics,
+                                                   secure=secure)
     eps, dlt = _privacy(epsilon, delta)
     data = V.check_data_matrix(X, finite=False)  # finiteness checked in the pass below
     width = V.check_vector(widths, "widths", data.shape[1], positive=True)
@@ -423,6 +429,11 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     >>> r.clip_probability, r.sensitivity == 2 * r.clip_norm
     (0.001, True)
     """
+    if _dask.is_dask_array(X):            # the pass on a dask cluster (dpsum.dask)
+        return _dask.gaussian_data_mechanism(
+            X, epsilon=epsilon, delta=delta, stds=stds, center=center,
+            clip_probability=clip_probability, scaling=scaling, neighbouring=neighbouring,
+            rng=rng, return_diagnostics=return_diagnostics, secure=secure)
     _privacy(epsilon, delta)  # the public arguments are checked before the data is read
     relation = Neighbouring.parse(neighbouring)
     data = _dataset(X, relation)
@@ -483,6 +494,11 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     >>> r.sensitivity, r.mechanism == "clipped gaussian"
     (1.0, True)
     """
+    if _dask.is_dask_array(X):            # the pass on a dask cluster (dpsum.dask)
+        return _dask.clipped_gaussian_mechanism(X, epsilon=epsilon, delta=delta,
+                                                clip_norm=clip_norm, neighbouring=neighbouring,
+                                                rng=rng, return_diagnostics=return_diagnostics,
+                                                secure=secure)
     eps, dlt = _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
@@ -530,6 +546,8 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
     >>> release_diagnostics(X, r)
     {'clipped_rows': 1}
     """
+    if _dask.is_dask_array(X):
+        return _dask.release_diagnostics(X, release)
     if not isinstance(release, Release):
         raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
     data = V.check_data_matrix(X, finite=False)

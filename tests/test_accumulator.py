@@ -1,0 +1,355 @@
+"""The mergeable accumulators (dpsum.accumulator, issue 17).
+
+The claims checked here: cutting the rows into pieces, folding each piece and
+merging the partial results in any order releases what the in-memory
+mechanism releases with the same ``rng``, up to the stated rounding bound
+(:func:`dpsum.accumulator.merged_sum_rounding_bound`, itself checked against
+an exact rational sum); accumulators are immutable values that pickle; only
+accumulators of one public set-up merge; bad input is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpsum import accumulator as A
+from dpsum.clipping import clamped_sum, clipped_sum, sum_rounding_bound
+from dpsum.mechanisms import (
+    clipped_gaussian_mechanism,
+    elliptical_gaussian_mechanism,
+    gaussian_data_mechanism,
+)
+
+U = 2.0 ** -53
+EPS, DELTA = 1.0, 1e-6
+STDS = np.array([4.0, 1.0, 0.3, 0.05])
+CENTER = np.array([1.0, -2.0, 0.5, 0.0])
+WIDTHS = np.array([8.0, 2.0, 0.6, 0.1])
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def _data(n, seed=0, heavy=0.05):
+    """Gaussian rows around CENTER with a fraction of far outliers (clipped)."""
+    gen = np.random.default_rng(seed)
+    X = CENTER + gen.normal(0.0, STDS, size=(n, STDS.size))
+    far = gen.random(n) < heavy
+    X[far] *= 1e3
+    return X
+
+
+def _fold(acc, X, cuts, order_seed):
+    """Fold the pieces X[cuts[k]:cuts[k+1]] and merge them in a random tree."""
+    parts = [acc.update(X[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    gen = np.random.default_rng(order_seed)
+    while len(parts) > 1:
+        i, j = sorted(gen.choice(len(parts), size=2, replace=False))
+        merged = parts[i].merge(parts[j])
+        parts = [p for k, p in enumerate(parts) if k not in (i, j)] + [merged]
+    return parts[0]
+
+
+def _cuts(n, gen, pieces):
+    inner = np.sort(gen.integers(0, n + 1, size=pieces - 1))
+    return [0, *inner.tolist(), n]
+
+
+def estimate_tolerance(release, reference, sum_bound, seed, n):
+    """Per-coordinate tolerance between two releases that drew the same noise
+    (from ``seed``) and whose scaled sums differ by at most ``sum_bound`` in L2.
+
+    Each release computes ``est = fl(fl(q + w) + v)`` with ``q = fl(T / b)``,
+    the same noise ``w`` and the same offset ``v = n c``. So
+    ``|est - est'| <= |T - T'| / b (1 + u) + u (|T/b| + |T'/b| + |q + w| + |q' + w|
+    + |est| + |est'|)``, and each magnitude there is at most
+    ``|est| + |w| + |v|`` (of its own release) up to a factor ``1 + 2u``."""
+    b = release.scaling
+    w = np.random.default_rng(seed).normal(0.0, 1.0, size=b.size) * reference.noise_std
+    v = 0.0 if reference.center is None else n * np.abs(reference.center)
+    mags = np.abs(release.estimate) + np.abs(reference.estimate) + 2 * np.abs(w) + 2 * v
+    return sum_bound / b * (1 + U) + 4 * U * mags
+
+
+# ----------------------------------------------------------- the rounding bound
+
+@SETTINGS
+@given(st.integers(1, 3000), st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_merged_sum_is_within_the_stated_bound_of_the_exact_sum(n, pieces, seed):
+    # unclipped rows with b = 1 and no center contribute exactly themselves,
+    # so the exact clipped sum is the exact (rational) sum of the rows
+    gen = np.random.default_rng(seed)
+    d, C = 3, 1.0
+    X = gen.normal(0.0, 1.0, size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X *= gen.uniform(0.0, 0.99, size=(n, 1)) * np.exp2(gen.integers(-30, 1, size=(n, 1)))
+    acc = A.clipped_gaussian_accumulator(d, epsilon=EPS, delta=DELTA, clip_norm=C,
+                                         neighbouring="add-remove")
+    cuts = _cuts(n, gen, pieces)
+    total = _fold(acc, X, cuts, seed)
+    assert total.diagnostic_count == 0
+    T = total.private_sum()
+    exact = [sum((Fraction(float(x)) for x in X[:, j]), Fraction(0)) for j in range(d)]
+    err = math.sqrt(sum(float((Fraction(float(T[j])) - exact[j]) ** 2) for j in range(d)))
+    rho = A.merged_sum_rounding_bound(np.diff(cuts).tolist(), d)
+    assert err <= rho * C
+
+
+def test_rounding_bound_arguments_and_growth():
+    assert A.merged_sum_rounding_bound([10], 3) == pytest.approx(
+        sum_rounding_bound(10, 3) + math.sqrt(3) * 2.0 ** -70, rel=1e-15)
+    assert A.merged_sum_rounding_bound([10] * 8, 3) > A.merged_sum_rounding_bound([80], 3) / 4
+    assert A.merged_sum_rounding_bound([0, 0], 3) < 1e-20
+    with pytest.raises(ValueError, match="chunk_rows"):
+        A.merged_sum_rounding_bound([], 3)
+    with pytest.raises(ValueError, match="chunk_rows"):
+        A.merged_sum_rounding_bound([3, -1], 3)
+    with pytest.raises(ValueError, match="chunk_rows must be a whole number"):
+        A.merged_sum_rounding_bound([2.5], 3)
+    with pytest.raises(ValueError, match="d"):
+        A.merged_sum_rounding_bound([3], 0)
+
+
+# ------------------------------------------- the same release as in memory
+
+@SETTINGS
+@given(st.integers(2, 2500), st.integers(1, 9), st.integers(0, 2**32 - 1),
+       st.sampled_from(["replace", "add-remove"]), st.booleans())
+def test_gaussian_data_accumulator_releases_the_in_memory_release(n, pieces, seed, relation,
+                                                                  centred):
+    X = _data(n, seed)
+    center = CENTER if centred else None
+    p = 1e-3 if relation == "add-remove" else None
+    kw = dict(epsilon=EPS, delta=DELTA, center=center, clip_probability=p,
+              neighbouring=relation)
+    ref = gaussian_data_mechanism(X, stds=STDS, rng=seed, **kw)
+    acc = A.gaussian_data_accumulator(STDS, n=n if relation == "replace" else None, **kw)
+    cuts = _cuts(n, np.random.default_rng(seed), pieces)
+    out = _fold(acc, X, cuts, seed + 1).release(rng=seed)
+    rho = sum_rounding_bound(n, 4) + A.merged_sum_rounding_bound(np.diff(cuts).tolist(), 4)
+    tol = estimate_tolerance(out, ref, rho * ref.clip_norm, seed, n)
+    assert np.all(np.abs(out.estimate - ref.estimate) <= tol)
+    for field in ("noise_std", "scaling", "center"):
+        a, b = getattr(out, field), getattr(ref, field)
+        assert (a is None and b is None) or np.array_equal(a, b), field
+    for field in ("clip_norm", "epsilon", "delta", "neighbouring", "sigma_opt",
+                  "sensitivity", "mechanism", "clip_probability", "calibration", "widths"):
+        assert getattr(out, field) == getattr(ref, field), field
+
+
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_clipped_accumulator_releases_the_in_memory_release(relation):
+    X = _data(5000, 3)
+    ref = clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                     neighbouring=relation, rng=11)
+    acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                         neighbouring=relation)
+    cuts = [0, 1, 1700, 1701, 4999, 5000]
+    out = _fold(acc, X, cuts, 2).release(rng=11)
+    rho = sum_rounding_bound(5000, 4) + A.merged_sum_rounding_bound(np.diff(cuts).tolist(), 4)
+    assert np.all(np.abs(out.estimate - ref.estimate) <= estimate_tolerance(out, ref, rho * 2.0, 11, 5000))
+    assert out.sensitivity == ref.sensitivity and out.mechanism == ref.mechanism
+    # the data-dependent count is kept, as release_diagnostics counts it
+    assert _fold(acc, X, cuts, 5).diagnostic_count == clipped_sum(X, 2.0)[1] > 0
+
+
+def test_elliptical_accumulator_releases_the_in_memory_release():
+    X = _data(4000, 5)
+    ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=WIDTHS, rng=3)
+    acc = A.elliptical_gaussian_accumulator(WIDTHS, epsilon=EPS, delta=DELTA, n=4000)
+    cuts = [0, 999, 2000, 2001, 4000]
+    total = _fold(acc, X, cuts, 9)
+    out = total.release(rng=3)
+    rho = sum_rounding_bound(4000, 4) + A.merged_sum_rounding_bound(np.diff(cuts).tolist(), 4)
+    # the clamped sum's bound is per coordinate, relative to h_j = Delta_j / 2
+    tol = rho * WIDTHS / 2 + 2 * U * (np.abs(out.estimate) + np.abs(ref.estimate))
+    assert np.all(np.abs(out.estimate - ref.estimate) <= tol)
+    assert np.array_equal(out.widths, ref.widths) and np.array_equal(out.scaling, ref.scaling)
+    assert total.diagnostic_count == clamped_sum(X, WIDTHS / 2)[1]
+
+
+def test_release_draws_exactly_the_in_memory_noise():
+    # one piece, one pass: the same kernel on the same rows, bit for bit
+    X = _data(300, 8)
+    for seed in range(3):
+        ref = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=STDS, center=CENTER,
+                                      rng=seed)
+        acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, center=CENTER, n=300)
+        assert np.array_equal(acc.update(X).release(rng=seed).estimate, ref.estimate)
+
+
+# --------------------------------------------- the grid path: exactly equal
+
+def same_release(a, b):
+    """Every field of two releases equal, arrays bit for bit."""
+    for field in a.__dataclass_fields__:
+        x, y = getattr(a, field), getattr(b, field)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+                    and np.array_equal(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 1500), st.integers(1, 9), st.integers(0, 2**32 - 1),
+       st.sampled_from(["replace", "add-remove"]), st.booleans())
+def test_grid_accumulator_releases_exactly_the_in_memory_release(n, pieces, seed, relation,
+                                                                 centred):
+    X = _data(n, seed)
+    center = CENTER if centred else None
+    p = 1e-3 if relation == "add-remove" else None
+    kw = dict(epsilon=EPS, delta=DELTA, center=center, clip_probability=p,
+              neighbouring=relation, secure=True)
+    ref = gaussian_data_mechanism(X, stds=STDS, rng=seed, **kw)
+    acc = A.gaussian_data_accumulator(STDS, n=n if relation == "replace" else None, **kw)
+    cuts = _cuts(n, np.random.default_rng(seed), pieces)
+    merged = _fold(acc, X, cuts, seed + 1)
+    assert same_release(merged.release(rng=seed), ref)
+    # integer sums: any other cut and order gives the same statistic exactly
+    other = _fold(acc, X[::-1], _cuts(n, np.random.default_rng(seed + 2), 4), seed + 3)
+    assert np.array_equal(other.private_sum(), merged.private_sum())
+
+
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_grid_clipped_and_elliptical_accumulators_release_exactly(relation):
+    X = _data(3000, 12)
+    cuts = [0, 1, 1200, 2999, 3000]
+    ref = clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                     neighbouring=relation, rng=4, secure=True)
+    acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                         neighbouring=relation, secure=True)
+    assert same_release(_fold(acc, X, cuts, 1).release(rng=4), ref)
+    assert ref.secure and ref.calibration == "discrete gaussian (zCDP)"
+    if relation == "replace":
+        ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=WIDTHS, rng=4,
+                                            secure=True)
+        acc = A.elliptical_gaussian_accumulator(WIDTHS, epsilon=EPS, delta=DELTA, secure=True)
+        total = _fold(acc, X, cuts, 2)
+        assert same_release(total.release(rng=4), ref)
+        assert total.diagnostic_count == clamped_sum(X, WIDTHS / 2)[1]
+
+
+def test_grid_release_with_no_rng_uses_the_secure_generator():
+    X = _data(200, 1)
+    acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                         secure=True).update(X)
+    first, second = acc.release(), acc.release()
+    K = first.grid_exponent
+    for r in (first, second):          # every released value is on the grid 2^K (scaled)
+        q = np.ldexp(r.estimate * r.scaling, -K)
+        assert np.array_equal(q, np.rint(q))
+    assert not np.array_equal(first.estimate, second.estimate)   # fresh entropy each time
+    with pytest.raises(ValueError, match="different mechanism or different public"):
+        acc.merge(A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0))
+    with pytest.raises(TypeError, match="secure"):
+        A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0, secure=1)
+
+
+# ------------------------------------------------------ values, not objects
+
+def test_update_and_merge_return_new_accumulators():
+    X = _data(50)
+    acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=1.0)
+    one = acc.update(X[:20])
+    two = one.update(X[20:])
+    assert (acc.rows, one.rows, two.rows) == (0, 20, 50)
+    both = one.merge(two)
+    assert (one.rows, two.rows, both.rows) == (20, 50, 70)
+    assert np.array_equal(acc.private_sum(), np.zeros(4))
+    assert acc.update(np.empty((0, 4))) is acc
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_accumulators_pickle_and_merge_after_the_round_trip(secure):
+    X = _data(400, 2)
+    acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, center=CENTER,
+                                      clip_probability=1e-2, neighbouring="add-remove",
+                                      secure=secure)
+    left, right = acc.update(X[:150]), acc.update(X[150:])
+    shipped = pickle.loads(pickle.dumps(left)).merge(pickle.loads(pickle.dumps(right)))
+    assert np.array_equal(shipped.release(rng=4).estimate, left.merge(right).release(rng=4).estimate)
+    assert shipped.mechanism == "gaussian data (Algorithm 3)" and shipped.d == 4
+
+
+def test_only_accumulators_of_one_set_up_merge():
+    base = dict(epsilon=EPS, delta=DELTA)
+    acc = A.clipped_gaussian_accumulator(4, clip_norm=1.0, **base)
+    others = [
+        A.clipped_gaussian_accumulator(4, clip_norm=1.5, **base),
+        A.clipped_gaussian_accumulator(4, clip_norm=1.0, neighbouring="add-remove", **base),
+        A.clipped_gaussian_accumulator(4, clip_norm=1.0, epsilon=0.5, delta=DELTA),
+        A.clipped_gaussian_accumulator(4, clip_norm=1.0, n=10, **base),
+        A.gaussian_data_accumulator(STDS, clip_probability=1e-2, **base),
+        A.elliptical_gaussian_accumulator(WIDTHS, **base),
+    ]
+    for other in others:
+        with pytest.raises(ValueError, match="different mechanism or different public"):
+            acc.merge(other)
+    with pytest.raises(TypeError, match="other must be an Accumulator"):
+        acc.merge(np.zeros(4))
+    assert acc.merge(A.clipped_gaussian_accumulator(4, clip_norm=1.0, **base)).rows == 0
+
+
+# ------------------------------------------------------------- bad input
+
+def test_release_under_replace_one_needs_rows_and_the_declared_count():
+    acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, n=10)
+    with pytest.raises(ValueError, match="at least one row under replace-one"):
+        acc.release(rng=0)
+    with pytest.raises(ValueError, match="built for n = 10 rows but accumulated 9"):
+        acc.update(_data(9)).release(rng=0)
+    with pytest.raises(ValueError, match="n must not be given under add-remove"):
+        A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=1.0,
+                                       neighbouring="add-remove", n=3)
+    with pytest.raises(ValueError, match="clip_probability must be given under add-remove"):
+        A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, neighbouring="add-remove")
+
+
+def test_empty_dataset_under_add_remove_releases_noise_only():
+    acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, center=CENTER,
+                                      clip_probability=1e-3, neighbouring="add-remove")
+    r = acc.release(rng=6)
+    expected = np.random.default_rng(6).normal(0.0, 1.0, size=4) * r.noise_std
+    assert np.array_equal(r.estimate, expected)
+    assert r.sensitivity > r.clip_norm          # the center is charged under add-remove
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_rows_are_refused(bad):
+    X = _data(30)
+    X[17, 2] = bad
+    for acc in (A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=1.0),
+                A.elliptical_gaussian_accumulator(WIDTHS, epsilon=EPS, delta=DELTA)):
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            acc.update(X)
+
+
+def test_bad_blocks_and_parameters_are_refused_before_any_data_is_read():
+    acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=1.0)
+    with pytest.raises(ValueError, match="block must be 2-dimensional with 4 columns"):
+        acc.update(np.ones((3, 5)))
+    with pytest.raises(ValueError, match="block must be 2-dimensional"):
+        acc.update(np.ones(4))
+    with pytest.raises(TypeError, match="block"):
+        acc.update([["a", "b", "c", "d"]])
+    with pytest.raises(TypeError, match="block"):
+        acc.update(np.ones((2, 4), dtype=bool))
+    with pytest.raises(ValueError, match="epsilon"):
+        A.clipped_gaussian_accumulator(4, epsilon=-1.0, delta=DELTA, clip_norm=1.0)
+    with pytest.raises(ValueError, match="clip_norm"):
+        A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=0.0)
+    with pytest.raises(ValueError, match="widths"):
+        A.elliptical_gaussian_accumulator([1.0, -1.0], epsilon=EPS, delta=DELTA)
+    with pytest.raises(ValueError, match="delta"):
+        A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=2.0, n=10)
+    with pytest.raises(TypeError, match="rng"):
+        acc.update(np.ones((1, 4))).release(rng="seed")
