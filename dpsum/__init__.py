@@ -67,6 +67,7 @@ from .accuracy import (
     plan_epsilon,
     plan_n,
     release_error_bound,
+)
 from .accumulator import (
     Accumulator,
     clipped_gaussian_accumulator,
