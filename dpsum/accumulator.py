@@ -362,7 +362,7 @@ class _GridClippedSum(_GridSum):
         offset = t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None
         if offset:
             # as in memory: every record also contributes rint(b ⊙ c / 2^K)
-            S = S + self._rows * grid.round_to_grid(t.scaling * t.center, self._K)
+            S = S + self._rows * grid.round_to_grid(np.asarray(t.scaling) * t.center, self._K)
         Y = self._noisy(S, gen)
         estimate = np.array([math.ldexp(float(y), self._K) for y in Y]) / t.scaling
         if t.center is not None and not offset:

@@ -54,6 +54,7 @@ its center.
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,7 +137,7 @@ def _grid_noise(release: Release) -> tuple[float, np.ndarray] | None:
     estimate; the release records ``sigma_opt * sensitivity = sigma 2^K`` and
     ``noise_std = sigma u``.
     """
-    if not release.secure:
+    if not release.secure or release.grid_exponent is None:
         return None
     sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
     return sigma, np.asarray(release.noise_std, dtype=float) / sigma
@@ -466,7 +467,7 @@ class _NoiseRadius:
     def __init__(self, shape: np.ndarray, beta: float):
         self.law = GeneralizedChiSquare(shape.ravel() ** 2)
         self.beta = beta
-        self._spline = None
+        self._spline: Any = None
 
     def unit_radius(self, b_noise: float) -> float:
         return math.sqrt(float(self.law.isf(b_noise)))
@@ -608,7 +609,8 @@ class _Planner:
         setup = gaussian_data_setup(sigma, epsilon=eps, delta=self.delta, center=center,
                                     clip_probability=self.p, n=n, scaling=scaling,
                                     neighbouring=self.relation)
-        b, C, noise_std = setup.scaling, setup.clip_norm, setup.noise_std
+        b, C = setup.scaling, setup.clip_norm
+        noise_std = np.asarray(setup.noise_std, dtype=float)  # set: epsilon was given
         if d not in self._radius:  # the noise has the shape b_min / b for every n and epsilon
             self._radius[d] = _NoiseRadius(np.min(b) / b, self.beta)
         if self.include_bias:
@@ -894,7 +896,7 @@ def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
         ge = float(np.dot(pa, stats.binom.sf(y - a - 1, n - k, 1.0 - p)))
         return min(le, 1.0), min(ge, 1.0)
     # sample-and-threshold: S ~ Binomial(k, p), Y = S if S >= t else 0
-    t = math.ceil(release.threshold - 1e-9)
+    t = math.ceil(float(cast(float, release.threshold)) - 1e-9)
     if y < t:  # suppressed: the lowest outcome
         return float(stats.binom.cdf(t - 1, k, p)), 1.0
     return float(stats.binom.cdf(y, k, p)), float(stats.binom.sf(y - 1, k, p))
