@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _releases import same_release
 from dpsum import accumulator as A
 from dpsum.clipping import clamped_sum, clipped_sum, sum_rounding_bound
 from dpsum.mechanisms import (
@@ -185,19 +186,6 @@ def test_release_draws_exactly_the_in_memory_noise():
 
 
 # --------------------------------------------- the grid path: exactly equal
-
-def same_release(a, b):
-    """Every field of two releases equal, arrays bit for bit."""
-    for field in a.__dataclass_fields__:
-        x, y = getattr(a, field), getattr(b, field)
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
-                    and np.array_equal(x, y)):
-                return False
-        elif x != y:
-            return False
-    return True
-
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 1500), st.integers(1, 9), st.integers(0, 2**32 - 1),

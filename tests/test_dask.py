@@ -25,6 +25,7 @@ zarr = pytest.importorskip("zarr")
 
 import dask  # noqa: E402
 
+from _releases import same_release  # noqa: E402
 from dpsum import dask as dpdask  # noqa: E402
 from dpsum.accumulator import (  # noqa: E402
     clipped_gaussian_accumulator,
@@ -91,19 +92,6 @@ def estimate_tolerance(release, reference, sum_bound, seed, n):
     v = 0.0 if reference.center is None else n * np.abs(reference.center)
     mags = np.abs(release.estimate) + np.abs(reference.estimate) + 2 * np.abs(w) + 2 * v
     return sum_bound / b * (1 + U) + 4 * U * mags
-
-
-def same_release(a, b):
-    """Every field of two releases equal, arrays bit for bit."""
-    for field in a.__dataclass_fields__:
-        x, y = getattr(a, field), getattr(b, field)
-        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
-                    and np.array_equal(x, y)):
-                return False
-        elif x != y:
-            return False
-    return True
 
 
 # ------------------------------------------- a dataset larger than a worker
