@@ -380,8 +380,8 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     return estimate, K, math.ldexp(sigma, K)
 
 
-def secure_laplace(value, *, sensitivity: float, epsilon: float,
-                   rng=None) -> tuple[np.ndarray, int, int, float]:
+def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
+                   rng: V.RandomLike = None) -> tuple[np.ndarray, int, int, float]:
     """The Laplace mechanism on the grid: a precomputed statistic released
     with exact discrete Laplace noise, ``epsilon``-DP (pure).
 
@@ -438,7 +438,7 @@ def secure_laplace(value, *, sensitivity: float, epsilon: float,
     return _from_grid(Y, K), K, D, noise_std
 
 
-def _from_grid(Y, K: int) -> np.ndarray:
+def _from_grid(Y: np.ndarray, K: int) -> np.ndarray:
     """The floats ``Y 2^K`` for an object array of Python integers ``Y``,
     correctly rounded; beyond the float range, ``+-inf`` (a deterministic
     function of ``Y``: post-processing)."""
@@ -554,7 +554,7 @@ def _discrete_gaussian_one(p: int, q: int, bits: _Bits) -> int:
             return y
 
 
-def _as_fraction(value, name: str = "sigma2") -> Fraction:
+def _as_fraction(value: float | Fraction, name: str = "sigma2") -> Fraction:
     """A positive parameter as an exact rational (a float converts exactly)."""
     if isinstance(value, Fraction):
         out = value
@@ -708,7 +708,8 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 # ------------------------------------------------------- the discrete Laplace
 
-def discrete_laplace(scale, size: int | tuple = (), rng=None) -> np.ndarray:
+def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
+                     rng: V.RandomLike = None) -> np.ndarray:
     """Exact samples of the discrete Laplace distribution of scale ``tau``.
 
     The pmf is ``(1 - r) / (1 + r) r^|x|`` on the integers, ``r = exp(-1/tau)``.
@@ -739,13 +740,14 @@ def discrete_laplace(scale, size: int | tuple = (), rng=None) -> np.ndarray:
     """
     tau = _as_fraction(scale, "scale")
     bits = _Bits(rng)
-    shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
+    shape: tuple[int, ...] = ((int(size),) if isinstance(size, numbers.Integral)
+                              else tuple(size))  # type: ignore[arg-type]
     t, s = tau.numerator, tau.denominator
     out = [_discrete_laplace(t, bits, s) for _ in range(math.prod(shape))]
     return np.array(out, dtype=object).reshape(shape)
 
 
-def discrete_laplace_pmf(x, scale: float) -> np.ndarray:
+def discrete_laplace_pmf(x: ArrayLike, scale: float) -> np.ndarray:
     """The pmf ``(1 - r) / (1 + r) r^|x|``, ``r = exp(-1/scale)``, of the
     discrete Laplace distribution at the integers ``x``."""
     tau = float(V.check_positive(scale, "scale"))
@@ -754,7 +756,7 @@ def discrete_laplace_pmf(x, scale: float) -> np.ndarray:
     return np.exp(log_norm - xs / tau)
 
 
-def discrete_laplace_std(scale) -> float:
+def discrete_laplace_std(scale: float | Fraction) -> float:
     """Standard deviation ``sqrt(2 r) / (1 - r)``, ``r = exp(-1/scale)``, of
     the discrete Laplace distribution (a little below the continuous
     Laplace's ``sqrt(2) scale``)."""
