@@ -146,6 +146,7 @@ from .grid import (
     discrete_gaussian,
     discrete_gaussian_delta,
     discrete_gaussian_sigma,
+    discrete_laplace,
     grid_clipped_sum,
 )
 from .mechanisms import (
@@ -324,4 +325,5 @@ __all__ = [
     "elliptical_gaussian_accumulator",
     "gaussian_data_accumulator",
     "merged_sum_rounding_bound",
+    "discrete_laplace",
 ]

@@ -45,6 +45,10 @@ __all__ = [
     "grid_gaussian_noise",
     "round_to_grid",
     "secure_gaussian",
+    "secure_laplace",
+    "discrete_laplace",
+    "discrete_laplace_pmf",
+    "discrete_laplace_std",
     "discrete_gaussian",
     "discrete_gaussian_pmf",
     "discrete_gaussian_delta",
@@ -57,8 +61,14 @@ __all__ = [
 GRID_CHARGE = 2.0 ** -20
 
 _U = 2.0 ** -53
+_FLOAT_MAX = np.finfo(np.float64).max
 # int64 block sums are flushed to Python integers before they could overflow
 _INT64_SAFE = 2 ** 62
+#: The grid kernel's blocks hold this many times the rows of the float
+#: kernel's (2^18 values): its per-block work on the row vectors (clip factors
+#: for every row, the re-check) is amortised over more data. A block's float
+#: sum stays exact: at most 2^18 / d rows of integers below sqrt(d) 2^21.
+_GRID_BLOCK_FACTOR = 4
 
 
 # ----------------------------------------------------------------- the grid
@@ -92,14 +102,22 @@ def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
     """``value / 2^K`` rounded to the nearest integer (ties to even), as an
     object array of Python integers (exact for any magnitude).
 
+    ``value / 2^K`` is computed exactly when it is a normal float; a
+    subnormal quotient is below 1/2 in magnitude and rounds to 0 either way.
+    A quotient beyond the float range saturates at ``+-M``, ``M`` the largest
+    float (an integer). Saturation is a contraction, so two values still
+    round to integers at most ``|a - b| / 2^K + 1`` apart in each coordinate:
+    the sensitivity arguments of the grid path hold, and no exception
+    depends on the (private) value.
+
     Examples
     --------
     >>> [int(v) for v in round_to_grid([0.3, 2.5, -1.75], -2)]  # multiples of 1/4, ties to even
     [1, 10, -7]
     """
     x = np.asarray(value, dtype=np.float64)
-    with np.errstate(under="ignore"):
-        q = np.rint(np.ldexp(x, -K))
+    with np.errstate(under="ignore", over="ignore"):
+        q = np.clip(np.rint(np.ldexp(x, -K)), -_FLOAT_MAX, _FLOAT_MAX)
     return np.array([int(v) for v in q.ravel()], dtype=object).reshape(x.shape)
 
 
@@ -248,7 +266,7 @@ def _grid_accumulate(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
     """The grid kernel: a pure function of (rows, public plan, k) returning the
     exact integer sum (object array of Python ints) and the clipped count."""
     n, d = X.shape
-    rows = plan.rows
+    rows = plan.rows * _GRID_BLOCK_FACTOR
     m0 = min(rows, max(n, 1))
     buf = np.empty((m0, d))
     sq_buf = np.empty((m0, d))
@@ -362,9 +380,81 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     q = round_to_grid(x, K)
     grid_sens = math.ldexp(sens, -K) + math.sqrt(d)
     Y, _ = grid_gaussian_noise(q, 0, grid_sens, epsilon=epsilon, delta=delta, rng=rng)
-    estimate = np.array([math.ldexp(float(v), K) for v in np.ravel(Y)]).reshape(x.shape)
+    estimate = _from_grid(Y, K).reshape(x.shape)
     sigma = discrete_gaussian_sigma(epsilon, delta, grid_sens)
     return estimate, K, math.ldexp(sigma, K)
+
+
+def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
+                   rng: V.RandomLike = None) -> tuple[np.ndarray, int, int, float]:
+    """The Laplace mechanism on the grid: a precomputed statistic released
+    with exact discrete Laplace noise, ``epsilon``-DP (pure).
+
+    The statistic ``x`` (``d`` entries, L1 sensitivity ``Delta_1``) is rounded
+    to the grid ``2^K``, ``q = rint(x / 2^K)``, with ``K`` the largest integer
+    such that ``d 2^(K-1) <= GRID_CHARGE * Delta_1`` (public). The output is
+    ``(q + Z) 2^K`` with ``Z_j`` i.i.d. discrete Laplace of scale
+    ``D / epsilon``, ``D = floor(Delta_1 / 2^K) + d``.
+
+    **Guarantee** (book, chapter on floating-point attacks, theorem
+    ``fp-thm-discrete-laplace``). For neighbouring datasets,
+    ``|rint(a) - rint(b)| <= |a - b| + 1`` in every coordinate, so the integer
+    vectors ``q, q'`` satisfy ``||q - q'||_1 <= Delta_1 / 2^K + d`` and, being
+    integers, ``||q - q'||_1 <= D``. For every integer vector ``y``,
+    ``P[q + Z = y] / P[q' + Z = y] = prod_j exp((|y_j - q'_j| - |y_j - q_j|)
+    epsilon / D) <= exp(epsilon ||q - q'||_1 / D) <= exp(epsilon)``: the
+    integer release is ``epsilon``-DP with ``delta = 0``, and the returned
+    floats are a deterministic function of it (post-processing). The noise
+    is sampled exactly (:func:`discrete_laplace`), from the operating system's
+    secure generator when ``rng`` is None. The rounding costs a relative
+    ``d 2^K / Delta_1 <= 2 GRID_CHARGE`` of the sensitivity.
+
+    Returns
+    -------
+    estimate : numpy.ndarray
+        The release, shape of ``value``, every entry an integer multiple of ``2^K``.
+    K : int
+        The grid exponent (public).
+    D : int
+        The integer L1 sensitivity on the grid.
+    noise_std : float
+        The standard deviation of each coordinate's noise, in the units of ``value``.
+
+    Examples
+    --------
+    >>> est, K, D, std = secure_laplace([10.0, -3.0], sensitivity=1.0, epsilon=1.0, rng=0)
+    >>> K, D, all(float(v / 2.0**K).is_integer() for v in est)
+    (-20, 1048578, True)
+    """
+    x = V.check_finite_array(value, "value")
+    sens = float(V.check_positive(sensitivity, "sensitivity"))
+    eps = float(V.check_epsilon(epsilon, scalar=True))
+    d = max(1, x.size)
+    K = grid_exponent(sens, d * d)          # L1: sqrt(d^2) 2^(K-1) = d 2^(K-1)
+    q = round_to_grid(x, K)
+    D = math.floor(math.ldexp(sens, -K)) + d    # exact: a power-of-two rescaling
+    scale = Fraction(D) / Fraction(eps)
+    with np.errstate(over="ignore"):
+        noise_std = float(np.ldexp(discrete_laplace_std(scale), K))
+    if not noise_std < _FLOAT_MAX:
+        raise ValueError("sensitivity / epsilon is too large: the noise's standard "
+                         "deviation is not a finite float")
+    Y = q + discrete_laplace(scale, size=x.shape, rng=rng)
+    return _from_grid(Y, K), K, D, noise_std
+
+
+def _from_grid(Y: np.ndarray, K: int) -> np.ndarray:
+    """The floats ``Y 2^K`` for an object array of Python integers ``Y``,
+    correctly rounded; beyond the float range, ``+-inf`` (a deterministic
+    function of ``Y``: post-processing)."""
+    flat = []
+    for v in np.ravel(Y):
+        v = int(v)
+        try:   # int / int and int -> float are correctly rounded in Python
+            flat.append(float(v << K) if K >= 0 else v / (1 << -K))
+        except OverflowError:
+            flat.append(math.inf if v > 0 else -math.inf)
+    return np.array(flat, dtype=np.float64).reshape(np.shape(Y))
 
 
 # ------------------------------------------------------ the discrete Gaussian
@@ -435,9 +525,15 @@ def _bernoulli_exp(num: int, den: int, bits: _Bits) -> bool:
     return _bernoulli_exp_unit(num - whole * den, den, bits)
 
 
-def _discrete_laplace(t: int, bits: _Bits) -> int:
-    """Discrete Laplace with scale ``t`` (pmf proportional to exp(-|x|/t)),
-    CKS Algorithm 2 with ``s = 1``."""
+def _discrete_laplace(t: int, bits: _Bits, s: int = 1) -> int:
+    """Discrete Laplace with scale ``t / s`` (pmf proportional to
+    exp(-|x| s / t)), CKS Algorithm 2, for positive integers ``s`` and ``t``.
+
+    ``u + t v`` (``u`` uniform below ``t`` accepted with probability
+    ``exp(-u/t)``, ``v`` geometric with ratio ``exp(-1)``) is geometric with
+    ratio ``exp(-1/t)``; its floor division by ``s`` is geometric with ratio
+    ``exp(-s/t)``; a random sign with ``-0`` rejected makes it two-sided.
+    """
     while True:
         u = bits.below(t)
         if not _bernoulli_exp(u, t, bits):
@@ -445,7 +541,7 @@ def _discrete_laplace(t: int, bits: _Bits) -> int:
         v = 0
         while _bernoulli_exp_unit(1, 1, bits):
             v += 1
-        y = u + t * v
+        y = (u + t * v) // s
         negative = bits.below(2) == 1
         if negative and y == 0:
             continue
@@ -463,17 +559,17 @@ def _discrete_gaussian_one(p: int, q: int, bits: _Bits) -> int:
             return y
 
 
-def _as_fraction(sigma2) -> Fraction:
-    if isinstance(sigma2, Fraction):
-        s2 = sigma2
-    elif isinstance(sigma2, numbers.Integral) and not isinstance(sigma2, bool):
-        s2 = Fraction(int(sigma2))
+def _as_fraction(value: float | Fraction, name: str = "sigma2") -> Fraction:
+    """A positive parameter as an exact rational (a float converts exactly)."""
+    if isinstance(value, Fraction):
+        out = value
+    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        out = Fraction(int(value))
     else:
-        value = float(V.check_positive(sigma2, "sigma2"))
-        s2 = Fraction(value)
-    if s2 <= 0:
-        raise ValueError("sigma2 must be > 0")
-    return s2
+        out = Fraction(float(V.check_positive(value, name)))
+    if out <= 0:
+        raise ValueError(f"{name} must be > 0")
+    return out
 
 
 def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = (),
@@ -613,3 +709,61 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     eps, dlt = V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
     sens = float(V.check_positive(sensitivity, "sensitivity"))
     return _unit_sigma(float(eps), float(dlt)) * sens
+
+
+# ------------------------------------------------------- the discrete Laplace
+
+def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
+                     rng: V.RandomLike = None) -> np.ndarray:
+    """Exact samples of the discrete Laplace distribution of scale ``tau``.
+
+    The pmf is ``(1 - r) / (1 + r) r^|x|`` on the integers, ``r = exp(-1/tau)``.
+    Sampling follows Canonne, Kamath and Steinke (2020, Algorithm 2) with
+    ``tau = t / s`` in lowest terms, in exact integer arithmetic, so the output
+    has exactly this distribution (given uniform random integers).
+
+    Parameters
+    ----------
+    scale : float, int or fractions.Fraction
+        ``tau > 0``; a float is converted exactly to a rational.
+    size : int or tuple of ints
+        Output shape.
+    rng : None, numpy.random.Generator or int
+        ``None`` (the default) draws from the operating system's
+        cryptographically secure generator (``os.urandom``); a generator or
+        seed gives reproducible, **not secure**, draws.
+
+    Returns
+    -------
+    numpy.ndarray of Python ints (dtype object)
+
+    Examples
+    --------
+    >>> x = discrete_laplace(2.5, size=4, rng=0)
+    >>> x.shape, all(isinstance(v, int) for v in x)
+    ((4,), True)
+    """
+    tau = _as_fraction(scale, "scale")
+    bits = _Bits(rng)
+    shape: tuple[int, ...] = ((int(size),) if isinstance(size, numbers.Integral)
+                              else tuple(size))  # type: ignore[arg-type]
+    t, s = tau.numerator, tau.denominator
+    out = [_discrete_laplace(t, bits, s) for _ in range(math.prod(shape))]
+    return np.array(out, dtype=object).reshape(shape)
+
+
+def discrete_laplace_pmf(x: ArrayLike, scale: float) -> np.ndarray:
+    """The pmf ``(1 - r) / (1 + r) r^|x|``, ``r = exp(-1/scale)``, of the
+    discrete Laplace distribution at the integers ``x``."""
+    tau = float(V.check_positive(scale, "scale"))
+    xs = np.abs(np.asarray(x, dtype=np.float64))
+    log_norm = math.log(-math.expm1(-1.0 / tau)) - math.log1p(math.exp(-1.0 / tau))
+    return np.exp(log_norm - xs / tau)
+
+
+def discrete_laplace_std(scale: float | Fraction) -> float:
+    """Standard deviation ``sqrt(2 r) / (1 - r)``, ``r = exp(-1/scale)``, of
+    the discrete Laplace distribution (a little below the continuous
+    Laplace's ``sqrt(2) scale``)."""
+    tau = float(_as_fraction(scale, "scale"))
+    return math.sqrt(2.0) * math.exp(-0.5 / tau) / -math.expm1(-1.0 / tau)

@@ -570,7 +570,7 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
 
 def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
                       neighbouring: Neighbouring | str = "replace",
-                      rng: RandomLike = None) -> Release:
+                      rng: RandomLike = None, secure: bool = False) -> Release:
     """The Laplace mechanism: add i.i.d. ``Laplace(0, sensitivity / epsilon)`` noise.
 
     If the statistic has L1 sensitivity ``Delta_1`` (the largest L1 distance
@@ -593,7 +593,16 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
     neighbouring : {"replace", "add-remove"}
         The relation under which ``sensitivity`` was computed; recorded.
     rng : numpy.random.Generator, int or None
-        Source of randomness.
+        Source of randomness. With ``secure=True``, None means the operating
+        system's secure generator; a seed or Generator gives reproducible,
+        not secure, draws.
+    secure : bool
+        Take the grid path (:func:`dpsum.grid.secure_laplace`): the statistic
+        is rounded to the public grid ``2^K`` with the rounding charged to the
+        L1 sensitivity, and the noise is an exact discrete Laplace on the
+        grid. Still ``epsilon``-DP with ``delta = 0`` (book, chapter on
+        floating-point attacks, theorem ``fp-thm-discrete-laplace``), and
+        immune to attacks on the low-order bits.
 
     Returns
     -------
@@ -601,19 +610,27 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         ``delta`` is 0.0; ``noise_std`` is ``sqrt(2) b`` in every coordinate;
         ``sensitivity`` is the L1 sensitivity and ``sigma_opt`` the noise
         standard deviation per unit of it, ``sqrt(2) / epsilon``;
-        ``mechanism`` and ``calibration`` are ``"laplace"``.
+        ``mechanism`` and ``calibration`` are ``"laplace"``. With
+        ``secure=True``: ``sensitivity`` is the grid's integer L1 sensitivity
+        ``D`` times ``2^K`` (slightly above the declared one),
+        ``noise_std`` the discrete Laplace's standard deviation in the
+        units of the statistic, ``calibration`` is ``"discrete laplace"``,
+        ``secure`` is True and ``grid_exponent`` is ``K``.
 
     Notes
     -----
-    Like the Gaussian mechanisms here, the noise comes from NumPy's
-    floating-point sampler, which does not defend against floating-point
-    attacks (Mironov 2012, who showed them first on exactly this mechanism).
+    By default the noise comes from NumPy's floating-point sampler, which
+    does not defend against floating-point attacks (Mironov 2012, who showed
+    them first on exactly this mechanism); ``secure=True`` does.
 
     Examples
     --------
     >>> r = laplace_mechanism([1.0, 2.0], epsilon=1.0, sensitivity=2.0, rng=0)
     >>> r.mechanism, r.delta, round(float(r.noise_std[0]), 6)  # sqrt(2) * 2 / 1
     (<Mechanism.LAPLACE: 'laplace'>, 0.0, 2.828427)
+    >>> r = laplace_mechanism([3.0, 4.0], epsilon=1.0, sensitivity=1.0, rng=0, secure=True)
+    >>> r.secure, r.delta, all(float(v / 2.0**r.grid_exponent).is_integer() for v in r.estimate)
+    (True, 0.0, True)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     sens = V.check_positive(sensitivity, "sensitivity", scalar=True)
@@ -621,8 +638,17 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
     scale = sens / eps
     if not math.isfinite(scale):
         raise ValueError("sensitivity / epsilon overflows: the noise scale is not a finite float")
+    secure_ = V.check_bool(secure, "secure")
+    gen = _secure_rng(rng) if secure_ else V.check_rng(rng)
     x = V.check_finite_array(value, "value")
-    gen = V.check_rng(rng)
+    if secure_:
+        est, K, D, std = grid.secure_laplace(x, sensitivity=sens, epsilon=eps, rng=gen)
+        grid_sens = math.ldexp(float(D), K)
+        return Release(
+            estimate=est, noise_std=np.full(x.shape, std), scaling=None, clip_norm=None,
+            epsilon=eps, delta=0.0, neighbouring=relation, sigma_opt=std / grid_sens,
+            sensitivity=grid_sens, mechanism=Mechanism.LAPLACE,
+            calibration=Calibration.DISCRETE_LAPLACE, secure=True, grid_exponent=K)
     estimate = x + gen.laplace(0.0, scale, size=x.shape)
     return Release(
         estimate=estimate,

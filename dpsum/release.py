@@ -69,6 +69,9 @@ class Calibration(_StrEnum):
     #: The grid path's discrete Gaussian: zCDP (Canonne, Kamath and Steinke
     #: 2020, Theorem 14) converted with their Proposition 12.
     DISCRETE = "discrete gaussian (zCDP)"
+    #: The grid path's discrete Laplace: scale (integer L1 sensitivity) /
+    #: epsilon on the grid, pure epsilon-DP.
+    DISCRETE_LAPLACE = "discrete laplace"
 
 
 def _read_only(value: Any) -> np.ndarray | None:

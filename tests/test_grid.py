@@ -133,7 +133,8 @@ def test_grid_kernel_does_the_same_work_whatever_is_clipped(monkeypatch):
     none = list(calls)
     calls.clear()
     grid_clipped_sum(X, 1.0)                        # everything clipped
-    assert calls == none and len(none) == -(-20_000 // (grid.clipping._BLOCK_ELEMENTS // 100))
+    rows = (grid.clipping._BLOCK_ELEMENTS // 100) * grid._GRID_BLOCK_FACTOR
+    assert calls == none and len(none) == -(-20_000 // rows)
 
 
 def test_grid_rejects_bad_input():
@@ -316,3 +317,220 @@ def test_precision_attack_breaks_the_float_path_and_not_the_grid_path():
     # on the grid every output is a multiple of ulp(1)/2, so the bit test is void
     assert np.all(dpsum.audit.precision_event(np.concatenate([ga, gb]), 1.0, 1)
                   == (np.abs(np.concatenate([ga, gb])) < 0.5))
+
+
+# ------------------------------------------- the discrete Laplace (secure Laplace)
+
+@pytest.mark.parametrize("scale, n", [(0.3, 20_000), (2.5, 20_000), (Fraction(7, 3), 20_000),
+                                      (12.0, 20_000)])
+def test_discrete_laplace_fits_the_exact_pmf(scale, n):
+    x = grid.discrete_laplace(scale, size=n, rng=2024).astype(np.int64)
+    tau = float(scale)
+    half = int(math.ceil(6 * tau)) + 1
+    cells = np.arange(-half, half + 1)
+    p = grid.discrete_laplace_pmf(cells, tau)
+    tail = grid.discrete_laplace_pmf(np.arange(half + 1, half + 2000), tau).sum()
+    p[0] += tail
+    p[-1] += tail
+    assert p.sum() == pytest.approx(1.0, rel=1e-12)
+    observed = np.array([np.sum(np.clip(x, -half, half) == c) for c in cells])
+    expected = n * p
+    keep = expected >= 5                            # pool sparse cells
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    assert stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-3
+
+
+def test_discrete_laplace_moments_at_large_scale_and_a_secure_source():
+    tau = Fraction(10**9, 3)
+    x = np.array([float(v) for v in grid.discrete_laplace(tau, size=4000, rng=8)])
+    std = grid.discrete_laplace_std(tau)
+    assert std == pytest.approx(math.sqrt(2) * float(tau), rel=1e-9)
+    assert abs(x.mean()) < 5 * std / math.sqrt(4000)
+    # E|X| = tau up to O(1/tau) for large tau; |X| has standard deviation ~ tau
+    assert abs(np.abs(x).mean() / float(tau) - 1) < 5 / math.sqrt(4000)
+    y = grid.discrete_laplace(1.5, size=(2, 2))          # OS CSPRNG
+    assert y.shape == (2, 2) and all(isinstance(v, int) for v in y.ravel())
+    with pytest.raises(ValueError, match="scale"):
+        grid.discrete_laplace(0.0)
+    # variance 2r / (1 - r)^2 against the pmf summed directly
+    ys = np.arange(-200, 201)
+    var = float(np.sum(ys * ys * grid.discrete_laplace_pmf(ys, 2.5)))
+    assert grid.discrete_laplace_std(2.5) == pytest.approx(math.sqrt(var), rel=1e-12)
+
+
+@SETTINGS
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=6), st.floats(1e-3, 1e3),
+       st.data())
+def test_secure_laplace_grid_sensitivity_holds_on_worst_case_neighbours(a, sens, data):
+    # neighbours at exact L1 distance <= sens, placed anywhere relative to the grid:
+    # the rounded integer vectors differ by at most D in L1, exactly
+    a = np.array(a)
+    d = a.size
+    weights = np.array(data.draw(st.lists(st.floats(-1, 1), min_size=d, max_size=d)))
+    step = weights / max(1.0, float(np.abs(weights).sum())) * sens
+    b = a + step
+    dist = sum(abs(Fraction(float(x)) - Fraction(float(y))) for x, y in zip(a, b))
+    if dist > Fraction(sens):                        # rounding of a + step overshot
+        return
+    _, K, D, _ = grid.secure_laplace(a, sensitivity=sens, epsilon=1.0, rng=0)
+    qa, qb = grid.round_to_grid(a, K), grid.round_to_grid(b, K)
+    assert sum(abs(int(x) - int(y)) for x, y in zip(qa, qb)) <= D
+    # the rounding charge is at most 2 GRID_CHARGE of the sensitivity
+    assert Fraction(D) * Fraction(2) ** K <= Fraction(sens) * (1 + 2 * Fraction(grid.GRID_CHARGE))
+
+
+def test_secure_laplace_mechanism_records_the_grid_path():
+    value = np.array([[1.5, -2.0], [0.25, 8.0]])
+    r = dpsum.laplace_mechanism(value, epsilon=0.5, sensitivity=2.0, neighbouring="add-remove",
+                                rng=3, secure=True)
+    assert r.secure and r.delta == 0.0 and r.calibration == "discrete laplace"
+    assert r.mechanism == "laplace" and r.estimate.shape == (2, 2)
+    units = r.estimate / 2.0 ** r.grid_exponent
+    assert np.all(units == np.rint(units))
+    D = round(r.sensitivity / 2.0 ** r.grid_exponent)
+    tau = D / 0.5
+    assert r.sensitivity == pytest.approx(2.0, rel=3 * grid.GRID_CHARGE)
+    np.testing.assert_allclose(r.noise_std, grid.discrete_laplace_std(tau) * 2.0 ** r.grid_exponent)
+    assert r.sigma_opt * r.sensitivity == pytest.approx(r.noise_std[0], rel=1e-15)
+    again = dpsum.laplace_mechanism(value, epsilon=0.5, sensitivity=2.0, rng=3, secure=True)
+    np.testing.assert_array_equal(r.estimate, again.estimate)
+    assert np.all(np.abs(r.estimate - value) < 20 * r.noise_std)
+    secure = dpsum.laplace_mechanism(value, epsilon=0.5, sensitivity=2.0, secure=True)
+    assert secure.secure                                  # rng=None: the OS CSPRNG
+    with pytest.raises(TypeError, match="secure"):
+        dpsum.laplace_mechanism(value, epsilon=0.5, sensitivity=2.0, secure=1)
+    # a statistic beyond the grid's float range saturates (no data-dependent exception)
+    big = dpsum.laplace_mechanism([1e300, -1e300], epsilon=0.5, sensitivity=1e-10, rng=0,
+                                  secure=True)
+    M = np.finfo(np.float64).max
+    np.testing.assert_allclose(big.estimate, [M * 2.0 ** big.grid_exponent,
+                                              -M * 2.0 ** big.grid_exponent], rtol=1e-12)
+
+
+def test_secure_laplace_draws_noise_of_scale_D_over_epsilon_exactly(monkeypatch):
+    seen = []
+    original = grid.discrete_laplace
+
+    def recording(scale, size=(), rng=None):
+        seen.append(scale)
+        return original(scale, size, rng)
+
+    monkeypatch.setattr(grid, "discrete_laplace", recording)
+    eps = 0.1                                        # not a dyadic rational
+    est, K, D, std = grid.secure_laplace([0.3, 0.0, -4.0], sensitivity=3.0, epsilon=eps, rng=1)
+    assert seen == [Fraction(D) / Fraction(eps)]     # exact rational scale, no rounding
+    assert D == math.floor(3.0 / 2.0 ** K) + 3
+    assert std == pytest.approx(grid.discrete_laplace_std(seen[0]) * 2.0 ** K, rel=0)
+
+
+def _worst_case_laplace_pair(sens: float, d: int):
+    """Neighbouring statistics at L1 distance <= sens whose grid roundings are
+    exactly D = floor(sens / 2^K) + d apart: every coordinate gains a whole
+    grid unit from rounding."""
+    _, K, D, _ = grid.secure_laplace(np.zeros(d), sensitivity=sens, epsilon=1.0, rng=0)
+    u = 2.0 ** K
+    L = D - d
+    frac = Fraction(sens) / Fraction(u) - L
+    n = [L // d + (1 if j < L % d else 0) for j in range(d)]
+    m = np.arange(d) * 6 - 2 * d                      # even grid points around zero
+    if frac > 0:
+        # a_j just below a midpoint (rounds down), b_j just above the next one
+        e = 2.0 ** -3
+        while Fraction(2 * d) * Fraction(e) > frac:
+            e /= 2
+        a = (m + 0.5 - e) * u
+        b = a + (np.array(n, dtype=np.float64) + 2 * e) * u
+    else:
+        # sens is a multiple of 2^K: use ties (to even), which need odd steps
+        n = [(L // d) | 1 for _ in range(d - 1)]
+        n.append(L - sum(n))
+        assert all(k % 2 == 1 and k > 0 for k in n), "pick (sens, d) with L = d mod 2"
+        a = (m + 0.5) * u                             # m even: rounds down to m
+        b = a + np.array(n, dtype=np.float64) * u     # m + n odd: rounds up to m + n + 1
+    return a, b, K, D
+
+
+@pytest.mark.parametrize("sens, d", [(1.3, 3), (0.7, 1), (5e-200, 4), (2.0 ** 60 / 3, 5),
+                                     (1.0, 2), (1 + 2.0 ** -19, 1), (2.0 ** -30, 4)])
+def test_secure_laplace_grid_sensitivity_is_attained_and_not_exceeded(sens, d):
+    a, b, K, D = _worst_case_laplace_pair(sens, d)
+    dist = sum(abs(Fraction(float(x)) - Fraction(float(y))) for x, y in zip(a, b))
+    assert dist <= Fraction(sens)                     # a genuine neighbouring pair
+    qa, qb = grid.round_to_grid(a, K), grid.round_to_grid(b, K)
+    assert sum(abs(int(x) - int(y)) for x, y in zip(qa, qb)) == D   # tight, never above
+    # the noise scale D / epsilon makes this worst pair's privacy loss exactly epsilon:
+    # log P[q + Z = y] - log P[q' + Z = y] at y = qa, from the pmf itself
+    eps = 0.75
+    tau = float(Fraction(D) / Fraction(eps))
+    diff = np.array([int(x) - int(y) for x, y in zip(qb, qa)], dtype=np.float64)
+    loss = np.sum(np.log(grid.discrete_laplace_pmf(np.zeros(d), tau))
+                  - np.log(grid.discrete_laplace_pmf(diff, tau)))
+    assert loss == pytest.approx(eps, rel=1e-9)
+
+
+def test_precision_attack_breaks_the_float_laplace_and_not_the_grid_laplace():
+    eps, delta, n = 1.0, 1e-5, 200_000
+    rng = np.random.default_rng(13)
+    # the float path's own arithmetic, batched: fl(value + laplace(0, Delta / eps))
+    np.testing.assert_array_equal(
+        dpsum.laplace_mechanism([1.0], epsilon=eps, sensitivity=1.0,
+                                rng=np.random.default_rng(5)).estimate,
+        1.0 + np.random.default_rng(5).laplace(0.0, 1.0, 1))
+    a = 1.0 + rng.laplace(0.0, 1.0, n)
+    b = 0.0 + rng.laplace(0.0, 1.0, n)
+    lb_float, _ = dpsum.audit.precision_epsilon_lower_bound(a, b, sensitivity=1.0, delta=delta)
+    assert lb_float > eps
+    m = 3000
+    rel = lambda v: dpsum.laplace_mechanism([v], epsilon=eps, sensitivity=1.0, rng=rng,
+                                            secure=True).estimate[0]
+    ga = np.array([rel(1.0) for _ in range(m)])
+    gb = np.array([rel(0.0) for _ in range(m)])
+    for bits in (1, 6):
+        lb_grid, counts = dpsum.audit.precision_epsilon_lower_bound(
+            ga, gb, sensitivity=1.0, delta=delta, bits=bits)
+        assert lb_grid <= eps and counts[0] > 0
+    # every grid output is a multiple of ulp(1)/2: the bit test reduces to |y| small
+    both = np.concatenate([ga, gb])
+    assert np.all(dpsum.audit.precision_event(both, 1.0, 1) == (np.abs(both) < 0.5))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(epsilon=0.0), ValueError, "epsilon"),
+    (dict(epsilon=-1.0), ValueError, "epsilon"),
+    (dict(epsilon=float("nan")), ValueError, "epsilon"),
+    (dict(epsilon=float("inf")), ValueError, "epsilon"),
+    (dict(sensitivity=0.0), ValueError, "sensitivity"),
+    (dict(sensitivity=float("inf")), ValueError, "sensitivity"),
+    (dict(sensitivity=1e307, epsilon=1e-3), ValueError, "sensitivity / epsilon"),
+    (dict(value=[1.0, float("nan")]), ValueError, "value"),
+    (dict(value=[[1.0], ["a"]]), (TypeError, ValueError), "value"),
+    (dict(rng="seed"), TypeError, "rng"),
+])
+def test_secure_laplace_refuses_bad_arguments(kwargs, error, match):
+    args = dict(value=[1.0, 2.0], sensitivity=1.0, epsilon=1.0, rng=0) | kwargs
+    with pytest.raises(error, match=match):
+        grid.secure_laplace(**args)
+    with pytest.raises(error, match=match):
+        dpsum.laplace_mechanism(secure=True, **args)
+
+
+@pytest.mark.parametrize("scale, error", [(0, ValueError), (-1.5, ValueError),
+                                          (float("nan"), ValueError), (float("inf"), ValueError),
+                                          ("2", TypeError), (True, TypeError),
+                                          (Fraction(-1, 3), ValueError)])
+def test_discrete_laplace_refuses_bad_scales(scale, error):
+    with pytest.raises(error, match="scale"):
+        grid.discrete_laplace(scale, size=2, rng=0)
+
+
+def test_grid_values_beyond_the_float_range_are_infinite_not_errors():
+    big = 2 ** 1100
+    out = grid._from_grid(np.array([big, -big, 3, -(2 ** 60)], dtype=object), -2)
+    np.testing.assert_array_equal(out, [np.inf, -np.inf, 0.75, -(2.0 ** 58)])
+    # an integer beyond the float range whose value on the grid is a float
+    out = grid._from_grid(np.array([big + 1, 3], dtype=object), -200)
+    assert out[0] == 2.0 ** 900 and out[1] == 3 * 2.0 ** -200
+    assert grid._from_grid(np.array([-1], dtype=object), -1080)[0] == -0.0
