@@ -23,7 +23,7 @@ Files written under ``book/data/``:
 The releases: the Gaussian mechanisms run the real dpsum code, batched with
 :func:`dpsum.audit.batched_gaussian_release`. The binary mechanisms are
 sampled from their exact output laws on the audited pair
-(:func:`dpsum.audit.binary_output_laws`, drawn with
+(:func:`dpsum.pairs.binary_output_laws`, drawn with
 :func:`dpsum.audit.discrete_law_release` in one vectorised call per audit), because the power of an audit depends on a mechanism only
 through those laws; the book and the test suite audit the real binary code.
 
@@ -45,7 +45,7 @@ from typing import Callable
 import numpy as np
 from scipy import optimize, special, stats
 
-from dpsum import audit
+from dpsum import audit, pairs
 from dpsum.calibration import analytic_sigma
 from dpsum.mechanisms import gaussian_mechanism
 
@@ -69,7 +69,7 @@ def solve_coin(laws: Callable, lo: float, hi: float, target: float = EPS_DETECT)
 def binomial_broken_coin() -> float:
     """Noise probability of the binomial mechanism on 800 users whose exact
     epsilon at DELTA is 1.6 (every pair of counts is the same)."""
-    return solve_coin(lambda p: audit.binary_output_laws("binomial", BINOMIAL_USERS, 0,
+    return solve_coin(lambda p: pairs.binary_output_laws("binomial", BINOMIAL_USERS, 0,
                                                          epsilon=EPS, delta=DELTA, p=p),
                       1e-3, 0.45)
 
@@ -79,7 +79,7 @@ def threshold_broken(max_ones: int = 60) -> tuple[float, int]:
     whose exact epsilon at DELTA, on its worst pair, is 1.6; and that pair's
     number of ones."""
     def worst(p):
-        return audit.worst_binary_pair("sample_and_threshold", max_ones + 1, epsilon=EPS,
+        return pairs.worst_binary_pair("sample_and_threshold", max_ones + 1, epsilon=EPS,
                                        delta=DELTA, p=p, max_ones=max_ones)
     p = optimize.brentq(lambda p: worst(p)[1] - EPS_DETECT, 0.15, 0.9, xtol=1e-10)
     return p, worst(p)[0]
@@ -116,7 +116,7 @@ class Case:
 def case(name: str) -> Case:
     """The audited violation called ``name`` (a key of :data:`PLANS`)."""
     if name == "gaussian-1.6":
-        X, Y = audit.statistic_pair(SENS, D)
+        X, Y = pairs.statistic_pair(SENS, D)
         return Case(name, "Gaussian mechanisms, true epsilon 1.6", gaussian_release(EPS_DETECT),
                     (X, Y), DELTA, lambda n: gaussian_oracle(EPS_DETECT, n))
     if name == "rr-1.6":
@@ -126,13 +126,13 @@ def case(name: str) -> Case:
         delta = 0.0
     elif name == "binomial-1.6":
         p_bin = binomial_broken_coin()
-        laws = audit.binary_output_laws("binomial", BINOMIAL_USERS, 0, epsilon=EPS, delta=DELTA,
+        laws = pairs.binary_output_laws("binomial", BINOMIAL_USERS, 0, epsilon=EPS, delta=DELTA,
                                         p=p_bin)
         label = f"binomial noise, p = {p_bin:.4g} (800 users, exact epsilon 1.6)"
         delta = DELTA
     elif name == "threshold-1.6":
         p_st, ones = threshold_broken()
-        laws = audit.binary_output_laws("sample_and_threshold", ones + 1, ones, epsilon=EPS,
+        laws = pairs.binary_output_laws("sample_and_threshold", ones + 1, ones, epsilon=EPS,
                                         delta=DELTA, p=p_st)
         label = f"sample-and-threshold, p = {p_st:.4g} ({ones + 1} vs {ones} ones, exact epsilon 1.6)"
         delta = DELTA
