@@ -710,15 +710,14 @@ def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, de
     eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True, scalar=True))
     r = V.check_integer(runs, "runs")
     gen = V.check_rng(rng)
-    bounds = np.empty(r)
-    res = None
-    for i in range(r):
-        res = epsilon_lower_bound(release, dataset, neighbour, delta=delta, n_samples=n_samples,
-                                  rng=gen, alpha=alpha, n_pilot=n_pilot, direction=direction,
-                                  batched=batched)
-        bounds[i] = res.epsilon_lower_bound
-    return AuditSimulation(bounds=bounds, epsilon=eps, n_samples=res.n_samples,
-                           n_pilot=res.n_pilot, alpha=res.alpha)
+    results = [epsilon_lower_bound(release, dataset, neighbour, delta=delta, n_samples=n_samples,
+                                   rng=gen, alpha=alpha, n_pilot=n_pilot, direction=direction,
+                                   batched=batched)
+               for _ in range(r)]
+    last = results[-1]
+    return AuditSimulation(bounds=np.array([res.epsilon_lower_bound for res in results]),
+                           epsilon=eps, n_samples=last.n_samples, n_pilot=last.n_pilot,
+                           alpha=last.alpha)
 
 
 def two_point_rejection_probability(p: float, q: float, n_samples: int, *, epsilon: float,

@@ -316,14 +316,17 @@ def worst_binary_pair(mechanism: str, n: int, *, epsilon: float, delta: float | 
     :func:`~dpsum.audit.pair_epsilon` at ``audit_delta`` (default ``delta``, and 0 for
     randomized response). An audit at ``audit_delta`` should use that pair: it
     is where the mechanism comes closest to its claim, or goes furthest
-    beyond it. For sample-and-threshold it is a count just above the
-    threshold, but not the smallest one; for binomial noise every count is
-    the same.
+    beyond it. For sample-and-threshold it is not a count near the threshold,
+    where a count is almost never released (at ``epsilon = 1``,
+    ``delta = 1e-3`` it is 51 against 50 ones); for binomial noise every
+    count is the same.
     """
     nn = V.check_integer(n, "n")
     top = nn - 1 if max_ones is None else min(nn - 1, V.check_integer(max_ones, "max_ones", 0))
     if audit_delta is None:
         audit_delta = 0.0 if mechanism == "randomized_response" else delta
+    if audit_delta is None:
+        raise ValueError(f"delta must be given for the {mechanism} mechanism")
     best = (0, -math.inf)
     for ones in range(top + 1):
         laws = binary_output_laws(mechanism, nn, ones, epsilon=epsilon, delta=delta, p=p,

@@ -39,7 +39,7 @@ differ by ``1 / sigma_opt`` noise standard deviations. The binary mechanisms
 spend their delta on rare events, hence their larger sizes. The real binary
 code draws one release per call (its binomial sampler cannot be batched), so
 the passes of binomial noise and sample-and-threshold run at 10,000
-releases; on their worst pairs (:func:`dpsum.audit.worst_binary_pair`) their
+releases; on their worst pairs (:func:`dpsum.pairs.worst_binary_pair`) their
 exact epsilon at delta = 1e-3 is 0.13 and 0.09, so no audit of any size can
 come near their claim. Their power is measured on their exact output laws
 (:func:`dpsum.audit.discrete_law_release`). The Gaussian releases run
