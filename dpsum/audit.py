@@ -754,7 +754,7 @@ def discrete_law_release(first, second) -> Callable:
     """A batched release that samples two discrete output laws exactly.
 
     ``first`` and ``second`` are probability vectors over the outputs
-    ``0, 1, 2, ...`` (for example from :func:`binary_output_laws`). The
+    ``0, 1, 2, ...`` (for example from :func:`~dpsum.pairs.binary_output_laws`). The
     returned ``release(dataset, rng, size)`` draws ``size`` outputs from
     ``first`` when ``dataset`` is 1 and from ``second`` when it is 0; pass it
     to :func:`epsilon_lower_bound` or :func:`simulate_audits` with the pair
