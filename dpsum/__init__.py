@@ -85,6 +85,9 @@ from .audit import (
     epsilon_from_counts,
     epsilon_lower_bound,
     pair_delta,
+    AuditSimulation,
+    pair_epsilon,
+    simulate_audits,
 )
 from .binary import (
     BinaryMechanism,
@@ -210,6 +213,9 @@ __all__ = [
     "epsilon_from_counts",
     "epsilon_lower_bound",
     "pair_delta",
+    "AuditSimulation",
+    "pair_epsilon",
+    "simulate_audits",
     "BinaryMechanism",
     "BinaryRelease",
     "MAX_EPSILON",

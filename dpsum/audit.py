@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from scipy import optimize, stats
 
 from . import _validation as V
 from ._validation import RandomLike
@@ -47,6 +47,13 @@ __all__ = [
     "pair_delta",
     "precision_event",
     "precision_epsilon_lower_bound",
+    "pair_epsilon",
+    "AuditSimulation",
+    "simulate_audits",
+    "two_point_rejection_probability",
+    "discrete_law_release",
+    "BATCHED_SAMPLERS",
+    "refused_attributes",
 ]
 
 #: Number of tests :func:`epsilon_lower_bound` runs (upper tail with the
@@ -306,6 +313,26 @@ def discrete_audit_power(first: ArrayLike, second: ArrayLike, n_samples: int, *,
         return 0.0
     return float(np.max(audit_power(p[useful], q[useful], n_samples, epsilon=eps, delta=d,
                                     alpha=alpha)))
+
+
+def pair_epsilon(first, second, delta: float) -> float:
+    """Exact ``epsilon(delta)`` of one pair of discrete output laws.
+
+    The smallest ``epsilon >= 0`` with :func:`pair_delta` at most ``delta``:
+    the privacy the pair actually has at ``delta``. ``inf`` when no epsilon
+    suffices (an output possible under one law and impossible under the
+    other carries more than ``delta``).
+    """
+    P, Q = _check_laws(first, second)
+    d = _check_delta_audit(delta)
+    if pair_delta(P, Q, 0.0) <= d:
+        return 0.0
+    both = (P > 0) & (Q > 0)
+    top = float(np.max(np.abs(np.log(P[both] / Q[both])))) if np.any(both) else 0.0
+    if pair_delta(P, Q, top) > d:
+        return math.inf  # the remaining delta sits on outputs one law cannot produce
+    f = lambda e: pair_delta(P, Q, e) - d  # noqa: E731  (decreasing in e)
+    return float(optimize.brentq(f, 0.0, top, xtol=1e-13, rtol=1e-12))
 
 
 # ----------------------------------------------------------------- the audit
@@ -603,21 +630,172 @@ def epsilon_lower_bound(release: Callable[..., Any], dataset: Any, neighbour: An
     )
 
 
+@dataclass(frozen=True)
+class AuditSimulation:
+    """How often independent audits prove a violation: :func:`simulate_audits`.
+
+    Attributes
+    ----------
+    bounds : numpy.ndarray
+        The epsilon lower bound of every audit, in the order they ran.
+    epsilon : float
+        The claim tested: an audit *rejects* it when its bound exceeds it.
+    n_samples, n_pilot : int
+        Releases per dataset in each audit's main run and pilot.
+    alpha : float
+        The error probability of each audit.
+    """
+
+    bounds: np.ndarray
+    epsilon: float
+    n_samples: int
+    n_pilot: int
+    alpha: float
+
+    @property
+    def runs(self) -> int:
+        """Number of audits."""
+        return int(self.bounds.size)
+
+    @property
+    def rejections(self) -> int:
+        """Number of audits whose bound exceeds ``epsilon``."""
+        return int(np.count_nonzero(self.bounds > self.epsilon))
+
+    @property
+    def rate(self) -> float:
+        """The fraction of audits that reject: the estimated power against a
+        mechanism that violates ``epsilon``, or the false-alarm rate of one
+        that satisfies it."""
+        return self.rejections / self.runs
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Two-sided Clopper-Pearson interval for the rejection probability,
+        with coverage at least ``level``."""
+        a = (1.0 - _check_alpha(level)) / 2.0
+        return (float(_cp_lower(self.rejections, self.runs, a)),
+                float(_cp_upper(self.rejections, self.runs, a)))
+
+
+def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, delta: float,
+                    n_samples: int, runs: int, rng=None, alpha: float = 1e-3,
+                    n_pilot: int | None = None, direction=None,
+                    batched: bool = False) -> AuditSimulation:
+    """Run ``runs`` independent audits, pilot included, and count rejections.
+
+    Each audit is :func:`epsilon_lower_bound` exactly as a user would run it
+    (its own pilot, its own main run, fresh randomness from ``rng``), so the
+    fraction of audits whose bound exceeds ``epsilon`` estimates the power of
+    the procedure as run against a mechanism that violates ``epsilon``, or its
+    false-alarm rate on one that satisfies it. :func:`audit_power` gives the
+    power of one test at a fixed threshold (an oracle that knows the best
+    event); the pilot's noisy choice of threshold makes the real power lower,
+    and only a simulation measures by how much (book chapter 8).
+
+    Parameters
+    ----------
+    release, dataset, neighbour, delta, n_samples, alpha, n_pilot, direction, batched
+        As for :func:`epsilon_lower_bound`.
+    epsilon : float
+        The claim under test (>= 0).
+    runs : int
+        Number of independent audits (>= 1).
+    rng : numpy.random.Generator, int or None
+        Source of every audit's randomness.
+
+    Returns
+    -------
+    AuditSimulation
+    """
+    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True, scalar=True))
+    r = V.check_integer(runs, "runs")
+    gen = V.check_rng(rng)
+    results = [epsilon_lower_bound(release, dataset, neighbour, delta=delta, n_samples=n_samples,
+                                   rng=gen, alpha=alpha, n_pilot=n_pilot, direction=direction,
+                                   batched=batched)
+               for _ in range(r)]
+    last = results[-1]
+    return AuditSimulation(bounds=np.array([res.epsilon_lower_bound for res in results]),
+                           epsilon=eps, n_samples=last.n_samples, n_pilot=last.n_pilot,
+                           alpha=last.alpha)
+
+
+def two_point_rejection_probability(p: float, q: float, n_samples: int, *, epsilon: float,
+                                    delta: float, alpha: float = 1e-3) -> float:
+    """Exact probability that an audit of a mechanism with two outputs rejects ``epsilon``.
+
+    The mechanism outputs 1 with probability ``p`` on the first dataset and
+    ``q`` on the second (one randomized bit, say). With such outputs the
+    pilot has one sensible choice, the events "output 1" for the upper test
+    and "output 0" for the lower test, and the audit rejects ``epsilon`` when
+    either test's bound exceeds it. The main-run counts ``k1 ~ Bin(n, p)`` and
+    ``k2 ~ Bin(n, q)`` of ones decide both tests (the lower test counts
+    ``n - k2`` and ``n - k1`` zeros), so the probability is a finite double
+    sum, computed exactly here. At the mechanism's true epsilon it is the
+    audit's exact false-alarm probability, which
+    :func:`epsilon_lower_bound` promises to keep below ``alpha``.
+    """
+    n = V.check_integer(n_samples, "n_samples")
+    for value, name in ((p, "p"), (q, "q")):
+        V.check_probability(value, name, scalar=True)
+    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True, scalar=True))
+    d = _check_delta_audit(delta)
+    level = _check_alpha(alpha) / (2 * N_TESTS)
+    k = np.arange(n + 1)
+    lo, hi = _cp_lower(k, n, level), _cp_upper(k, n, level)
+    bound = lambda a, b: _epsilon_bound(a, b, d)  # noqa: E731
+    upper = bound(lo[:, None], hi[None, :]) > eps            # k1 ones on D, k2 on D'
+    lower = bound(lo[None, ::-1], hi[::-1, None]) > eps      # n - k2 zeros on D', n - k1 on D
+    pmf1, pmf2 = stats.binom.pmf(k, n, float(p)), stats.binom.pmf(k, n, float(q))
+    return float(min(max(pmf1 @ (upper | lower) @ pmf2, 0.0), 1.0))
+
+
+def discrete_law_release(first, second) -> Callable:
+    """A batched release that samples two discrete output laws exactly.
+
+    ``first`` and ``second`` are probability vectors over the outputs
+    ``0, 1, 2, ...`` (for example from :func:`~dpsum.pairs.binary_output_laws`). The
+    returned ``release(dataset, rng, size)`` draws ``size`` outputs from
+    ``first`` when ``dataset`` is 1 and from ``second`` when it is 0; pass it
+    to :func:`epsilon_lower_bound` or :func:`simulate_audits` with the pair
+    ``(1, 0)`` and ``batched=True``. The power of an audit depends on a
+    mechanism only through these laws, so this is how the book measures the
+    power of audits of the binary mechanisms, whose real code draws one
+    release per call.
+    """
+    P, Q = _check_laws(first, second)
+    cdfs = {1: np.cumsum(P), 0: np.cumsum(Q)}
+
+    def release(dataset, rng, size):
+        if dataset not in (0, 1):
+            raise ValueError("dataset must be 1 (the first law) or 0 (the second)")
+        cdf = cdfs[int(dataset)]
+        u = V.check_rng(rng).random(V.check_integer(size, "size")) * cdf[-1]
+        return np.minimum(np.searchsorted(cdf, u, side="right"), cdf.size - 1).astype(np.float64)
+
+    return release
+
+
 # ------------------------------------------------------------- batched releases
 
-# Sampling methods of numpy.random.Generator other than the two Gaussian ones:
-# a release run through batched_gaussian_release must not call them, because
-# one draw would then be shared by the whole batch.
-_UNBATCHED_SAMPLERS = (
-    "random", "integers", "uniform", "binomial", "negative_binomial", "poisson",
-    "exponential", "standard_exponential", "laplace", "logistic", "gamma",
-    "standard_gamma", "beta", "chisquare", "noncentral_chisquare", "f",
-    "noncentral_f", "standard_t", "standard_cauchy", "lognormal", "gumbel",
-    "geometric", "hypergeometric", "logseries", "multinomial",
-    "multivariate_hypergeometric", "multivariate_normal", "dirichlet", "pareto",
-    "power", "rayleigh", "triangular", "vonmises", "wald", "weibull", "zipf",
-    "choice", "permutation", "permuted", "shuffle", "bytes", "spawn",
-)
+#: The only sampling methods of ``numpy.random.Generator`` that
+#: :func:`batched_gaussian_release` batches: both take a ``size`` and draw
+#: independent values, so an extra leading axis turns one call into many.
+BATCHED_SAMPLERS = frozenset({"normal", "standard_normal"})
+
+
+def refused_attributes(generator_class: type = np.random.Generator) -> frozenset[str]:
+    """The public attributes of ``generator_class`` that the batched path refuses.
+
+    Every public name of the class except :data:`BATCHED_SAMPLERS`: the
+    other samplers (one draw would be shared by the whole batch), ``spawn``,
+    and ``bit_generator`` (from which a release could build a generator that
+    is not batched). The set is read from the class, not from a fixed list,
+    so a sampler that a future NumPy adds is refused too: the batched path
+    fails closed.
+    """
+    return frozenset(name for name in dir(generator_class)
+                     if not name.startswith("_") and name not in BATCHED_SAMPLERS)
 
 
 class _BatchGenerator(np.random.Generator):
@@ -632,6 +810,11 @@ class _BatchGenerator(np.random.Generator):
     def __init__(self, parent: np.random.Generator, batch: int):
         super().__init__(parent.bit_generator)
         self._batch = batch
+
+    def __repr__(self) -> str:
+        return f"<batched Generator, batch size {self._batch}>"
+
+    __str__ = __repr__
 
     def _shape(self, size):
         if size is None:
@@ -649,18 +832,29 @@ class _BatchGenerator(np.random.Generator):
         return super().standard_normal(size=self._shape(size), dtype=dtype)
 
 
-def _refuse(name):
+def _refusal(name: str) -> TypeError:
+    return TypeError(
+        f"this release uses Generator.{name}, which batched_gaussian_release cannot "
+        "batch (it batches only normal and standard_normal); audit it with batched=False")
+
+
+def _refuse(name: str):
     def method(self, *args, **kwargs):
-        raise TypeError(
-            f"this release draws randomness with Generator.{name}, which "
-            "batched_gaussian_release cannot batch; audit it with batched=False")
+        raise _refusal(name)
     method.__name__ = name
     return method
 
 
-for _name in _UNBATCHED_SAMPLERS:
-    setattr(_BatchGenerator, _name, _refuse(_name))
-del _name
+def _refuse_attribute(name: str):
+    def getter(self):
+        raise _refusal(name)
+    return property(getter)
+
+
+for _name in refused_attributes():
+    _attr = getattr(np.random.Generator, _name)
+    setattr(_BatchGenerator, _name, _refuse(_name) if callable(_attr) else _refuse_attribute(_name))
+del _name, _attr
 
 
 def batched_gaussian_release(release: Callable) -> Callable:
@@ -679,9 +873,11 @@ def batched_gaussian_release(release: Callable) -> Callable:
     Because the batched draws consume the random stream in the same order as
     ``size`` successive calls would, the batched outputs are *bitwise equal*
     to the unbatched ones from the same seed; the test suite checks this for
-    every mechanism it audits this way. A release that calls any other
-    sampling method raises ``TypeError``; one that reduces over its noise is
-    caught by the shape check (the output's first axis must be ``size``).
+    every mechanism it audits this way. A release that uses any other public
+    attribute of the generator (the set :func:`refused_attributes` reads from
+    ``numpy.random.Generator``, so it includes samplers added in the future)
+    raises ``TypeError``; one that reduces over its noise is caught by the
+    shape check (the output's first axis must be ``size``).
 
     Examples
     --------

@@ -57,6 +57,8 @@ __all__ = [
     "BinaryRelease",
     "BinaryMechanism",
     "MAX_EPSILON",
+    "BINOMIAL_PROOF_EPSILON",
+    "SAMPLE_THRESHOLD_PROOF_EPSILON",
     "WARNER_KEEP_PROBABILITY",
     "randomized_response",
     "randomized_response_reports",
@@ -83,12 +85,28 @@ __all__ = [
     "binary_mse",
 ]
 
-#: Largest epsilon the privacy proofs of the binomial mechanism and of
-#: sample-and-threshold cover (book chapter 7). The binomial proof needs
-#: ``epsilon / sqrt(5) <= tanh(epsilon / 2)``, true on ``[0, 1.204]``; the
-#: sample-and-threshold proof needs ``(1 - e^-eps) / eps >= (e - 1) / 3``, true on
-#: ``[0, 1.24]``. Both papers state ``epsilon <= 1``, which is what is enforced.
+#: Largest epsilon the published conditions of the binomial mechanism and of
+#: sample-and-threshold allow (both papers state ``epsilon <= 1``); the
+#: mechanisms refuse larger values. The arguments of book chapter 7 reach
+#: further: the binomial argument holds for every ``epsilon <= sqrt(5)``
+#: (:data:`BINOMIAL_PROOF_EPSILON`; it needs ``epsilon / (2 sqrt 5) + 1/mu <=
+#: tanh(epsilon / 2)``, not the stronger ``epsilon / sqrt 5 <= tanh(epsilon / 2)``,
+#: which fails beyond 1.204), and the sample-and-threshold argument holds
+#: exactly for ``epsilon <= 3/(e-1) + W0(-3/(e-1) exp(-3/(e-1))) = 1.24138...``
+#: (:data:`SAMPLE_THRESHOLD_PROOF_EPSILON`, where ``(1 - e^-eps)/eps`` falls to
+#: ``(e - 1)/3``).
 MAX_EPSILON = 1.0
+
+#: Largest epsilon covered by the book's proof of the binomial mechanism:
+#: ``sqrt(5)``, where its Chernoff step (``alpha = epsilon / sqrt 5 <= 1``) ends.
+BINOMIAL_PROOF_EPSILON = math.sqrt(5.0)
+
+#: Largest epsilon covered by the book's proof of sample-and-threshold: the
+#: root of ``(1 - e^-eps) / eps = (e - 1) / 3``, in closed form
+#: ``3/(e-1) + W0(-3/(e-1) exp(-3/(e-1)))`` with the Lambert W function.
+SAMPLE_THRESHOLD_PROOF_EPSILON = float(
+    3.0 / math.expm1(1.0)
+    + special.lambertw(-3.0 / math.expm1(1.0) * math.exp(-3.0 / math.expm1(1.0))).real)
 
 #: Keep probability of the fair-coin randomized response of the DP background
 #: chapter: truthful with probability 1/2, otherwise a second fair coin, so the

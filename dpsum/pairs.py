@@ -13,11 +13,16 @@ still work, with a :class:`DeprecationWarning`.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats
 
 from . import _validation as V
 from ._deprecation import renamed_keyword
+from .audit import pair_epsilon
+from .binary import binomial_noise_probability, sample_threshold_probability, sample_threshold_tau
 from .gaussian_data import gaussian_data_setup
 from .privacy import Neighbouring
 
@@ -29,6 +34,8 @@ __all__ = [
     "clipped_pair",
     "gaussian_data_pair",
     "binary_pair",
+    "binary_output_laws",
+    "worst_binary_pair",
 ]
 
 Pair = tuple[np.ndarray, np.ndarray]
@@ -225,9 +232,11 @@ def binary_pair(n: int = 1, ones: int = 0) -> Pair:
     - randomized response: ``n = 1``, so that the output is one randomized
       bit, whose privacy loss is exactly epsilon;
     - binomial noise: any count (the noise does not depend on it);
-    - sample-and-threshold: counts near the threshold, where the threshold
-      stops hiding a changed user (the test suite uses 11 against 10 ones
-      for the threshold ``ceil(3 + ln 1000) = 10``).
+    - sample-and-threshold: the count :func:`worst_binary_pair` finds, where
+      the exact epsilon at the audited delta is largest; for the correct
+      mechanism at (1, 1e-3) that is 51 against 50 ones, not a count just
+      above the threshold ``ceil(3 + ln 1000) = 10``, which is almost never
+      released.
 
     Examples
     --------
@@ -242,3 +251,87 @@ def binary_pair(n: int = 1, ones: int = 0) -> Pair:
     y = x.copy()
     y[0] = False
     return x, y
+
+
+def binary_output_laws(mechanism: str, n: int, ones: int, *, epsilon: float,
+                       delta: float | None = None, p: float | None = None,
+                       threshold: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Exact output laws of a :mod:`dpsum.binary` mechanism on :func:`binary_pair`.
+
+    The first law is that of the released count on ``ones + 1`` ones among
+    ``n`` users, the second on ``ones`` ones, over the common support
+    ``0, 1, 2, ...`` (the outputs are ordered as the estimates are):
+
+    - ``"randomized_response"``: the number of reports equal to 1,
+      ``Binomial(k, q) + Binomial(n - k, 1 - q)`` with ``q = e^eps / (1 + e^eps)``;
+    - ``"binomial"``: ``k + Binomial(n, p)``, ``p`` the published calibration
+      unless given;
+    - ``"sample_and_threshold"``: ``C ~ Binomial(k, p)`` released when
+      ``C >= threshold`` (default ``3 + ln(1/delta)``), otherwise 0.
+
+    ``p`` (and ``threshold``) may be set freely, which is how the book builds
+    broken variants of a mechanism for audits to catch.
+    """
+    V.check_choice(mechanism, "mechanism", ("randomized_response", "binomial", "sample_and_threshold"))
+    nn = V.check_integer(n, "n")
+    ones = V.check_integer(ones, "ones", 0, nn - 1)
+    eps = float(V.check_positive(epsilon, "epsilon", scalar=True))
+    counts = (ones + 1, ones)
+    if mechanism == "randomized_response":
+        q = math.exp(eps) / (1.0 + math.exp(eps))
+        laws = [np.convolve(stats.binom.pmf(np.arange(k + 1), k, q),
+                            stats.binom.pmf(np.arange(nn - k + 1), nn - k, 1.0 - q)) for k in counts]
+        return laws[0], laws[1]
+    if delta is None:
+        raise ValueError(f"delta must be given for the {mechanism} mechanism")
+    if mechanism == "binomial":
+        pp = binomial_noise_probability(nn, eps, delta) if p is None else V.check_probability(
+            p, "p", scalar=True)
+        noise = stats.binom.pmf(np.arange(nn + 1), nn, float(pp))
+        return (np.concatenate([np.zeros(ones + 1), noise]),
+                np.concatenate([np.zeros(ones), noise, [0.0]]))
+    tau = sample_threshold_tau(delta) if threshold is None else V.check_positive(
+        threshold, "threshold", scalar=True)
+    pp = sample_threshold_probability(eps, delta) if p is None else V.check_probability(
+        p, "p", scalar=True)
+    c = np.arange(ones + 2)
+    laws = []
+    for k in counts:
+        pmf = stats.binom.pmf(c, k, float(pp))
+        out = np.where(c >= tau, pmf, 0.0)
+        out[0] = pmf[c < tau].sum()  # a suppressed count is released as 0
+        laws.append(out)
+    return laws[0], laws[1]
+
+
+def worst_binary_pair(mechanism: str, n: int, *, epsilon: float, delta: float | None = None,
+                      audit_delta: float | None = None, p: float | None = None,
+                      threshold: float | None = None, max_ones: int | None = None
+                      ) -> tuple[int, float]:
+    """The :func:`binary_pair` with the largest exact epsilon at the audited delta.
+
+    Returns ``(ones, epsilon_exact)``: among the pairs ``ones + 1`` against
+    ``ones`` ones (``ones < n``, and ``ones <= max_ones`` if given), the one
+    whose exact output laws (:func:`binary_output_laws`) have the largest
+    :func:`~dpsum.audit.pair_epsilon` at ``audit_delta`` (default ``delta``, and 0 for
+    randomized response). An audit at ``audit_delta`` should use that pair: it
+    is where the mechanism comes closest to its claim, or goes furthest
+    beyond it. For sample-and-threshold it is not a count near the threshold,
+    where a count is almost never released (at ``epsilon = 1``,
+    ``delta = 1e-3`` it is 51 against 50 ones); for binomial noise every
+    count is the same.
+    """
+    nn = V.check_integer(n, "n")
+    top = nn - 1 if max_ones is None else min(nn - 1, V.check_integer(max_ones, "max_ones", 0))
+    if audit_delta is None:
+        audit_delta = 0.0 if mechanism == "randomized_response" else delta
+    if audit_delta is None:
+        raise ValueError(f"delta must be given for the {mechanism} mechanism")
+    best = (0, -math.inf)
+    for ones in range(top + 1):
+        laws = binary_output_laws(mechanism, nn, ones, epsilon=epsilon, delta=delta, p=p,
+                                  threshold=threshold)
+        e = pair_epsilon(*laws, audit_delta)
+        if e > best[1]:
+            best = (ones, e)
+    return best

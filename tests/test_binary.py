@@ -456,3 +456,41 @@ def test_integer_arguments_follow_the_package_rule():
         B.randomized_response_variance(100.5, 1.0)
     with pytest.raises(TypeError, match="n must be an integer, not a boolean"):
         B.randomized_response_variance(True, 1.0)
+
+
+# ---------------------------------------------------------------------------
+# how far the privacy arguments reach (book chapter 7)
+
+
+def test_sample_threshold_proof_epsilon_is_the_root_of_the_proofs_condition():
+    """The argument works exactly while c(eps) = (1 - e^-eps)/eps >= (e - 1)/3;
+    the constant is that root, and the proof's bound exp(-tau h(c tau)) meets
+    delta = exp(-(tau - 3)) with equality at tau = e / c there."""
+    eps = B.SAMPLE_THRESHOLD_PROOF_EPSILON
+    c = -math.expm1(-eps) / eps
+    assert c == pytest.approx(math.expm1(1.0) / 3, rel=1e-14)
+    assert 1.2413 < eps < 1.2414
+    for e, sign in ((eps * (1 - 1e-6), 1), (eps * (1 + 1e-6), -1)):
+        c_e = -math.expm1(-e) / e
+        tau = math.e / c_e
+        margin = tau * (math.log(c_e * tau) - 1 + 1 / (c_e * tau)) - (tau - 3)
+        assert sign * margin > 0
+
+
+def test_binomial_proof_epsilon_and_its_inclusion_condition():
+    """The binomial argument needs eps / (2 sqrt 5) + 1/mu <= tanh(eps / 2),
+    with mu = 50 ln(2/delta) / eps^2 > 50 ln 2 / eps^2; it holds up to
+    BINOMIAL_PROOF_EPSILON = sqrt 5 for every delta < 1, while the stronger
+    eps / sqrt 5 <= tanh(eps / 2) fails beyond about 1.204."""
+    assert B.BINOMIAL_PROOF_EPSILON == pytest.approx(math.sqrt(5), rel=1e-15)
+    eps = np.linspace(1e-3, B.BINOMIAL_PROOF_EPSILON, 2001)
+    for delta in (0.999, 0.5, 1e-6):
+        mu = 50 * math.log(2 / delta) / eps**2
+        assert np.all(eps / (2 * math.sqrt(5)) + 1 / mu <= np.tanh(eps / 2))
+    assert math.tanh(1.21 / 2) < 1.21 / math.sqrt(5) and math.tanh(1.0 / 2) > 1.0 / math.sqrt(5)
+
+
+def test_max_epsilon_is_still_the_published_condition():
+    assert B.MAX_EPSILON == 1.0 < B.SAMPLE_THRESHOLD_PROOF_EPSILON < B.BINOMIAL_PROOF_EPSILON
+    with pytest.raises(ValueError, match="epsilon"):
+        B.sample_and_threshold(np.ones(20, dtype=bool), epsilon=1.1, delta=1e-3, rng=0)

@@ -71,7 +71,12 @@ def test_statistic_and_clipped_pairs():
     np.testing.assert_array_equal(Y[0], [-15.0, 0.0, 0.0])
 
 
-@pytest.mark.parametrize("name", pairs.__all__)
+# the pair builders that used to live in dpsum.audit (binary_output_laws and
+# worst_binary_pair were added to dpsum.pairs directly and have no old name)
+MOVED = [n for n in pairs.__all__ if n not in ("binary_output_laws", "worst_binary_pair")]
+
+
+@pytest.mark.parametrize("name", MOVED)
 def test_old_audit_names_still_work_with_a_deprecation_warning(name):
     with pytest.warns(DeprecationWarning, match=f"dpsum.audit.{name} is deprecated"):
         old = getattr(audit, name)
