@@ -195,7 +195,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
 
     It is a statement about the model. On real data, compare it with the
     clipping error actually incurred (computable, non-privately, from
-    :func:`dpsum.clipped_sum`) to see how far the data are from the model.
+    :func:`dpsum.clipping.clipped_sum`) to see how far the data are from the model.
 
     Parameters
     ----------
@@ -205,7 +205,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
         The number of records (public under replace-one neighbours), >= 1.
     clip_probability : float, optional
         ``p_C`` in (0, 1); defaults to ``1/n`` (then ``n >= 2``), as in
-        :func:`dpsum.gaussian_data_mechanism`.
+        :func:`dpsum.mechanisms.gaussian_data_mechanism`.
     scaling : {"optimal", "none"} or array_like, shape (d,)
         Lemma 3.1's ``b`` (default), ``b = 1``, or an explicit positive vector.
 
