@@ -340,7 +340,7 @@ def clipping_loss_moment(stds, scaling, clip_norm: float, *, levels: int = 8) ->
 
     For a row ``x ~ N(c, diag(stds^2))`` with scaled norm
     ``R = ||(x - c) ⊙ b||``, clipping removes ``(1 - C/R)_+ (x - c)``
-    (book chapter 4, :ref:`ch4-clip-bias`). By size-biasing,
+    (book chapter 4, :ref:`gaussian-data-clip-bias`). By size-biasing,
     ``E[(x_j - c_j)^2 g(R^2)] = stds_j^2 E[g(Q_j)]`` where ``Q_j`` adds two
     more terms of weight ``w_j = (b_j stds_j)^2`` to ``R^2``, and
     ``E[g(Q_j)] = int_{C^2}^inf g'(q) Pr[Q_j > q] dq`` with

@@ -189,7 +189,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     clipped sum to which Algorithm 3 adds noise. The error of Algorithm 3
     over the model is equation (9) plus ``B``. Evaluated with the book's
     proposition "The clipping error in closed form" (chapter "Algorithm 3:
-    Gaussian data", label ``ch4-prop-clip-term``): ``sum_j stds_j^2 E g(Q_j)``, each expectation a
+    Gaussian data", label ``gaussian-data-prop-clip-error``): ``sum_j stds_j^2 E g(Q_j)``, each expectation a
     one-dimensional integral of a generalized chi-square survival function,
     computed by Gauss–Laguerre quadrature.
 
