@@ -49,6 +49,15 @@ STDS = np.linspace(0.2, 3.0, D)
 
 
 def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MB: VmHWM on Linux (ru_maxrss would
+    report the peak of the process that spawned the worker)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

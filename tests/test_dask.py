@@ -49,7 +49,19 @@ BIG_ROWS, BIG_D, BIG_CHUNK = 500_000, 100, 10_000   # 400 MB of float64
 
 
 def _peak_rss() -> int:
-    """Peak resident memory of the calling process, in bytes (Linux: KiB)."""
+    """Peak resident memory of the calling process, in bytes.
+
+    Linux: ``VmHWM`` of /proc/self/status, the high-water mark of this process's
+    own memory. ``ru_maxrss`` is not used there: it survives fork and exec, so a
+    worker spawned by a large pytest process reports the parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
