@@ -11,10 +11,11 @@ bounds every coordinate, they run these steps, each private:
 1. ``center`` — the coordinate-wise median on the ``asinh`` scale
    (:func:`dpsum.estimators.private_center`);
 2. ``radius`` — the median row norm ``R`` around the center
-   (:func:`dpsum.estimators.private_norm_quantile`), an upper bound for
-   step 3;
+   (:func:`dpsum.estimators.private_norm_quantile`): since
+   ``|x_j - c_j| <= ||x - c||``, no coordinate's median absolute deviation
+   exceeds it;
 3. ``scales`` — the coordinate-wise median absolute deviation on the log
-   scale, capped at ``2R`` (:func:`dpsum.estimators.private_scales`);
+   scale, searched up to ``1.25 R`` (:func:`dpsum.estimators.private_scales`);
 4. the scaling ``b`` of Lemma 3.1 from the scales, regularised
    (:func:`robust_scaling`), a function of private outputs only;
 5. ``clip`` — the median norm of the scaled rows, extrapolated to the clip
@@ -84,6 +85,7 @@ __all__ = [
     "MAX_COORDINATE_SHARE",
     "SCALAR_SHARE",
     "REGULARIZATION",
+    "RADIUS_MARGIN",
 ]
 
 #: Reliability margin of the center step: the per-coordinate parameter is
@@ -98,6 +100,9 @@ MAX_COORDINATE_SHARE = 0.15
 SCALAR_SHARE = 0.01
 #: ``lambda`` of :func:`robust_scaling`.
 REGULARIZATION = 0.1
+#: The scale step searches median absolute deviations up to this multiple of
+#: the private median norm.
+RADIUS_MARGIN = 1.25
 
 _STEPS = ("count", "center", "radius", "scales", "clip", "mean")
 
@@ -426,9 +431,11 @@ def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_
         radius = _norm_quantile(data, 0.5, eps_r, float(min_scale.min()), box, center, None,
                                 du, gen)
         steps.append(bounded_range_step("radius", eps_r))
-        # 3. scales (dpsum.estimators.private_scales)
+        # 3. scales (dpsum.estimators.private_scales); |x_j - c_j| <= ||x - c||, so
+        # every coordinate's median absolute deviation is at most the median
+        # norm: the radius (with a margin for its own noise) caps the search
         eps_s = _exp_epsilon(split.scales * total, d)
-        cap = np.maximum(2.0 * radius, 2.0 * min_scale)
+        cap = np.maximum(RADIUS_MARGIN * radius, 2.0 * min_scale)
         scales = _scales(data, center, eps_s, min_scale, cap, du, gen)
         steps.append(bounded_range_step("scales", eps_s, count=d))
         # 4. scaling (post-processing)
