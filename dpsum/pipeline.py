@@ -194,14 +194,17 @@ class PipelineRelease:
 # public rules (pure functions of public quantities)
 # ---------------------------------------------------------------------------
 def default_clip_probability(n: float) -> float:
-    """The default clip probability ``p_C = 1/sqrt(n)`` (``n`` may be a private count).
+    """The default clip probability ``p_C = 1/n`` (at most 1/2; ``n`` may be a private count).
 
-    Chosen by measurement (book chapter "When the data model is unknown"):
-    clipping about ``sqrt(n)`` records costs a bias of the order of the
-    sampling error for skewed data and buys a smaller radius than ``1/n``.
+    Chosen by measurement (book chapter "When the data model is unknown"): on
+    Gaussian data a larger ``p_C`` (up to 1/2) lowers the error by a few
+    percent, but on skewed data every clipped row is pulled towards the
+    center, a median, and ``p_C = 1/sqrt(n)`` already costs a third more
+    error on log-normal data. Pass ``clip_probability=0.5`` for data known to
+    be symmetric.
     """
     nn = V.check_positive(n, "n", scalar=True)
-    return float(min(0.5, 1.0 / math.sqrt(max(nn, 1.0))))
+    return float(min(0.5, 1.0 / max(nn, 1.0)))
 
 
 def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring | str = "replace",

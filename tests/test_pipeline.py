@@ -142,7 +142,7 @@ def test_record_holds_only_private_and_public_quantities():
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
                       "budget", "steps", "guarantee"}
     assert r.count == 2000 and r.statistic == "mean"
-    assert r.clip_probability == pytest.approx(1 / math.sqrt(2000))
+    assert r.clip_probability == pytest.approx(1 / 2000)
     # the scaling and noise are functions of the released scales and radius only
     np.testing.assert_allclose(r.scaling, P.robust_scaling(r.scales))
     s_mean = r.steps[-1].noise_multiplier
