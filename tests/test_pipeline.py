@@ -194,6 +194,22 @@ def test_isotropic_baseline_and_calibrated_radius():
         2.0 * math.sqrt(stats.chi2.isf(0.01, 50) / stats.chi2.isf(0.5, 50)), rel=1e-9)
 
 
+def test_clip_radius_with_one_dominant_scale():
+    # a failed center makes one coordinate's scale (and weight) dominate; the
+    # model's median then lies below its mean. The radius must still exceed the
+    # median norm for p_C < 1/2 and match a Monte Carlo quantile ratio.
+    s = np.ones(512)
+    s[0] = 739.0
+    b = P.robust_scaling(s)
+    weights = (b * s) ** 2
+    draws = np.sum(weights * np.random.default_rng(5).chisquare(1, size=(20_000, 512)), axis=1)
+    mc = math.sqrt(np.quantile(draws, 0.99) / np.median(draws))
+    got = P.calibrated_clip_radius(1.0, s, b, 0.01)
+    assert 1.0 < got
+    # quantile ratio from 2e4 draws: the 0.99-quantile within ~2%, the median ~0.5%
+    assert got == pytest.approx(mc, rel=0.05)
+
+
 def test_data_outside_the_domain_is_clamped_not_an_error():
     X = _gaussian_data(2000, [1.0, 1.0], 0.0, 15)
     X[:100] += 1000.0           # 5% of the rows far outside the box
