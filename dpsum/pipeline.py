@@ -478,7 +478,10 @@ def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_
     guarantee = None
     if dlt is not None:
         guarantee = _compose_zcdp(tuple(steps), dlt)
-    used = float(sum(st.rho for st in steps))
+    used = 0.0
+    for st in steps:
+        assert st.rho is not None   # Gaussian and bounded-range steps all have one
+        used += st.rho
     return PipelineRelease(
         estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
