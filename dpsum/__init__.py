@@ -12,6 +12,8 @@ re-exported here; each lives in the module of its idea:
 - :mod:`dpsum.gaussian_data` — Algorithm 3's public set-up (scaling, clip radius, sensitivity, noise)
 - :mod:`dpsum.grid` — the grid path: exact integer sums and discrete Gaussian noise
 - :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3, the clipping baseline and the Laplace mechanism
+- :mod:`dpsum.estimators` — private center, scales and norm quantiles (exponential mechanism)
+- :mod:`dpsum.pipeline` — Algorithm 3 with a private data model: ``private_mean``, ``private_sum``
 - :mod:`dpsum.release` — the release record
 - :mod:`dpsum.errors` — closed-form expected errors
 - :mod:`dpsum.bounds` — tail bounds on the clip radius (Lemma 3.2, Theorem 5, alternatives)
@@ -29,6 +31,7 @@ from .accounting import (
     ComposedGuarantee,
     PrivacyStep,
     approximate_step,
+    bounded_range_step,
     compose,
     compose_gaussian_multipliers,
     gaussian_composition_delta,
@@ -50,6 +53,7 @@ from .accounting import (
     zcdp_epsilon,
     zcdp_gaussian_multiplier,
     zcdp_rho,
+    zcdp_rho_bounded_range,
     zcdp_rho_gaussian,
     zcdp_rho_pure,
 )
@@ -170,6 +174,22 @@ from .pairs import (
     replace_one_pair,
     statistic_pair,
 )
+from .estimators import (
+    exponential_quantile,
+    private_center,
+    private_norm_quantile,
+    private_scales,
+)
+from .pipeline import (
+    BudgetSplit,
+    PipelineRelease,
+    calibrated_clip_radius,
+    default_budget,
+    default_clip_probability,
+    private_mean,
+    private_sum,
+    robust_scaling,
+)
 from .privacy import (
     Neighbouring,
     advanced_composition,
@@ -279,6 +299,7 @@ __all__ = [
     "ComposedGuarantee",
     "PrivacyStep",
     "approximate_step",
+    "bounded_range_step",
     "compose",
     "compose_gaussian_multipliers",
     "gaussian_composition_delta",
@@ -300,6 +321,7 @@ __all__ = [
     "zcdp_epsilon",
     "zcdp_gaussian_multiplier",
     "zcdp_rho",
+    "zcdp_rho_bounded_range",
     "zcdp_rho_gaussian",
     "zcdp_rho_pure",
     "Calibration",
@@ -307,6 +329,19 @@ __all__ = [
     "Mechanism",
     "gaussian_data_setup",
     "release_diagnostics",
+    # private data model and pipeline
+    "BudgetSplit",
+    "PipelineRelease",
+    "calibrated_clip_radius",
+    "default_budget",
+    "default_clip_probability",
+    "exponential_quantile",
+    "private_center",
+    "private_mean",
+    "private_norm_quantile",
+    "private_scales",
+    "private_sum",
+    "robust_scaling",
     "add_remove_pair",
     "binary_pair",
     "clipped_pair",

@@ -60,7 +60,7 @@ from scipy.stats import binom
 
 from .calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
 from . import _validation as V
-from ._validation import check_delta, check_epsilon, check_positive
+from ._validation import check_bool, check_delta, check_epsilon, check_integer, check_positive
 
 __all__ = [
     "compose_gaussian_multipliers",
@@ -75,6 +75,7 @@ __all__ = [
     "gdp_multiplier",
     "zcdp_rho_gaussian",
     "zcdp_rho_pure",
+    "zcdp_rho_bounded_range",
     "zcdp_compose",
     "zcdp_delta",
     "zcdp_epsilon",
@@ -87,6 +88,7 @@ __all__ = [
     "ComposedGuarantee",
     "gaussian_step",
     "pure_step",
+    "bounded_range_step",
     "approximate_step",
     "compose",
     "MAX_OUTCOMES",
@@ -402,6 +404,21 @@ def zcdp_rho_pure(epsilon: ArrayLike) -> float | np.ndarray:
     """
     e = check_epsilon(epsilon)
     return 0.5 * e * e
+
+
+def zcdp_rho_bounded_range(epsilon: ArrayLike) -> Any:
+    """rho of an epsilon-bounded-range mechanism: ``epsilon^2 / 8``.
+
+    A mechanism is epsilon-bounded-range when, for neighbouring datasets, the
+    privacy loss of every output lies in an interval of length ``epsilon``.
+    The exponential mechanism with parameter ``epsilon`` (weights
+    ``exp(epsilon u / (2 Delta_u))``) is one (Durfee and Rogers 2019), and an
+    epsilon-bounded-range mechanism is ``epsilon^2/8``-zCDP (Cesar and Rogers
+    2021, Lemma 3.2): four times less than :func:`zcdp_rho_pure` charges a
+    general epsilon-DP mechanism.
+    """
+    e = check_epsilon(epsilon)
+    return 0.125 * e * e
 
 
 def zcdp_compose(rhos: ArrayLike) -> float:
@@ -819,7 +836,9 @@ class PrivacyStep:
     Exactly one of ``noise_multiplier`` (a Gaussian release with
     ``sigma = noise_multiplier * Delta_2``) and ``epsilon`` (an
     (epsilon, delta)-DP step, pure when ``delta == 0``) is set.  Build steps
-    with :func:`gaussian_step`, :func:`pure_step` or :func:`approximate_step`.
+    with :func:`gaussian_step`, :func:`pure_step`, :func:`bounded_range_step`
+    or :func:`approximate_step`.  ``count`` identical mechanisms (one per
+    coordinate, say) form one record.
 
     Attributes
     ----------
@@ -829,6 +848,12 @@ class PrivacyStep:
         sigma / L2 sensitivity of a Gaussian step.
     epsilon, delta : float or None, float
         The guarantee of a non-Gaussian step.
+    count : int
+        How many independent mechanisms with these parameters the step runs.
+    bounded_range : bool
+        True for an epsilon-bounded-range mechanism (an exponential
+        mechanism): pure epsilon-DP and ``epsilon^2/8``-zCDP
+        (:func:`zcdp_rho_bounded_range`).
 
     Examples
     --------
@@ -841,6 +866,8 @@ class PrivacyStep:
     noise_multiplier: float | None = None
     epsilon: float | None = None
     delta: float = 0.0
+    count: int = 1
+    bounded_range: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -858,10 +885,15 @@ class PrivacyStep:
             if not dlt < 1:
                 raise ValueError("delta must be < 1")
             object.__setattr__(self, "delta", dlt)
+        object.__setattr__(self, "count", check_integer(self.count, "count", 1))
+        object.__setattr__(self, "bounded_range", check_bool(self.bounded_range, "bounded_range"))
+        if self.bounded_range and (self.epsilon is None or self.delta != 0):
+            raise ValueError("a bounded-range step is a pure epsilon-DP step: give epsilon "
+                             "and no delta")
 
     @property
     def kind(self) -> str:
-        """``"gaussian"``, ``"pure"`` or ``"approximate"``.
+        """``"gaussian"``, ``"pure"``, ``"bounded-range"`` or ``"approximate"``.
 
         Examples
         --------
@@ -870,11 +902,14 @@ class PrivacyStep:
         """
         if self.noise_multiplier is not None:
             return "gaussian"
+        if self.bounded_range:
+            return "bounded-range"
         return "pure" if self.delta == 0 else "approximate"
 
     @property
     def rho(self) -> float | None:
-        """The step's zCDP parameter, or None for an approximate-DP step.
+        """The zCDP parameter of all ``count`` mechanisms together, or None for
+        an approximate-DP step.
 
         Examples
         --------
@@ -883,10 +918,13 @@ class PrivacyStep:
         """
         if self.kind == "gaussian":
             assert self.noise_multiplier is not None
-            return float(zcdp_rho_gaussian(self.noise_multiplier))
+            return self.count * float(zcdp_rho_gaussian(self.noise_multiplier))
+        if self.kind == "bounded-range":
+            assert self.epsilon is not None
+            return self.count * float(zcdp_rho_bounded_range(self.epsilon))
         if self.kind == "pure":
             assert self.epsilon is not None
-            return float(zcdp_rho_pure(self.epsilon))
+            return self.count * float(zcdp_rho_pure(self.epsilon))
         return None
 
 
@@ -910,6 +948,13 @@ def pure_step(name: str, epsilon: float) -> PrivacyStep:
     0.5
     """
     return PrivacyStep(name, epsilon=epsilon)
+
+
+def bounded_range_step(name: str, epsilon: float, count: int = 1) -> PrivacyStep:
+    """``count`` epsilon-bounded-range mechanisms (exponential-mechanism
+    quantiles, one per coordinate, say): each pure epsilon-DP and
+    ``epsilon^2/8``-zCDP."""
+    return PrivacyStep(name, epsilon=epsilon, count=count, bounded_range=True)
 
 
 def approximate_step(name: str, epsilon: float, delta: float) -> PrivacyStep:
@@ -973,7 +1018,8 @@ class ComposedGuarantee:
         return {
             "steps": [
                 {"name": st.name, "kind": st.kind, "noise_multiplier": st.noise_multiplier,
-                 "epsilon": st.epsilon, "delta": st.delta} for st in self.steps
+                 "epsilon": st.epsilon, "delta": st.delta, "count": st.count}
+                for st in self.steps
             ],
             "epsilon": self.epsilon,
             "delta": self.delta,
@@ -1024,12 +1070,15 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
     V.check_choice(method, "method", _COMPOSE_METHODS)
     if (epsilon is None) == (delta is None):
         raise ValueError("give exactly one of epsilon and delta")
-    gauss = [st.noise_multiplier for st in steps if st.kind == "gaussian"]
-    others = [st for st in steps if st.kind != "gaussian"]
+    gauss = [st.noise_multiplier for st in steps if st.kind == "gaussian"
+             for _ in range(st.count)]
+    others = [st for st in steps if st.kind != "gaussian" for _ in range(st.count)]
     s = compose_gaussian_multipliers(gauss) if gauss else None
     rhos = [st.rho for st in steps]
     rho = None if any(r is None for r in rhos) else float(sum(rhos))
     if method == "exact":
+        # a bounded-range step enters as the pure epsilon-DP step it also is
+        # (valid; the zCDP methods use its smaller rho)
         kw = dict(epsilons=[st.epsilon for st in others], deltas=[st.delta for st in others])
         if delta is None:
             eps = V.check_epsilon(epsilon, scalar=True)

@@ -1138,7 +1138,12 @@ class GeneralizedChiSquare:
                 else:
                     xn = np.where(ratio * xa > 0, xa * np.exp(-F / (ratio * xa)), np.nan)
                 xn = np.where(ratio > 0, xn, np.nan)
-                newton_ok = np.isfinite(xn) & (l <= xn) & (xn <= h)
+                # without an upper end of the bracket a Newton step may at most
+                # quadruple x: where the tail is flat (an upper-tail equation
+                # solved below the mean) it can overshoot by hundreds of orders
+                # of magnitude and exhaust the iterations
+                newton_ok = (np.isfinite(xn) & (l <= xn) & (xn <= h)
+                             & (np.isfinite(h) | (xn <= 4.0 * np.maximum(l, xa))))
                 # quadratic convergence: the Newton step from |F| < 1e-9 lands
                 # within about F^2 of the root
                 conv = newton_ok & ((np.abs(F) < 1e-9) | (xn == xa))

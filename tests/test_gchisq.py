@@ -430,6 +430,21 @@ def test_quantiles_invert_tails(weights, nc, logp):
     assert abs(X.logcdf(xl) - logp) <= 1e-11
 
 
+@pytest.mark.parametrize("p", [0.5, 0.45, 0.3])
+def test_upper_quantile_below_the_mean_with_one_dominant_weight(p):
+    # One weight far above 511 small ones: the median lies below the mean and
+    # the upper-tail equation is flat far below it. A Newton step from there
+    # once jumped to x ~ 1e198 and the iteration ran out of steps (isf(0.5)
+    # returned ~1e169; the private pipeline's clip radius collapsed to 0).
+    w = np.full(512, 1.082e-3)
+    w[0] = 1.0
+    X = GeneralizedChiSquare(w)
+    xu = X.isf(p)
+    assert abs(X.logsf(xu) - math.log(p)) <= 1e-11
+    assert math.isclose(X.isf(0.5), X.ppf(0.5), rel_tol=1e-12)
+    assert X.ppf(p) <= xu * (1 + 1e-12)
+
+
 def test_scale_and_permutation_invariance():
     w, lam = family("log_uniform", 100, True)
     X = GeneralizedChiSquare(w, lam)

@@ -1,0 +1,328 @@
+"""Tests of dpsum.pipeline: the private mean and sum with no public data model.
+
+Privacy is checked three ways: each step's mechanism is tested in
+test_estimators.py; the composed guarantee is recomputed here by an
+independent accountant (dp_accounting's RDP accountant); and the whole
+pipeline is audited with dpsum.audit, where deliberately broken variants
+(non-private scales, the mean's noise skipped) must be caught.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dpsum
+from dpsum import pipeline as P
+from dpsum.accounting import zcdp_rho
+from dpsum.audit import epsilon_lower_bound
+
+rdp = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
+dp_event = pytest.importorskip("dp_accounting.dp_event")
+
+
+def _gaussian_data(n, stds, mean, seed):
+    gen = np.random.default_rng(seed)
+    stds = np.asarray(stds, dtype=float)
+    return mean + gen.standard_normal((n, stds.size)) * stds
+
+
+# ---------------------------------------------------------------------------
+# the budget rule
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("n, d, rho, relation, scaling", [
+    (10_000, 512, 0.125, "replace", "private"),
+    (4_000, 2048, 0.125, "replace", "private"),
+    (4_000, 16, 1.0, "add-remove", "private"),
+    (100, 8, 0.5, "replace", "none"),
+])
+def test_default_budget_rule(n, d, rho, relation, scaling):
+    b = P.default_budget(n, d, rho, neighbouring=relation, scaling=scaling)
+    shares = b.as_dict()
+    assert math.isclose(sum(shares.values()), 1.0, rel_tol=1e-12)
+    assert all(v >= 0 for v in shares.values()) and b.mean > 0.5
+    assert (b.count > 0) == (relation == "add-remove")
+    assert (b.scales > 0) == (b.radius > 0) == (scaling == "private")
+    du = 1.0 if relation == "replace" else 0.5
+    cap = P.MAX_COORDINATE_SHARE
+
+    def eps(share, count):           # the per-mechanism parameter of a share
+        return math.sqrt(8 * share * rho / count)
+
+    # the center: reliable (margin) unless capped
+    want = 4 * du * P.CENTER_MARGIN / n
+    assert eps(b.center, d) == pytest.approx(want, rel=1e-12) or (
+        b.center == cap and eps(b.center, d) < want)
+    if scaling == "private":
+        # the scales: at least reliable and at least the accurate share
+        accurate = du / P._LOG_MAD_DENSITY * math.sqrt(d / rho) / n
+        reliable = d * (4 * du * P.SCALE_MARGIN / n) ** 2 / 8 / rho
+        assert b.scales == pytest.approx(min(max(accurate, reliable), cap), rel=1e-12)
+        assert b.radius == b.clip
+    # scalar quantiles: one coordinate's reliable share, at least SCALAR_SHARE
+    one = (4 * du * P.CENTER_MARGIN / n) ** 2 / 8 / rho
+    assert b.clip == pytest.approx(min(max(P.SCALAR_SHARE, one), cap), rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# accounting
+# ---------------------------------------------------------------------------
+def _rdp_epsilon(steps, delta):
+    """Compose the steps with dp_accounting's RDP accountant (an independent
+    implementation): Gaussian steps as GaussianDpEvent, exponential-mechanism
+    steps as zCDP events of rho = epsilon^2 / 8 each."""
+    acc = rdp.RdpAccountant(orders=np.concatenate([np.linspace(1.01, 10, 400),
+                                                   np.linspace(10.5, 500, 300)]))
+    for st in steps:
+        if st.kind == "gaussian":
+            acc.compose(dp_event.GaussianDpEvent(st.noise_multiplier), st.count)
+        else:
+            assert st.kind == "bounded-range"
+            acc.compose(dp_event.ZCDpEvent(st.epsilon ** 2 / 8), st.count)
+    return acc.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("epsilon, delta, relation", [
+    (0.3, 1e-8, "replace"), (1.0, 1e-6, "replace"), (4.0, 1e-5, "add-remove"),
+    (10.0, 1e-10, "replace"), (2.0, 1e-3, "add-remove")])
+def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, relation):
+    X = _gaussian_data(300, [1.0, 5.0, 0.2], 2.0, 1)
+    r = P.private_mean(X, domain=(-100, 100), epsilon=epsilon, delta=delta,
+                       neighbouring=relation, rng=2)
+    g = r.guarantee
+    assert g.method == "zcdp" and g.delta == delta
+    assert g.epsilon <= epsilon * (1 + 1e-9)          # the promise is kept ...
+    assert g.epsilon >= epsilon * (1 - 1e-6)          # ... and the budget is spent
+    assert r.rho == pytest.approx(zcdp_rho(epsilon, delta), rel=1e-9)
+    independent = _rdp_epsilon(r.steps, delta)
+    # the RDP accountant optimises over a grid of orders: never below ours
+    assert g.epsilon <= independent * (1 + 1e-9)
+    assert independent <= g.epsilon * 1.02
+    names = [st.name for st in r.steps]
+    expected = ["center", "radius", "scales", "clip", "mean"]
+    assert names == (["count"] + expected if relation == "add-remove" else expected)
+
+
+@pytest.mark.parametrize("rho", [0.01, 0.125, 2.0])
+def test_rho_budget_is_spent_exactly(rho):
+    X = _gaussian_data(500, [1.0, 2.0], 0.0, 3)
+    r = P.private_mean(X, domain=(-50, 50), rho=rho, rng=4)
+    assert r.rho == pytest.approx(rho, rel=1e-12)
+    assert r.guarantee is None
+    total = sum(st.count * (st.epsilon ** 2 / 8 if st.kind == "bounded-range"
+                            else 0.5 / st.noise_multiplier ** 2) for st in r.steps)
+    assert total == pytest.approx(rho, rel=1e-12)
+    shares = r.budget.as_dict()
+    for st in r.steps:
+        assert st.rho == pytest.approx(shares[st.name] * rho, rel=1e-12)
+
+
+def test_user_budget():
+    X = _gaussian_data(500, [1.0, 2.0], 0.0, 5)
+    split = {"center": 0.1, "radius": 0.02, "scales": 0.2, "clip": 0.03}
+    r = P.private_mean(X, domain=(-50, 50), rho=1.0, budget=split, rng=6)
+    assert r.budget.mean == pytest.approx(0.65)
+    assert r.budget.scales == 0.2
+    iso = P.private_mean(X, domain=(-50, 50), rho=1.0, scaling="none",
+                         budget={"center": 0.1, "clip": 0.05}, rng=6)
+    assert iso.scales is None and np.all(iso.scaling == 1.0)
+    assert [st.name for st in iso.steps] == ["center", "clip", "mean"]
+
+
+# ---------------------------------------------------------------------------
+# the record and the estimate
+# ---------------------------------------------------------------------------
+def test_record_holds_only_private_and_public_quantities():
+    X = _gaussian_data(2000, [1.0, 3.0, 0.5, 10.0], 5.0, 7)
+    r = P.private_mean(X, domain=(-1e3, 1e3), epsilon=1.0, delta=1e-6, rng=8)
+    fields = set(P.PipelineRelease.__dataclass_fields__)
+    assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
+                      "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
+                      "budget", "steps", "guarantee"}
+    assert r.count == 2000 and r.statistic == "mean"
+    assert r.clip_probability == pytest.approx(1 / 2000)
+    # the scaling and noise are functions of the released scales and radius only
+    np.testing.assert_allclose(r.scaling, P.robust_scaling(r.scales))
+    s_mean = r.steps[-1].noise_multiplier
+    np.testing.assert_allclose(r.noise_std, s_mean * 2 * r.clip_norm / r.scaling / 2000)
+    with pytest.raises(AttributeError):
+        r.estimate = None
+
+
+def test_mean_is_accurate_on_gaussian_data():
+    stds = np.array([0.1, 1.0, 10.0, 100.0, 3.0, 0.3])
+    mu = np.array([5.0, -20.0, 300.0, 0.0, 1.0, -1.0])
+    n = 20_000
+    X = _gaussian_data(n, stds, mu, 9)
+    errs = []
+    for seed in range(10):
+        r = P.private_mean(X, domain=(-1e4, 1e4), rho=0.5, rng=seed)
+        errs.append((r.estimate - X.mean(axis=0)) / r.noise_std)
+        # the private scales are within 30% (the scale step's tolerance at this n)
+        assert np.all(np.abs(np.log(r.scales / stds)) < 0.3)
+    z = np.array(errs)
+    # against the empirical mean the error is the noise plus a small clipping
+    # bias: standardised by the released noise_std it is N(0, 1)-like
+    assert np.abs(z).max() < 5
+    assert abs(z.mean()) < 5 / math.sqrt(z.size)
+
+
+def test_sum_is_n_times_the_mean_and_add_remove_counts():
+    X = _gaussian_data(3000, [1.0, 2.0, 4.0], 1.0, 10)
+    m = P.private_mean(X, domain=(-100, 100), rho=1.0, rng=11)
+    s = P.private_sum(X, domain=(-100, 100), rho=1.0, rng=11)
+    np.testing.assert_allclose(s.estimate, 3000 * m.estimate, rtol=1e-12)
+    np.testing.assert_allclose(s.noise_std, 3000 * m.noise_std, rtol=1e-12)
+    a = P.private_sum(X, domain=(-100, 100), rho=1.0, neighbouring="add-remove", rng=12)
+    s_count = a.steps[0].noise_multiplier
+    assert abs(a.count - 3000) < 5 * s_count
+    assert np.all(np.abs(a.estimate - X.sum(axis=0)) < 5 * a.noise_std + 0.02 * 3000)
+    am = P.private_mean(X, domain=(-100, 100), rho=1.0, neighbouring="add-remove", rng=12)
+    assert am.budget.count == P.SCALAR_SHARE
+
+
+def test_isotropic_baseline_and_calibrated_radius():
+    X = _gaussian_data(5000, np.ones(50), 0.0, 13)
+    r = P.private_mean(X, domain=(-100, 100), rho=1.0, scaling="none", clip_probability=0.01,
+                       rng=14)
+    from scipy import stats
+    # the radius targets the 0.99 quantile of ||x - c|| (chi with 50 dof)
+    assert r.clip_norm == pytest.approx(math.sqrt(stats.chi2.ppf(0.99, 50)), rel=0.05)
+    assert P.calibrated_clip_radius(2.0, np.ones(50), np.ones(50), 0.01) == pytest.approx(
+        2.0 * math.sqrt(stats.chi2.isf(0.01, 50) / stats.chi2.isf(0.5, 50)), rel=1e-9)
+
+
+def test_clip_radius_with_one_dominant_scale():
+    # a failed center makes one coordinate's scale (and weight) dominate; the
+    # model's median then lies below its mean. The radius must still exceed the
+    # median norm for p_C < 1/2 and match a Monte Carlo quantile ratio.
+    s = np.ones(512)
+    s[0] = 739.0
+    b = P.robust_scaling(s)
+    weights = (b * s) ** 2
+    draws = np.sum(weights * np.random.default_rng(5).chisquare(1, size=(20_000, 512)), axis=1)
+    mc = math.sqrt(np.quantile(draws, 0.99) / np.median(draws))
+    got = P.calibrated_clip_radius(1.0, s, b, 0.01)
+    assert 1.0 < got
+    # quantile ratio from 2e4 draws: the 0.99-quantile within ~2%, the median ~0.5%
+    assert got == pytest.approx(mc, rel=0.05)
+
+
+def test_data_outside_the_domain_is_clamped_not_an_error():
+    X = _gaussian_data(2000, [1.0, 1.0], 0.0, 15)
+    X[:100] += 1000.0           # 5% of the rows far outside the box
+    r = P.private_mean(X, domain=(-10, 10), rho=1.0, rng=16)
+    assert np.all(np.isfinite(r.estimate))
+    # the far rows are clipped: the estimate is near the bulk, not the raw mean (50)
+    assert np.all(np.abs(r.estimate) < 2.0)
+
+
+def test_robust_scaling_bounds_an_underestimated_scale():
+    s = np.array([1.0, 1.0, 1.0, 1e-9])
+    b = P.robust_scaling(s)
+    b0 = P.robust_scaling(s, 0.0)
+    # without the floor the tiny scale gets a weight 1e4 times the others'
+    assert b0[3] / b0[0] == pytest.approx(math.sqrt(1e9), rel=1e-6)
+    assert b[3] / b[0] < math.sqrt((1 + 0.1 * 0.75) / (0.1 * 0.75)) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(epsilon=1.0, delta=1e-6, rho=1.0), TypeError, "either"),
+    (dict(epsilon=1.0), TypeError, "budget"),
+    (dict(rho=-1.0), ValueError, "rho"),
+    (dict(epsilon=1.0, delta=2.0), ValueError, "delta"),
+    (dict(rho=1.0, scaling="elliptical"), ValueError, "scaling"),
+    (dict(rho=1.0, clip_probability=1.0), ValueError, "clip_probability"),
+    (dict(rho=1.0, budget={"center": 0.1}), ValueError, "budget"),
+    (dict(rho=1.0, budget={"center": 0.5, "radius": 0.2, "scales": 0.3, "clip": 0.1}),
+     ValueError, "sum"),
+    (dict(rho=1.0, budget=[0.1]), TypeError, "budget"),
+    (dict(rho=1.0, regularization=-1.0), ValueError, "regularization"),
+    (dict(rho=1.0, domain=(0.0, [1.0, 2.0, 3.0])), ValueError, "domain"),
+    (dict(rho=1.0, neighbouring="swap"), ValueError, "neighbouring"),
+])
+def test_argument_errors_name_the_argument(kwargs, exc, match):
+    X = np.ones((10, 2))
+    kw = dict(domain=(-1.0, 1.0))
+    kw.update(kwargs)
+    with pytest.raises(exc, match=match):
+        P.private_mean(X, **kw)
+
+
+def test_bad_data_is_refused_without_echoing_it():
+    X = np.array([[1.0, 2.0], [np.nan, 3.0]])
+    with pytest.raises(ValueError, match="X") as info:
+        P.private_mean(X, domain=(-1, 1), rho=1.0)
+    assert "3.0" not in str(info.value)
+    with pytest.raises(ValueError, match="X"):
+        P.private_sum(np.ones(5), domain=(-1, 1), rho=1.0)
+
+
+def test_public_names():
+    for name in ("private_mean", "private_sum", "PipelineRelease", "BudgetSplit",
+                 "default_budget", "private_center", "private_scales",
+                 "private_norm_quantile", "exponential_quantile"):
+        assert hasattr(dpsum, name)
+
+
+# ---------------------------------------------------------------------------
+# auditing the whole pipeline
+# ---------------------------------------------------------------------------
+_EPS, _DELTA = 2.0, 1e-5
+_GEN = np.random.default_rng(20)
+# two coordinates of very different scales; the neighbour replaces one row by
+# a far value in the small coordinate (its standard deviation jumps 45-fold,
+# its median absolute deviation does not move)
+_D = np.column_stack([_GEN.standard_normal(400), 0.01 * _GEN.standard_normal(400)])
+_D2 = _D.copy()
+_D2[0] = [0.0, 9.0]
+# one coordinate; the neighbour moves one row within the clip radius
+_E = _GEN.standard_normal((400, 1))
+_E2 = _E.copy()
+_E2[0, 0] = 4.5
+
+
+def _release(p):
+    def release(data, gen):
+        return P.private_mean(data, domain=(-10, 10), epsilon=_EPS, delta=_DELTA,
+                              clip_probability=p, rng=gen).estimate
+    return release
+
+
+def _audit_scales(seed):
+    # p_C = 1/2 skips the generalized chi-square quantile (post-processing only)
+    return epsilon_lower_bound(_release(0.5), _D, _D2, delta=_DELTA, n_samples=2000,
+                               rng=seed, direction=[0.0, 1.0])
+
+
+def _audit_noise(seed):
+    # p_C = 1e-6: the radius covers every row, so that without the mean's
+    # noise the release would be the exact mean (one coordinate: the model
+    # quantile ratio is cached)
+    # the audit's upper test asks for events likelier on the first dataset: the
+    # neighbour's moved row raises its mean, so project on -1
+    return epsilon_lower_bound(_release(1e-6), _E, _E2, delta=_DELTA, n_samples=2000,
+                               rng=seed, direction=[-1.0])
+
+
+def test_audit_of_the_correct_pipeline_passes():
+    assert _audit_scales(21).epsilon_lower_bound <= _EPS
+    assert _audit_noise(22).epsilon_lower_bound <= _EPS
+
+
+def test_audit_catches_non_private_scales(monkeypatch):
+    def exact_scales(data, c, eps, lo, hi, du, gen):
+        return np.maximum(data.std(axis=0), 1e-6)       # from the data, no noise
+    monkeypatch.setattr(P, "_scales", exact_scales)
+    assert _audit_scales(23).epsilon_lower_bound > _EPS
+
+
+def test_audit_catches_a_skipped_noise(monkeypatch):
+    real = P._gaussian_noise
+
+    def no_mean_noise(gen, std, size=None):     # the vector draw is the mean's
+        return real(gen, std, size) * (0.0 if size is not None else 1.0)
+    monkeypatch.setattr(P, "_gaussian_noise", no_mean_noise)
+    assert _audit_noise(24).epsilon_lower_bound > _EPS
