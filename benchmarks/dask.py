@@ -13,7 +13,7 @@ Then, on the same cluster and in the same run:
 Each is timed best of ``REPEATS``, interleaved (after one warm-up pass that
 brings the file into the page cache), and reported as a ratio to the sum
 (target: at most 1.3), with its throughput in rows per second. Peak memory
-per worker (``ru_maxrss``) is read after one pass of each job alone on
+per worker (``VmHWM`` of /proc/self/status) is read after one pass of each job alone on
 freshly restarted workers. The dataset is deleted at the end.
 
 Run: ``flock /tmp/dpsum-heavy.lock .venv/bin/python benchmarks/dask.py [DIR]``
