@@ -565,7 +565,7 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     can be many times that of a mechanism with public inputs: in the case
     study (899 and 285 rows) it was 3 to 8 times the Gaussian mechanism's
     with a public box on the digits and 30 to 150 times on breast cancer. With few rows, prefer public bounds
-    (:func:`dpsum.elliptical_gaussian_mechanism`).
+    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`).
 
     Examples
     --------
