@@ -16,6 +16,13 @@ publish", :doc:`08_accuracy`):
   simultaneous (Šidák's level, exact because the coordinates are independent);
 * :func:`confidence_ball`: the simultaneous ``(1 - beta)`` ball.
 
+The private pipeline (:func:`dpsum.private_sum`, :func:`dpsum.private_mean`,
+whose record is a :class:`~dpsum.pipeline.PipelineRelease`) has the same
+structure once its released center, scaling and clip radius are fixed, and
+:func:`confidence_intervals` and :func:`confidence_ball` accept its releases:
+exactly under replace-one, at least ``1 - beta`` for the sum under add-remove,
+and not at all for the mean under add-remove (see :func:`confidence_intervals`).
+
 Against the true, unclipped sum ``f(X)`` the error also contains the clipping
 loss, which depends on the data. Where the data model of Algorithm 3 is public
 (rows ``N(c, diag(stds^2))``), the loss is bounded from the model alone:
@@ -65,7 +72,8 @@ from .binary import BinaryRelease
 from .clipping import clip_radius
 from .gaussian_data import gaussian_data_setup
 from .gchisq import GeneralizedChiSquare
-from .privacy import Neighbouring
+from .pipeline import PipelineRelease
+from .privacy import Neighbouring, clipped_sum_sensitivity
 from .release import Mechanism, Release
 from .scaling import resolve_scaling
 
@@ -83,6 +91,7 @@ __all__ = [
     "plan_epsilon",
     "plan_d",
     "count_interval",
+    "PIPELINE_COUNT_SHARE",
 ]
 
 #: Mechanism names of the releases whose noise is a continuous Gaussian with
@@ -141,6 +150,75 @@ def _grid_noise(release: Release) -> tuple[float, np.ndarray] | None:
         return None
     sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
     return sigma, np.asarray(release.noise_std, dtype=float) / sigma
+
+
+# ---------------------------------------------------------------------------
+# the private pipeline
+
+
+#: Share of ``beta`` that the add-remove statement for ``private_sum`` spends on
+#: the private count; the rest goes to the noise of the clipped sum.
+PIPELINE_COUNT_SHARE = 0.5
+
+
+def _pipeline_step(release: PipelineRelease, name: str) -> float:
+    """The noise multiplier of the pipeline's Gaussian step ``name``."""
+    for step in release.steps:
+        if step.name == name and step.noise_multiplier is not None:
+            return float(step.noise_multiplier)
+    raise ValueError(f"release.steps has no Gaussian {name!r} step; the release was not made "
+                     "by dpsum.private_mean or dpsum.private_sum")
+
+
+def _pipeline_law(release: PipelineRelease) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(s, a)``: the error of a pipeline release against its protected quantity is
+    ``nu + Z a`` with ``nu_j ~ N(0, s_j^2)`` independent of everything before it,
+    and ``a = c`` with ``Z = ñ - n ~ N(0, sigma_count^2)`` (add-remove sum), or
+    no second term (``a`` None: replace-one).
+
+    Refuses the mean under add-remove, whose error is not of this form.
+    """
+    if release.neighbouring is Neighbouring.REPLACE:
+        return np.asarray(release.noise_std, dtype=float), None
+    if release.statistic == "mean":
+        raise ValueError(
+            "release is a private_mean under add-remove neighbouring: it divides by the "
+            "private count, so its error contains the unknown clipped sum times (1/ñ - 1/n) "
+            "and has no law in public quantities; state the error of private_sum instead, "
+            "or use replace-one neighbours (n public)")
+    # estimate = ñ c + b^{-1} (T + noise): error against n c + b^{-1} T is
+    # (ñ - n) c + b^{-1} noise; the sum's noise has std s_mean * Delta_2(C) / b
+    s_mean = _pipeline_step(release, "mean")
+    s_count = _pipeline_step(release, "count")
+    sens = clipped_sum_sensitivity(release.clip_norm, release.neighbouring)
+    s = s_mean * sens / np.asarray(release.scaling, dtype=float)
+    return s, s_count * np.asarray(release.center, dtype=float)
+
+
+def _sidak(beta: float, m: int) -> float:
+    """Per-event failure probability ``1 - (1 - beta)^(1/m)`` of ``m`` independent events
+    that all hold with probability ``1 - beta`` (Šidák)."""
+    return float(-np.expm1(np.log1p(-beta) / m))
+
+
+def _pipeline_intervals(release: PipelineRelease, beta: float, simultaneous: bool):
+    s, a = _pipeline_law(release)
+    b_nu = beta if a is None else beta * (1.0 - PIPELINE_COUNT_SHARE)
+    if simultaneous:
+        b_nu = _sidak(b_nu, s.size)
+    half = s * _two_sided_z(b_nu)
+    if a is not None:  # |ñ - n| <= sigma_count z with probability 1 - share * beta
+        half = half + np.abs(a) * _two_sided_z(beta * PIPELINE_COUNT_SHARE)
+    est = np.asarray(release.estimate, dtype=float)
+    return est - half, est + half
+
+
+def _pipeline_radius(release: PipelineRelease, beta: float) -> float:
+    s, a = _pipeline_law(release)
+    if a is None:
+        return noise_norm_quantile(s, beta)
+    return (noise_norm_quantile(s, beta * (1.0 - PIPELINE_COUNT_SHARE))
+            + float(np.linalg.norm(a)) * _two_sided_z(beta * PIPELINE_COUNT_SHARE))
 
 
 def _check_statistic(statistic: str) -> str:
@@ -223,7 +301,8 @@ def noise_coordinate_quantile(noise_std, beta: float):
     return float(s * z) if np.ndim(s) == 0 else np.asarray(s) * z
 
 
-def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = False):
+def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
+                         simultaneous: bool = False) -> tuple[np.ndarray, np.ndarray]:
     r"""Per-coordinate ``(1 - beta)`` confidence intervals for the protected sum.
 
     ``estimate_j +- noise_std_j z`` covers the quantity the mechanism adds
@@ -242,10 +321,43 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``
     (:prf:ref:`accuracy-prop-grid`).
 
+    **The private pipeline** (a :class:`~dpsum.pipeline.PipelineRelease` of
+    :func:`~dpsum.pipeline.private_sum` or :func:`~dpsum.pipeline.private_mean`).
+    The protected quantity is the sum (or mean) of the clipped rows in the
+    original units, ``theta = n c + b^{-1} ⊙ T`` (``theta = c + b^{-1} ⊙ T / n``
+    for the mean), where ``c``, ``b`` and ``C`` are the released ``center``,
+    ``scaling`` and ``clip_norm`` and ``T = sum_i min(1, C / ||x̂_i||) x̂_i``
+    with ``x̂_i = (x_i - c) ⊙ b`` (:func:`dpsum.clipping.clipped_sum`). The
+    center, scaling and clip radius are themselves private outputs of earlier
+    steps, computed from the data; they are released with the estimate, so
+    the statements are made conditionally on them, which is legitimate: the
+    last step's noise is drawn after them and independently of them and of the
+    data, so given ``(c, b, C)`` the noise is still Gaussian with the recorded,
+    public standard deviations (and a statement that holds conditionally on
+    every value of ``(c, b, C)`` also holds on average over them).
+
+    * Replace-one (``n`` public): ``estimate - theta`` has independent
+      ``N(0, noise_std_j^2)`` coordinates, and the intervals are exact,
+      marginal or Šidák-simultaneous, as for Algorithm 3.
+    * Add-remove, ``private_sum``: the estimate is ``ñ c + b^{-1} ⊙ (T + noise)``
+      with the private count ``ñ = n + Z``, ``Z ~ N(0, sigma_count^2)``, so the
+      error is ``Z c + nu`` with ``nu_j ~ N(0, s_j^2)``,
+      ``s = sigma_mean Delta_2(C) / b`` (from ``release.steps``). ``c`` depends on
+      ``ñ`` (the default budget split and clip probability are functions of
+      ``ñ``), so ``Z c`` need not be Gaussian; instead a union bound spends
+      ``PIPELINE_COUNT_SHARE * beta`` on ``|Z| <= sigma_count z`` and the rest
+      on ``nu`` (marginal or Šidák), and the half-width is
+      ``|c_j| sigma_count z_count + s_j z_nu``: coverage at least ``1 - beta``.
+    * Add-remove, ``private_mean``: refused (``ValueError``). The estimate
+      divides by ``ñ``, so its error contains ``b^{-1} ⊙ T (1/ñ - 1/n)``, a
+      product of the unknown clipped sum with the count's error, whose law is
+      not a function of public quantities.
+
     Parameters
     ----------
-    release : Release
-        A release of a Gaussian vector mechanism, or of the Laplace mechanism.
+    release : Release or PipelineRelease
+        A release of a Gaussian vector mechanism, of the Laplace mechanism,
+        or of the private pipeline.
     beta : float
         Failure probability in (0, 1).
     simultaneous : bool
@@ -256,6 +368,12 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     (numpy.ndarray, numpy.ndarray)
         Lower and upper ends, shaped like ``release.estimate``.
 
+    Raises
+    ------
+    ValueError
+        For a noise law these statements do not cover, or a ``private_mean``
+        under add-remove.
+
     Examples
     --------
     >>> import dpsum
@@ -263,13 +381,25 @@ def confidence_intervals(release: Release, beta: float, *, simultaneous: bool = 
     >>> lo, hi = confidence_intervals(rel, 0.05)
     >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(rel.noise_std, 0.05)))
     True
+
+    A release of the private pipeline under replace-one: the same exact intervals
+    around its estimate, with its recorded ``noise_std``.
+
+    >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
+    >>> pm = dpsum.private_mean(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> lo, hi = confidence_intervals(pm, 0.05, simultaneous=True)
+    >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(pm.noise_std, 1 - 0.95 ** 0.5)))
+    True
     """
+    if isinstance(release, PipelineRelease):
+        b = _check_beta(beta)
+        return _pipeline_intervals(release, b, V.check_bool(simultaneous, "simultaneous"))
     rel = _gaussian_release(release, laplace=True)
     b = _check_beta(beta)
     simultaneous = V.check_bool(simultaneous, "simultaneous")
     s = np.asarray(rel.noise_std, dtype=float)
     if simultaneous:
-        b = float(-np.expm1(np.log1p(-b) / s.size))  # per-coordinate failure probability
+        b = _sidak(b, s.size)  # per-coordinate failure probability
     grid = _grid_noise(rel)
     if rel.mechanism is Mechanism.LAPLACE:
         # Laplace noise of scale s / sqrt(2): Pr[|e_j| > t] = exp(-t sqrt(2) / s)
@@ -304,7 +434,7 @@ class ConfidenceBall:
         return bool(np.linalg.norm((p - self.center).ravel()) <= self.radius)
 
 
-def confidence_ball(release: Release, beta: float) -> ConfidenceBall:
+def confidence_ball(release: Release | PipelineRelease, beta: float) -> ConfidenceBall:
     r"""The simultaneous ``(1 - beta)`` ball around the estimate.
 
     Its radius is :func:`noise_norm_quantile` of the release's noise, so it
@@ -314,6 +444,16 @@ def confidence_ball(release: Release, beta: float) -> ConfidenceBall:
     coordinate, and the coverage at least ``1 - beta``
     (:prf:ref:`accuracy-prop-grid`).
 
+    For the private pipeline (a :class:`~dpsum.pipeline.PipelineRelease`) the
+    ball covers the sum or mean of the clipped rows, ``theta`` of
+    :func:`confidence_intervals`, given the released center, scaling and clip
+    radius. Under replace-one its radius is the exact noise quantile
+    (coverage exactly ``1 - beta``). For ``private_sum`` under add-remove it is
+    ``sigma_count z ||c|| + q``, with ``|ñ - n| <= sigma_count z`` failing with
+    probability ``PIPELINE_COUNT_SHARE * beta`` and ``q`` the noise quantile at
+    the rest (coverage at least ``1 - beta``); ``private_mean`` under
+    add-remove is refused with a ``ValueError``.
+
     Examples
     --------
     >>> import dpsum
@@ -321,7 +461,18 @@ def confidence_ball(release: Release, beta: float) -> ConfidenceBall:
     >>> ball = confidence_ball(rel, 0.05)
     >>> ball.radius == noise_norm_quantile(rel.noise_std, 0.05), ball.contains(rel.estimate)
     (True, True)
+
+    The private pipeline's sum under replace-one:
+
+    >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
+    >>> ps = dpsum.private_sum(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> confidence_ball(ps, 0.05).radius == noise_norm_quantile(ps.noise_std, 0.05)
+    True
     """
+    if isinstance(release, PipelineRelease):
+        b = _check_beta(beta)
+        return ConfidenceBall(center=np.asarray(release.estimate, dtype=float),
+                              radius=_pipeline_radius(release, b), beta=b)
     rel = _gaussian_release(release)
     r = noise_norm_quantile(rel.noise_std, beta)
     grid = _grid_noise(rel)

@@ -195,6 +195,20 @@ class PipelineRelease:
     steps: tuple = field(default=())
     guarantee: ComposedGuarantee | None = None
 
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False):
+        """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
+        rows; see :func:`dpsum.accuracy.confidence_intervals`."""
+        from .accuracy import confidence_intervals
+
+        return confidence_intervals(self, beta, simultaneous=simultaneous)
+
+    def confidence_ball(self, beta: float):
+        """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
+        clipped rows; see :func:`dpsum.accuracy.confidence_ball`."""
+        from .accuracy import confidence_ball
+
+        return confidence_ball(self, beta)
+
 
 # ---------------------------------------------------------------------------
 # public rules (pure functions of public quantities)

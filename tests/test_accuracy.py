@@ -391,3 +391,159 @@ def test_rejects_bad_model_arguments():
                                       statistic="median")
     with pytest.raises(ValueError, match="shape"):
         rel.confidence_ball(0.1).contains(np.zeros(4))
+
+
+# ---------------------------------------------------------------- the private pipeline
+#
+# Fixed data far from the origin (so that the add-remove count term matters) and
+# clip_probability = 0.5: about half the rows are clipped, so the clipped mean
+# is a different quantity from the plain mean, and the clip radius is the private
+# median norm itself (no model quantile per release, which keeps 2000 releases fast).
+
+PIPE_DATA = np.random.default_rng(21).normal([50.0, -20.0, 3.0], [1.0, 5.0, 0.5], size=(3000, 3))
+PIPE_ARGS = dict(domain=(-100.0, 100.0), epsilon=2.0, delta=1e-6, clip_probability=0.5)
+
+
+def _pipeline_target(rel, X):
+    """The protected quantity, from the release's public center, scaling and clip
+    radius and the data, with plain numpy (not dpsum's clipped sum):
+    ``n c + b^{-1} ⊙ T`` for the sum, ``c + b^{-1} ⊙ T / n`` for the mean."""
+    c, b, C = rel.center, rel.scaling, rel.clip_norm
+    scaled = (X - c) * b
+    norms = np.sqrt(np.sum(scaled ** 2, axis=1))
+    factor = np.minimum(1.0, C / np.maximum(norms, 1e-300))
+    dev = (factor[:, None] * scaled).sum(axis=0) / b
+    n = X.shape[0]
+    return c + dev / n if rel.statistic == "mean" else n * c + dev
+
+
+def _pipeline_coverage(release_of, R, seed):
+    """Counts of (ball, per-coordinate, simultaneous box) hits over R releases, and the releases' widths."""
+    rng = np.random.default_rng(seed)
+    d = PIPE_DATA.shape[1]
+    ball, box, marginal = 0, 0, np.zeros(d, dtype=int)
+    clipped_differs = 0
+    for _ in range(R):
+        rel = release_of(rng)
+        target = _pipeline_target(rel, PIPE_DATA)
+        ball += rel.confidence_ball(BETA).contains(target)
+        lo, hi = rel.confidence_intervals(BETA)
+        marginal += (lo <= target) & (target <= hi)
+        lo, hi = acc.confidence_intervals(rel, BETA, simultaneous=True)
+        box += bool(np.all((lo <= target) & (target <= hi)))
+        plain = PIPE_DATA.mean(axis=0) if rel.statistic == "mean" else PIPE_DATA.sum(axis=0)
+        clipped_differs += bool(np.any(np.abs(target - plain) > (hi - lo) / 2))
+    return ball, marginal, box, clipped_differs
+
+
+def test_pipeline_replace_one_covers_the_clipped_mean_exactly():
+    R = 2000
+    ball, marginal, box, differs = _pipeline_coverage(
+        lambda rng: dpsum.private_mean(PIPE_DATA, rng=rng, **PIPE_ARGS), R, seed=31)
+    d = PIPE_DATA.shape[1]
+    # exact: two-sided; per-coordinate hits are independent given (c, b, C), pooled
+    assert abs(ball / R - (1 - BETA)) <= tolerance(R)
+    assert abs(box / R - (1 - BETA)) <= tolerance(R)
+    assert abs(marginal.sum() / (R * d) - (1 - BETA)) <= tolerance(R * d)
+    # the protected quantity is really the clipped mean, not the plain one
+    assert differs > R / 2
+
+
+def test_pipeline_replace_one_sum_is_n_times_the_mean():
+    # the same seed draws the same center, scaling, clip radius and noise, and the
+    # sum's statement is the mean's scaled by the public n (the mean's coverage is
+    # simulated above; the sum's target is n times the mean's)
+    n = PIPE_DATA.shape[0]
+    mean = dpsum.private_mean(PIPE_DATA, rng=7, **PIPE_ARGS)
+    total = dpsum.private_sum(PIPE_DATA, rng=7, **PIPE_ARGS)
+    np.testing.assert_allclose(_pipeline_target(total, PIPE_DATA),
+                               n * _pipeline_target(mean, PIPE_DATA), rtol=1e-12)
+    for simultaneous in (False, True):
+        lo_m, hi_m = mean.confidence_intervals(BETA, simultaneous=simultaneous)
+        lo_s, hi_s = total.confidence_intervals(BETA, simultaneous=simultaneous)
+        np.testing.assert_allclose(hi_s - lo_s, n * (hi_m - lo_m), rtol=1e-12)
+        np.testing.assert_allclose(lo_s, n * lo_m, rtol=1e-9)
+    assert math.isclose(total.confidence_ball(BETA).radius, n * mean.confidence_ball(BETA).radius,
+                        rel_tol=1e-9)
+
+
+def test_pipeline_replace_one_widths_are_the_gaussian_quantiles_of_public_fields():
+    rel = dpsum.private_mean(PIPE_DATA, rng=3, **PIPE_ARGS)
+    z = stats.norm.isf(BETA / 2)
+    lo, hi = acc.confidence_intervals(rel, BETA)
+    np.testing.assert_allclose((hi - lo) / 2, rel.noise_std * z, rtol=1e-12)
+    np.testing.assert_allclose((hi + lo) / 2, rel.estimate, rtol=1e-12)
+    z_box = stats.norm.isf((1 - (1 - BETA) ** (1 / 3)) / 2)
+    lo, hi = rel.confidence_intervals(BETA, simultaneous=True)
+    np.testing.assert_allclose((hi - lo) / 2, rel.noise_std * z_box, rtol=1e-12)
+    # the noise std is that of Algorithm 3's last step: sigma * 2C / (b n), from released fields
+    s_mean = next(st.noise_multiplier for st in rel.steps if st.name == "mean")
+    np.testing.assert_allclose(rel.noise_std, s_mean * 2 * rel.clip_norm / rel.scaling / 3000,
+                               rtol=1e-12)
+    assert math.isclose(acc.confidence_ball(rel, BETA).radius,
+                        acc.noise_norm_quantile(rel.noise_std, BETA), rel_tol=1e-12)
+
+
+def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
+    R = 1000
+    d = PIPE_DATA.shape[1]
+
+    def release_of(rng):
+        return dpsum.private_sum(PIPE_DATA, neighbouring="add-remove", rng=rng, **PIPE_ARGS)
+
+    ball, marginal, box, _ = _pipeline_coverage(release_of, R, seed=41)
+    # a union bound: at least 1 - beta; the coordinates share the count's error,
+    # so each coordinate is checked on its own R releases
+    assert ball / R >= 1 - BETA - tolerance(R)
+    assert box / R >= 1 - BETA - tolerance(R)
+    assert np.all(marginal / R >= 1 - BETA - tolerance(R))
+    # the half-width, rebuilt from released fields: count part + noise part
+    rel = release_of(np.random.default_rng(5))
+    s_count = next(st.noise_multiplier for st in rel.steps if st.name == "count")
+    s_mean = next(st.noise_multiplier for st in rel.steps if st.name == "mean")
+    s = s_mean * rel.clip_norm / rel.scaling  # add-remove sensitivity C
+    half = np.abs(rel.center) * s_count * stats.norm.isf(BETA / 4) + s * stats.norm.isf(BETA / 4)
+    lo, hi = acc.confidence_intervals(rel, BETA)
+    np.testing.assert_allclose((hi - lo) / 2, half, rtol=1e-12)
+    radius = (np.linalg.norm(rel.center) * s_count * stats.norm.isf(BETA / 4)
+              + acc.noise_norm_quantile(s, BETA / 2))
+    assert math.isclose(acc.confidence_ball(rel, BETA).radius, radius, rel_tol=1e-12)
+    # intervals that leave out the count's error miss the sum far too often
+    rng = np.random.default_rng(43)
+    miss = 0
+    for _ in range(200):
+        r = release_of(rng)
+        s_r = s_mean * r.clip_norm / r.scaling
+        target = _pipeline_target(r, PIPE_DATA)
+        miss += bool(np.any(np.abs(r.estimate - target) > s_r * stats.norm.isf(BETA / 2)))
+    assert miss / 200 > 0.5
+
+
+def test_pipeline_add_remove_mean_is_refused():
+    rel = dpsum.private_mean(PIPE_DATA, neighbouring="add-remove", rng=0, **PIPE_ARGS)
+    with pytest.raises(ValueError, match="private_mean under add-remove"):
+        acc.confidence_intervals(rel, BETA)
+    with pytest.raises(ValueError, match="private count"):
+        rel.confidence_ball(BETA)
+    with pytest.raises(ValueError, match="private_mean under add-remove"):
+        rel.confidence_intervals(BETA, simultaneous=True)
+
+
+def test_pipeline_argument_errors():
+    import dataclasses
+
+    rel = dpsum.private_sum(PIPE_DATA, neighbouring="add-remove", rng=0, **PIPE_ARGS)
+    for beta in (0.0, 1.0, float("nan"), [0.1]):
+        with pytest.raises(ValueError, match="beta"):
+            acc.confidence_intervals(rel, beta)
+        with pytest.raises(ValueError, match="beta"):
+            acc.confidence_ball(rel, beta)
+    with pytest.raises(TypeError, match="simultaneous"):
+        acc.confidence_intervals(rel, BETA, simultaneous="yes")
+    # a record without the steps it claims cannot be stated for
+    stripped = dataclasses.replace(rel, steps=())
+    with pytest.raises(ValueError, match="steps"):
+        acc.confidence_ball(stripped, BETA)
+    # the total-error bound is for Algorithm 3 with a public model only
+    with pytest.raises(TypeError, match="release"):
+        acc.release_error_bound(rel, BETA, stds=np.ones(3), n=3000)
