@@ -16,7 +16,7 @@ publish", :doc:`08_accuracy`):
   simultaneous (Šidák's level, exact because the coordinates are independent);
 * :func:`confidence_ball`: the simultaneous ``(1 - beta)`` ball.
 
-The private pipeline (:func:`dpsum.private_sum`, :func:`dpsum.private_mean`,
+The private pipeline (:func:`dpsum.pipeline.private_sum`, :func:`dpsum.pipeline.private_mean`,
 whose record is a :class:`~dpsum.pipeline.PipelineRelease`) has the same
 structure once its released center, scaling and clip radius are fixed, and
 :func:`confidence_intervals` and :func:`confidence_ball` accept its releases:
