@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import csv
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -48,7 +49,7 @@ from dpsum import audit, pairs
 from dpsum.calibration import analytic_sigma
 from dpsum.mechanisms import gaussian_mechanism
 
-from bookdata import DATA, write_rows  # noqa: E402  (book/data and its CSV format)
+DATA = Path(__file__).resolve().parent.parent / "book" / "data"
 SEED = 8
 EPS, DELTA, ALPHA = 1.0, 1e-3, 1e-3   # the claim under audit and the audit's error probability
 EPS_DETECT = 1.6                      # the violation every audit should catch
@@ -204,6 +205,17 @@ def _merge(name: str, rows: list[dict]) -> list[dict]:
     return sorted(old + rows, key=lambda r: order.index(r["case"]))
 
 
+def _write(name: str, rows: list[dict]) -> None:
+    DATA.mkdir(parents=True, exist_ok=True)
+    with open(DATA / name, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: (repr(float(v)) if isinstance(v, (float, np.floating)) else v)
+                             for k, v in r.items()})
+    print(f"wrote book/data/{name}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="+", choices=sorted(PLANS) + ["size"], default=None)
@@ -216,11 +228,11 @@ def main() -> None:
     if names:
         rows = power_rows(names, args.runs)
         if not args.no_write:
-            write_rows("audit_power.csv", _merge("audit_power.csv", rows))
+            _write("audit_power.csv", _merge("audit_power.csv", rows))
     if args.only is None or "size" in args.only:
         rows = size_rows(args.size_runs)
         if not args.no_write:
-            write_rows("audit_size.csv", rows)
+            _write("audit_size.csv", rows)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+from pathlib import Path
 
 import numpy as np
 from scipy import optimize
@@ -50,7 +51,7 @@ from dpsum.clipping import clip_radius
 from dpsum.gchisq import GeneralizedChiSquare
 from dpsum.scaling import error_optimal_scaling
 
-from bookdata import DATA, write_rows  # noqa: E402  (book/data and its CSV format)
+DATA = Path(__file__).resolve().parent.parent / "book" / "data"
 SEED = 20231106
 EPS, DELTA = 1.0, 1e-6  # the chapter's default guarantee
 NAMES = ("isotropic", "Lemma 3.1", "whitening", "best b")
@@ -151,6 +152,17 @@ def read_csv(name: str) -> dict:
         except ValueError:
             out[key] = np.array(values)
     return out
+
+
+def _write(name: str, rows: list[dict]) -> None:
+    DATA.mkdir(parents=True, exist_ok=True)
+    with open(DATA / name, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: (repr(float(v)) if isinstance(v, (float, np.floating)) else v)
+                             for k, v in r.items()})
+    print(f"wrote book/data/{name} ({len(rows)} rows)")
 
 
 # -------------------------------------------------------------- experiments
@@ -276,7 +288,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=sorted(EXPERIMENTS), default=None)
     args = parser.parse_args()
     for name in args.only or EXPERIMENTS:
-        write_rows(f"{name}.csv", EXPERIMENTS[name]())
+        _write(f"{name}.csv", EXPERIMENTS[name]())
 
 
 if __name__ == "__main__":
