@@ -6,7 +6,7 @@ statistic for Algorithm 1) and ``e`` is Gaussian noise with independent
 coordinates ``e_j ~ N(0, noise_std_j^2)`` drawn independently of the data.
 The law of ``e`` is public, so exact statements about the error
 ``estimate - s`` hold for **every** dataset (book chapter "Accuracy you can
-publish", :doc:`08_accuracy`):
+publish", :doc:`13_accuracy`):
 
 * :func:`noise_norm_quantile`: the exact ``(1 - beta)`` quantile of ``||e||``,
   the square root of a generalized chi-square quantile with weights
