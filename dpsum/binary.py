@@ -42,16 +42,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
-from . import _validation as V
-from ._validation import RandomLike
-from .privacy import Neighbouring
-from .release import _StrEnum
+from dpsum import _validation as V
+from dpsum._enums import _StrEnum
+from dpsum._validation import RandomLike
+from dpsum.privacy.neighbouring import Neighbouring
 
 __all__ = [
     "BinaryRelease",
@@ -1047,3 +1047,83 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
         out = bias * bias + np.asarray(_st_variance(kk, pp, tau))
     out = np.asarray(out, dtype=float)
     return V.scalar_or_array(out)
+
+
+def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
+    """``(Pr_k[Y <= y], Pr_k[Y >= y])`` for the released count ``Y`` when the true count is ``k``."""
+    n, p = release.n, release.probability
+    if release.mechanism == "binomial":  # Y = k + Binomial(n, p)
+        return float(stats.binom.cdf(y - k, n, p)), float(stats.binom.sf(y - k - 1, n, p))
+    if release.mechanism == "randomized_response":  # Y = Binomial(k, q) + Binomial(n - k, 1 - q)
+        a = np.arange(k + 1)
+        pa = stats.binom.pmf(a, k, p)
+        le = float(np.dot(pa, stats.binom.cdf(y - a, n - k, 1.0 - p)))
+        ge = float(np.dot(pa, stats.binom.sf(y - a - 1, n - k, 1.0 - p)))
+        return min(le, 1.0), min(ge, 1.0)
+    # sample-and-threshold: S ~ Binomial(k, p), Y = S if S >= t else 0
+    t = math.ceil(float(cast(float, release.threshold)) - 1e-9)
+    if y < t:  # suppressed: the lowest outcome
+        return float(stats.binom.cdf(t - 1, k, p)), 1.0
+    return float(stats.binom.cdf(y, k, p)), float(stats.binom.sf(y - 1, k, p))
+
+
+def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
+    r"""Exact ``(1 - beta)`` confidence interval for the true count ``k`` of a binary sum.
+
+    For each mechanism the released count ``Y`` has a known law given ``k``
+    (randomized response: ``Binomial(k, q) + Binomial(n - k, 1 - q)``;
+    binomial noise: ``k + Binomial(n, p)``; sample-and-threshold:
+    ``Binomial(k, p)`` suppressed below the threshold), stochastically
+    increasing in ``k``. The interval is every ``k`` in ``{0, ..., n}`` for
+    which neither tail at the observed ``y`` is at most ``beta / 2``, the
+    Clopper-Pearson construction, or the nearest end of ``{0, ..., n}`` when
+    that set is empty (an output improbable under every ``k``). It covers the
+    true ``k`` with probability at least ``1 - beta`` for every ``k``
+    (:prf:ref:`accuracy-thm-binary`).
+
+    Parameters
+    ----------
+    release : BinaryRelease
+        A release of :func:`~dpsum.binary.randomized_response`,
+        :func:`~dpsum.binary.binomial_noise_mechanism` or
+        :func:`~dpsum.binary.sample_and_threshold`.
+    beta : float
+        Failure probability in (0, 1).
+
+    Returns
+    -------
+    (int, int)
+        ``lower <= k <= upper`` with probability at least ``1 - beta``.
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> bits = np.r_[np.ones(30, dtype=int), np.zeros(70, dtype=int)]
+    >>> count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
+    (20, 35)
+    """
+    if not isinstance(release, BinaryRelease):
+        raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")
+    half = float(V.check_probability(beta, "beta", scalar=True)) / 2.0
+    y, n = int(release.output), int(release.n)
+
+    def first(pred) -> int:
+        """Smallest k in [0, n + 1] with pred(k) true, for pred monotone false -> true."""
+        lo, hi = -1, n + 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if pred(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    lower = first(lambda k: _count_tails(release, k, y)[1] > half)  # Pr_k[Y >= y] increases in k
+    upper = first(lambda k: _count_tails(release, k, y)[0] <= half) - 1  # Pr_k[Y <= y] decreases
+    # An output improbable under every k leaves one condition false for all k; the
+    # set is then empty, and the nearest end of {0, ..., n} is returned instead
+    # (adding points to a confidence set never lowers its coverage).
+    lower, upper = min(lower, n), max(upper, 0)
+    if lower > upper:  # cannot happen here (one more 1-bit moves Y by at most one
+        lower, upper = upper, lower  # outcome), and widening keeps the coverage
+    return int(lower), int(upper)

@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _validation as V
-from .calibration import analytic_sigma
-from .privacy import Neighbouring, clipped_sum_sensitivity
+from dpsum import _validation as V
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
 __all__ = [
     "bernstein_max_t",

@@ -29,16 +29,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _validation as V
-from .calibration import analytic_sigma
-from .clipping import clip_radius
-from .privacy import Neighbouring, clipped_sum_sensitivity
-from .scaling import resolve_scaling
+from dpsum import _validation as V
+from dpsum.design.clip_radius import clip_radius
+from dpsum.design.scaling import resolve_scaling
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
-__all__ = ["GaussianDataSetup", "gaussian_data_setup"]
+__all__ = [
+    "GaussianDataSetup",
+    "gaussian_data_setup",
+]
 
 
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:
@@ -126,7 +130,7 @@ class GaussianDataSetup:
 def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
                         delta: float | None = None, center: ArrayLike | None = None,
                         clip_probability: float | None = None, n: int | None = None,
-                        scaling: str | ArrayLike = "optimal",
+                        scaling: str | ArrayLike = "scaled",
                         neighbouring: Neighbouring | str = "replace") -> GaussianDataSetup:
     """Compute Algorithm 3's scaling, clip radius, sensitivity and noise from public inputs.
 
@@ -145,7 +149,7 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         must be given, since ``n`` is private there.
     n : int, optional
         The number of rows, used only for the default ``p_C = 1/n``.
-    scaling : {"optimal", "none"} or array_like, shape (d,)
+    scaling : {"scaled", "isotropic"} or array_like, shape (d,)
         Lemma 3.1's ``b`` (default), ``b = 1``, or an explicit positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation.
@@ -228,4 +232,3 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         sigma_opt=sigma_opt,
         noise_std=_frozen(noise),
     )
-

@@ -14,13 +14,12 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _validation as V
-from ._deprecation import renamed_keyword
-from .calibration import analytic_sigma
-from .gaussian_data import gaussian_data_setup
-from .gchisq import GeneralizedChiSquare
-from .privacy import Neighbouring, clipped_sum_sensitivity
-from .scaling import elliptical_scaling
+from dpsum import _validation as V
+from dpsum.design.gaussian_data import gaussian_data_setup
+from dpsum.design.scaling import elliptical_scaling
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
 __all__ = [
     "isotropic_noise_error",
@@ -66,7 +65,6 @@ def isotropic_noise_error(noise_std: float, d: int) -> float:
     return _finite(float(d * s * s), "noise_std is")
 
 
-@renamed_keyword("bounds", "widths")
 def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float:
     """``d sigma_opt^2 ||Delta||^2``: the Gaussian mechanism on a sum of rows
     clamped to a box of side lengths ``Delta_j`` (equation (5)).
@@ -85,7 +83,6 @@ def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float
     return _finite(float(w.size * sopt**2 * _sum_of_squares(w)), "widths are")
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_noise_error(widths: ArrayLike, epsilon: float, delta: float,
                            scaling: ArrayLike | None = None) -> float:
     """``sigma_opt^2 sum_j (Delta_j / b_j)^2``: the Elliptical Gaussian mechanism (Algorithm 2).
@@ -136,7 +133,7 @@ def clipped_noise_error(clip_norm: float, scaling: ArrayLike, epsilon: float, de
 
 
 def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_probability: float,
-                        scaling: str | ArrayLike = "optimal",
+                        scaling: str | ArrayLike = "scaled",
                         neighbouring: Neighbouring | str = "replace",
                         center: ArrayLike | None = None) -> float:
     """Equation (9) with the exact clip radius ``C`` for the given scaling.
@@ -153,7 +150,7 @@ def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_prob
         The privacy guarantee.
     clip_probability : float
         Target clipping probability ``p_C``.
-    scaling : {"optimal", "none"} or array_like
+    scaling : {"scaled", "isotropic"} or array_like
         Lemma 3.1's scaling, no scaling, or an explicit positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation (sensitivity ``2C``, or ``C + ||b ⊙ c||``).
@@ -180,7 +177,7 @@ _CLIP_ERROR_NODES = 24
 
 
 def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: float | None = None,
-                                 scaling: str | ArrayLike = "optimal") -> float:
+                                 scaling: str | ArrayLike = "scaled") -> float:
     """The expected clipping error ``B`` of Algorithm 3 on Gaussian data.
 
     For ``n`` records ``x_i ~ N(mu, diag(stds^2))`` centred at ``c = mu``,
@@ -206,7 +203,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     clip_probability : float, optional
         ``p_C`` in (0, 1); defaults to ``1/n`` (then ``n >= 2``), as in
         :func:`dpsum.mechanisms.gaussian_data_mechanism`.
-    scaling : {"optimal", "none"} or array_like, shape (d,)
+    scaling : {"scaled", "isotropic"} or array_like, shape (d,)
         Lemma 3.1's ``b`` (default), ``b = 1``, or an explicit positive vector.
 
     Returns
@@ -240,7 +237,6 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     return _finite(nn * per_record, "stds are")
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_improvement_ratio(widths: ArrayLike) -> float:
     """``d ||Delta||_2^2 / ||Delta||_1^2``: error of Algorithm 1 over Algorithm 2.
 

@@ -19,12 +19,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from . import _validation as V
-from ._deprecation import renamed_keyword
-from .audit import pair_epsilon
-from .binary import binomial_noise_probability, sample_threshold_probability, sample_threshold_tau
-from .gaussian_data import gaussian_data_setup
-from .privacy import Neighbouring
+from dpsum import _validation as V
+from dpsum.audit.statistics import pair_epsilon
+from dpsum.binary import (
+    binomial_noise_probability,
+    sample_threshold_probability,
+    sample_threshold_tau,
+)
+from dpsum.design.gaussian_data import gaussian_data_setup
+from dpsum.privacy.neighbouring import Neighbouring
 
 __all__ = [
     "statistic_pair",
@@ -37,6 +40,7 @@ __all__ = [
     "binary_output_laws",
     "worst_binary_pair",
 ]
+
 
 Pair = tuple[np.ndarray, np.ndarray]
 
@@ -115,7 +119,6 @@ def add_remove_pair(record: ArrayLike, *, n: int = 1, center: ArrayLike | None =
     return X, Y
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_pair(widths: ArrayLike, *, n: int = 1, factor: float = 10.0,
                     coordinates: ArrayLike | None = None) -> Pair:
     """Worst-case replace-one pair for :func:`~dpsum.mechanisms.elliptical_gaussian_mechanism`.
@@ -181,7 +184,7 @@ def clipped_pair(d: int, clip_norm: float, neighbouring: Neighbouring | str = "r
 
 
 def gaussian_data_pair(stds: ArrayLike, *, center: ArrayLike | None = None,
-                       scaling: str | ArrayLike = "optimal",
+                       scaling: str | ArrayLike = "scaled",
                        clip_probability: float | None = None,
                        neighbouring: Neighbouring | str = "replace", n: int = 2,
                        factor: float = 100.0) -> Pair:

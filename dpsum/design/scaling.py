@@ -7,25 +7,26 @@ proportional to ``1 / b_j`` (book chapters 3 and 4).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import enum
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize
 
-from . import _validation as V
-from ._deprecation import renamed_keyword
-from .clipping import clip_radius as _clip_radius
-from .gchisq import GeneralizedChiSquare as _GeneralizedChiSquare
+from dpsum import _validation as V
+from dpsum.design.clip_radius import clip_radius as _clip_radius
+from dpsum.distributions.gchisq import GeneralizedChiSquare as _GeneralizedChiSquare
 
 __all__ = [
+    "Scaling",
     "elliptical_scaling",
-    "error_optimal_scaling",
-    "gaussian_data_scaling",
     "power_scaling",
+    "gaussian_data_scaling",
+    "whitening_scaling",
     "resolve_scaling",
     "tilted_scaling",
-    "whitening_scaling",
+    "error_optimal_scaling",
 ]
 
 
@@ -33,7 +34,6 @@ def _positive_vector(values: Any, name: str) -> np.ndarray:
     return V.check_vector(values, name, positive=True)
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
     """Optimal scaling of the Elliptical Gaussian mechanism (Theorem 4).
 
@@ -131,51 +131,64 @@ def check_scaling(scaling: ArrayLike, d: int) -> np.ndarray:
     return V.check_vector(scaling, "scaling", d, positive=True)
 
 
+class Scaling(str, enum.Enum):
+    """The one vocabulary of the ``scaling`` argument, in every function that takes it.
+
+    ``"scaled"`` clips in the space scaled by the book's rule for Gaussian
+    data, ``b_j ∝ s_j^{-1/2}`` (lemma ``gaussian-data-lem-scaling``), from
+    the public scales ``s_j`` a mechanism is given, or from private estimates
+    of them in the private pipeline; ``"isotropic"`` clips the unscaled rows
+    (``b = 1``). The model-based functions also accept an explicit vector.
+
+    Examples
+    --------
+    >>> Scaling("isotropic") is Scaling.ISOTROPIC
+    True
+    """
+
+    SCALED = "scaled"
+    ISOTROPIC = "isotropic"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    @classmethod
+    def parse(cls, value: Any, name: str = "scaling") -> Scaling:
+        """``value`` as a :class:`Scaling`, or a ValueError naming ``name``."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if value == member.value:
+                    return member
+            raise ValueError(f"{name} must be one of {[m.value for m in cls]} or a vector")
+        raise TypeError(f"{name} must be a string of {[m.value for m in cls]}, "
+                        f"got {type(value).__name__}")
+
+
 def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
-    """The scaling vector ``b`` that Algorithm 3's ``scaling`` argument names.
+    """The scaling vector ``b`` that a ``scaling`` argument names.
 
     Parameters
     ----------
-    scaling : {"optimal", "none"} or array_like, shape (d,)
-        ``"optimal"`` is Lemma 3.1 (:func:`gaussian_data_scaling`), ``"none"``
-        is ``b = 1`` (isotropic clipping); a vector is validated and used as
-        given (its overall scale does not matter).
+    scaling : Scaling, {"scaled", "isotropic"} or array_like, shape (d,)
+        ``"scaled"`` is the book's rule (:func:`gaussian_data_scaling`),
+        ``"isotropic"`` is ``b = 1``; a vector is validated and used as given
+        (its overall scale does not matter).
     stds : numpy.ndarray, shape (d,)
         The validated public standard deviations.
 
     Examples
     --------
-    >>> resolve_scaling("none", np.array([2.0, 3.0])).tolist()
+    >>> resolve_scaling("isotropic", np.array([2.0, 3.0])).tolist()
     [1.0, 1.0]
     """
-    if isinstance(scaling, str):
-        if scaling == "optimal":
+    if isinstance(scaling, (str, Scaling)):
+        if Scaling.parse(scaling) is Scaling.SCALED:
             return gaussian_data_scaling(stds)
-        if scaling == "none":
-            return np.ones(stds.shape[0])
-        raise ValueError(f"scaling must be 'optimal', 'none' or a vector, got {scaling!r}")
+        return np.ones(stds.shape[0])
     return check_scaling(scaling, stds.shape[0])
 
-
-# ---------------------------------------------------------------------------
-# Error-optimal scalings for Algorithm 3 (book chapter 6)
-#
-# Lemma 3.1 minimises equation (9) with the clip radius C held fixed. But C
-# depends on b: it is the (1 - p_C) quantile of ||x ⊙ b||. The functions
-# below minimise the whole expression
-#
-#     F(b) = C(b)^2 * sum_j b_j^{-2}        (equation (9) / (2 sigma_opt)^2),
-#
-# which does not change when b is multiplied by a constant. Writing
-# w_j = (b_j sigma_j)^2 and q = C^2, the derivative of the quantile is
-# dq/dw_j = E[Z_j^2 | ||x̂||^2 = q] =: g_j (implicit function theorem applied
-# to P(sum_k w_k Z_k^2 > q) = p_C, with the size-biasing identity
-# E[Z_j^2 h(X)] = E[h(X + w_j chi^2_2)]), so g_j = f_j(q) / f(q) where f is
-# the density of ||x̂||^2 and f_j that of ||x̂||^2 + w_j chi^2_2. At a
-# stationary point w_j^2 g_j is proportional to sigma_j^2. Lemma 3.1 is this
-# condition with g_j = 1 (the unconditional E[Z_j^2]); the saddlepoint
-# approximation g_j ≈ 1 / (1 - 2 s w_j) turns it into the one-parameter
-# family of :func:`tilted_scaling`.
 
 _FAMILIES = ("power", "tilted", "all")
 

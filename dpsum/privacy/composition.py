@@ -1,49 +1,6 @@
-r"""Privacy accounting: composing Gaussian and pure-DP steps into one guarantee.
-
-A Gaussian release with L2 sensitivity ``Delta`` and noise ``sigma`` is
-described by its *noise multiplier* ``s = sigma / Delta``.  Its privacy loss is
-Gaussian, ``N(mu^2/2, mu^2)`` with ``mu = 1/s``, so ``k`` Gaussian releases
-with multipliers ``s_i`` compose *exactly* into one Gaussian release with
-
-.. math::
-
-    \frac{1}{s^2} = \sum_i \frac{1}{s_i^2}
-
-(book, chapter "Composing Gaussian releases exactly", theorem
-``composition-thm-exact``), whose exact (epsilon, delta) profile is the one
-:func:`dpsum.calibration.gaussian_delta` evaluates.  This module states that
-fact in the three languages of the literature and converts between them:
-
-- exact composition of Gaussian multipliers (:func:`compose_gaussian_multipliers`);
-- Gaussian differential privacy, ``mu = 1/s`` (Dong, Roth and Su 2022);
-- zero-concentrated DP, ``rho = 1/(2 s^2)`` (Bun and Steinke 2016), with the
-  conversion to (epsilon, delta) of Canonne, Kamath and Steinke (2020,
-  Proposition 12; also Balle et al. 2020, Theorem 21) and the older
-  ``rho + 2 sqrt(rho log(1/delta))`` for comparison;
-- the exact composition of a Gaussian part with pure epsilon_i-DP steps (an
-  exponential-mechanism quantile, say) and, more generally, with
-  (epsilon_i, delta_i)-DP steps, through dominating pairs (Zhu, Dong and Wang
-  2022): every epsilon_0-DP mechanism is dominated by randomized response,
-  whose privacy loss is ``+-epsilon_0``, so
-
-  .. math::
-
-      \delta(\varepsilon) = \sum_{o} P(o)\,
-          \delta_{\mathcal N}\bigl(\varepsilon - L(o); s\bigr),
-
-  a finite sum over the outcomes ``o`` of the randomized responses
-  (binomially grouped), with the Gaussian profile continued to negative
-  arguments (:func:`gaussian_profile`);
-- small frozen records, :class:`PrivacyStep` and :class:`ComposedGuarantee`,
-  that a pipeline can publish with its output (:func:`compose`).
-
-Basic and advanced composition live in :mod:`dpsum.privacy`.
-
-Every function validates its arguments before computing and raises a
-``ValueError`` or ``TypeError`` naming the argument.  Inversions (an epsilon for
-a delta, a multiplier for a target) are conservative: the returned value
-satisfies the forward inequality when it is evaluated, with a relative margin
-of about ``1e-10`` in delta.
+"""Composition of private steps: basic and advanced composition, the exact
+composition of Gaussian and pure-DP steps, GDP and zCDP (book chapter 'Composition
+and the exponential mechanism').
 """
 
 from __future__ import annotations
@@ -58,11 +15,14 @@ from scipy.optimize import brentq
 from scipy.special import erf, log_expit, xlogy
 from scipy.stats import binom
 
-from .calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
-from . import _validation as V
-from ._validation import check_bool, check_delta, check_epsilon, check_integer, check_positive
+from dpsum import _validation as V
+from dpsum._validation import check_bool, check_epsilon, check_integer, check_positive
+from dpsum.privacy.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
 
 __all__ = [
+    "basic_composition",
+    "advanced_composition",
+    "MAX_OUTCOMES",
     "compose_gaussian_multipliers",
     "split_gaussian_multiplier",
     "gaussian_composition_delta",
@@ -77,32 +37,100 @@ __all__ = [
     "zcdp_rho_pure",
     "zcdp_rho_bounded_range",
     "zcdp_compose",
+    "zcdp_gaussian_multiplier",
     "zcdp_delta",
     "zcdp_epsilon",
     "zcdp_rho",
-    "zcdp_gaussian_multiplier",
     "mixed_delta",
     "mixed_epsilon",
     "mixed_gaussian_multiplier",
     "PrivacyStep",
-    "ComposedGuarantee",
     "gaussian_step",
     "pure_step",
     "bounded_range_step",
     "approximate_step",
+    "ComposedGuarantee",
     "compose",
-    "MAX_OUTCOMES",
 ]
+
+
+def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, float]:
+    """Basic composition: running mechanisms with (eps_i, delta_i) is (sum eps_i, sum delta_i)-DP.
+
+    Dwork and Roth 2014, Theorem 3.16; book chapter 1, "Composition".
+
+    Examples
+    --------
+    >>> basic_composition([0.5, 0.25], [1e-6, 2e-6])
+    (0.75, 3e-06)
+    """
+    eps = np.atleast_1d(V.check_epsilon(epsilons, "epsilons"))
+    dels = np.atleast_1d(V.check_delta(deltas, "deltas"))
+    if eps.shape != dels.shape:
+        raise ValueError(
+            f"epsilons and deltas must have the same length, got {eps.shape} and {dels.shape}"
+        )
+    total_delta = math.fsum(dels)
+    if total_delta >= 1:
+        raise ValueError("the deltas sum to 1 or more: the composed guarantee is void")
+    total_eps = math.fsum(eps)
+    if not math.isfinite(total_eps):
+        raise ValueError("the epsilons sum to more than the largest float")
+    return total_eps, total_delta
+
+
+def advanced_composition(epsilon: float, delta: float, k: int,
+                         delta_prime: float) -> tuple[float, float]:
+    """Advanced composition of ``k`` (epsilon, delta)-DP mechanisms.
+
+    Returns ``(eps', k delta + delta')`` with
+    ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
+    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, Theorem 3.20;
+    book chapter 1, "Composition").
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range, if ``k delta + delta'`` reaches 1 (the
+        guarantee is void), or if ``eps'`` exceeds the largest float.
+
+    Examples
+    --------
+    >>> eps, dlt = advanced_composition(0.01, 1e-9, 1000, 1e-6)
+    >>> round(eps, 4), round(dlt, 12)
+    (1.7628, 2e-06)
+    """
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
+    dp = V.check_delta(delta_prime, "delta_prime", scalar=True)
+    k = V.check_integer(k, "k")
+    delta_total = k * dlt + dp
+    if delta_total >= 1:
+        raise ValueError("k * delta + delta_prime is 1 or more: the composed guarantee is void")
+    if eps > 700.0:
+        raise ValueError(f"epsilon = {eps:g} is too large: e^epsilon overflows, and the "
+                         "composed epsilon is not a finite float")
+    eps_total = math.sqrt(2 * k * math.log(1 / dp)) * eps + k * eps * math.expm1(eps)
+    if not math.isfinite(eps_total):
+        raise ValueError("the composed epsilon exceeds the largest float: epsilon or k is "
+                         "too large")
+    return eps_total, delta_total
+
 
 #: Largest number of randomized-response outcomes (after grouping equal
 #: epsilons binomially) that :func:`mixed_delta` sums over.
 MAX_OUTCOMES = 1_000_000
 
+
 # Relative margin in delta kept by every inversion: the computed delta at the
 # returned point is at most target * (1 - _MARGIN).  The profiles are
 # evaluated to about 1e-12 relative, so the margin leaves a factor 100 to spare.
 _MARGIN = 1e-10
+
+
 _BISECT_RTOL = 1e-12
+
+
 _ZCDP_METHODS = ("cks", "standard")
 
 

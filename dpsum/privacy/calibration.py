@@ -1,4 +1,4 @@
-r"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
+"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
 
 The Gaussian mechanism releases ``f(X) + N(0, sigma^2 I)``. If ``f`` has L2
 sensitivity ``Delta`` then, writing ``r = Delta / sigma``, the smallest delta
@@ -83,39 +83,57 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import erf, ndtri
 
-from . import _validation as V
-from ._deprecation import moved_attributes
-from ._special import LOG_SQRT_2PI, hazard_excess, log1mexp, log_mills, log_ndtr
+from dpsum import _validation as V
+from dpsum._special import LOG_SQRT_2PI, hazard_excess, log1mexp, log_mills, log_ndtr
 
 __all__ = [
-    "classic_sigma",
-    "analytic_sigma",
-    "gaussian_delta",
-    "gaussian_epsilon",
     "MAX_CALIBRATION_EPSILON",
+    "classic_sigma",
+    "gaussian_delta",
+    "analytic_sigma",
+    "gaussian_epsilon",
 ]
 
+
 Float = NDArray[np.float64]
+
 
 # ---------------------------------------------------------------------------
 # constants
 # ---------------------------------------------------------------------------
 _SQRT1_2 = math.sqrt(0.5)
 
+
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+
+
 _QUAD_MAX_WIDTH = 1.0  # use quadrature for E when r = a - b <= this
+
 
 # Safety margin, in log delta: the returned sigma (or epsilon) is moved to the
 # private side until the computed log delta is below log(target) - _VERIFY.
 # The computed log delta is accurate to about 3e-13 absolute, so _VERIFY
 # leaves a factor of three to spare; _SHIFT is the first move.
 _SHIFT = 2e-12
+
+
 _VERIFY = 1e-12
+
+
 _STEP_CAP = 1e-3  # largest relative move of the margin step (matters only for delta near 1)
+
+
 _BUMP = 5e-13  # further step (in log delta) if the check fails; then doubled
+
+
 _NEWTON_TOL = 1e-14  # stop when a Newton step in log scale is below this ...
+
+
 _F_TOL = 1e-13  # ... or when |log delta - log target| is below this (plus rounding)
+
+
 _MAX_ITER = 100
+
 
 #: Largest epsilon the inversions accept. At the optimum Delta/sigma is about
 #: sqrt(2 epsilon), and a = Delta/(2 sigma) - epsilon sigma/Delta is then known
@@ -123,10 +141,6 @@ _MAX_ITER = 100
 #: double-precision sigma pins delta down to the accuracy promised here.
 #: (Formerly ``EPSILON_MAX``, which still works with a DeprecationWarning.)
 MAX_CALIBRATION_EPSILON = 1e8
-
-__getattr__ = moved_attributes(__name__, {
-    "EPSILON_MAX": "dpsum.calibration:MAX_CALIBRATION_EPSILON",
-})
 
 
 # ---------------------------------------------------------------------------
@@ -555,5 +569,3 @@ def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
         return _gaussian_epsilon_scalar(sig, dlt, sens)
     (s, d, n), shape = _broadcast(sigma=sig, delta=dlt, sensitivity=sens)
     return V.scalar_or_array(_gaussian_epsilon(s, d, n).reshape(shape), sigma, delta, sensitivity)
-
-

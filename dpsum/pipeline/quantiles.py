@@ -42,26 +42,33 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
-from . import _validation as V
-from .privacy import Neighbouring
+from dpsum import _validation as V
+from dpsum.privacy.neighbouring import Neighbouring
 
 __all__ = [
     "MAD_TO_STD",
-    "exponential_quantile",
     "quantile_sensitivity",
-    "private_center",
-    "private_scales",
-    "private_norm_quantile",
+    "exponential_quantile",
+    "check_domain",
     "asinh_resolution",
+    "private_center",
+    "center_step",
+    "private_scales",
+    "scales_step",
+    "private_norm_quantile",
+    "norm_quantile_step",
 ]
+
 
 #: ``1 / Phi^{-1}(3/4)``: the median absolute deviation of ``N(mu, sigma^2)``
 #: from ``mu`` is ``sigma * Phi^{-1}(3/4)``, so a MAD times this constant
 #: estimates ``sigma``.
 MAD_TO_STD = float(1.0 / ndtri(0.75))
 
+
 #: Relative resolution of the ``asinh`` scale: ``w = (hi - lo) * 2**-30``.
 ASINH_RESOLUTION = 2.0 ** -30
+
 
 # gaps evaluated per block: about 32 MiB of float64 per temporary
 _BLOCK_ELEMENTS = 1 << 22
@@ -192,7 +199,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     return float(out[0]) if flat else out
 
 
-def _domain(domain, d: int) -> tuple[np.ndarray, np.ndarray]:
+def check_domain(domain, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a public box ``(lo, hi)``: scalars or length-``d`` vectors, lo < hi."""
     if not isinstance(domain, (tuple, list)) or len(domain) != 2:
         raise TypeError("domain must be a pair (lower, upper) of numbers or length-d vectors")
@@ -213,7 +220,7 @@ def _domain(domain, d: int) -> tuple[np.ndarray, np.ndarray]:
 
 def asinh_resolution(domain, d: int) -> np.ndarray:
     """The resolution ``w = (hi - lo) 2^-30`` of :func:`private_center`'s scale."""
-    lo, hi = _domain(domain, d)
+    lo, hi = check_domain(domain, d)
     return (hi - lo) * ASINH_RESOLUTION
 
 
@@ -250,14 +257,14 @@ def private_center(X: ArrayLike, *, epsilon: float, domain,
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
     data = V.check_data_matrix(X, finite=False)
-    lo, hi = _domain(domain, data.shape[1])
+    lo, hi = check_domain(domain, data.shape[1])
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
-    return _center(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
+    return center_step(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
-def _center(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
+def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
             gen: np.random.Generator) -> np.ndarray:
     """:func:`private_center` on validated inputs."""
     mid = lo + 0.5 * (hi - lo)
@@ -315,10 +322,10 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
-    return _scales(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
+    return scales_step(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
-def _scales(data: np.ndarray, c: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray,
+def scales_step(data: np.ndarray, c: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray,
             du: float, gen: np.random.Generator) -> np.ndarray:
     """:func:`private_scales` on validated inputs."""
     with np.errstate(divide="ignore", over="ignore"):
@@ -393,10 +400,10 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
-    return _norm_quantile(data, q, eps, lo, hi, c, b, quantile_sensitivity(q, relation), gen)
+    return norm_quantile_step(data, q, eps, lo, hi, c, b, quantile_sensitivity(q, relation), gen)
 
 
-def _norm_quantile(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
+def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
                    c: np.ndarray | None, b: np.ndarray | None, du: float,
                    gen: np.random.Generator) -> float:
     """:func:`private_norm_quantile` on validated inputs."""

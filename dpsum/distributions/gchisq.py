@@ -1,4 +1,4 @@
-r"""The generalized chi-square distribution, accurate far into both tails.
+"""The generalized chi-square distribution, accurate far into both tails.
 
 Algorithm 3 of the report clips every transformed record at the smallest
 radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where
@@ -149,58 +149,101 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
-from . import _validation as V
-from ._validation import RandomLike
-from ._special import LOG_SQRT_2PI, log1mexp, log1p_complex, log_mills
+from dpsum import _validation as V
+from dpsum._special import LOG_SQRT_2PI, log1mexp, log1p_complex, log_mills
+from dpsum._validation import RandomLike
 
-__all__ = ["GeneralizedChiSquare"]
+__all__ = [
+    "GeneralizedChiSquare",
+]
+
 
 # A group of equal weights r (relative to the largest) is summed through the
 # cumulant series at the point s when 2 r |s| <= _RHO.
 _RHO = 0.25
+
+
 # Number of series terms: the neglected tail is below _RHO**(_NTERMS+1) times
 # the total degrees of freedom plus noncentrality (< 1e-18 up to 1e10 terms).
 _NTERMS = 48
+
+
 # Thresholds 2**-j, j = 0 .. _NTHRESH - 1, below which weights (relative to the
 # largest) are summed through power sums.
 _NTHRESH = 64
+
+
 # Up to this many distinct weights, and this many points in a batch, all
 # contour points of a point x share one split (the one its farthest contour
 # point needs); otherwise each contour point gets its own.
 _FEW_GROUPS = 256
+
+
 _FEW_POINTS = 16
+
+
 # Largest number of (point, group) entries in one working array: batches of
 # points and of contour points are cut to this size.
 _MAX_ELEMENTS = 1 << 15
+
+
 # Trapezoid rule: first step (in units of the saddlepoint width), relative
 # agreement of two successive step halvings, and the maximal number of halvings.
 _H0 = 0.5
+
+
 _TRAP_RTOL = 1e-13
+
+
 # The trapezoid rule converges geometrically in 1/h for an analytic integrand
 # (error ~ exp(-2 pi a / h)), so halving the step squares the relative error:
 # when two successive sums agree to _TRAP_ACCEPT, the finer one is accurate to
 # about _TRAP_ACCEPT^2 = 1e-15, well inside _TRAP_RTOL.
 _TRAP_ACCEPT = math.sqrt(_TRAP_RTOL * 1e-2)
+
+
 _MAX_HALVINGS = 12
+
+
 # Floor on the parabola's bend (see the module docstring).
 _BETA_MIN = 0.02
+
+
 # Integration range: chunks of points are added until _RUN consecutive values
 # of the integrand are below _TAIL_RTOL times the sum; _T_CAP bounds the range
 # in units of the contour width omega.
 _TAIL_RTOL = 1e-18
+
+
 _RUN = 4
+
+
 # Level-0 points computed at first, and added per round (at least
 # _NEXT_CHUNK, growing geometrically) while some integrand is not yet
 # negligible; a nearly Gaussian integrand needs about 22 to 35.
 _FIRST_CHUNK = 24
+
+
 _NEXT_CHUNK = 16
+
+
 _T_CAP = 4000.0
+
+
 # Points (in units of omega) at which the bend of the parabola is checked.
 _PROBES = np.array([4.0, 8.0, 12.0, 16.0])
+
+
 # Exponents and falling factorials for the series of K and its derivatives.
 _POW = np.arange(0, _NTERMS + 1)
+
+
 _N = np.arange(1, _NTERMS + 1, dtype=np.float64)
+
+
 _N2 = _N[1:] * (_N[1:] - 1)
+
+
 _N3 = _N[2:] * (_N[2:] - 1) * (_N[2:] - 2)
 
 
