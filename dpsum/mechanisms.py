@@ -106,10 +106,10 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                        calibration: str = "analytic",
                        neighbouring: Neighbouring | str = "replace",
                        rng: RandomLike = None, secure: bool = False) -> Release:
-    """Algorithm 1: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
+    """the Gaussian mechanism: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
 
     ``sigma = sensitivity * sigma_opt`` with ``sigma_opt`` from the analytic
-    calibration (Theorem 3, the default) or the classic one (Theorem 2, only
+    calibration (the analytic calibration (``gaussian-thm-analytic``), the default) or the classic one (the classic calibration (``gaussian-thm-classic``), only
     for ``epsilon < 1``).
 
     Parameters

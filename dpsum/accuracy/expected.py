@@ -2,7 +2,7 @@
 
 The error measure of the book (chapter 1) is ``E||M(X) - f(X)||^2``. For a
 mechanism that adds independent Gaussian noise with standard deviations
-``s_j`` to an exact statistic it equals ``sum_j s_j^2`` (Corollary 1.1). For
+``s_j`` to an exact statistic it equals ``sum_j s_j^2`` (the expected-norm corollary (``definitions-cor-expected-norm``)). For
 the clipping mechanisms the formulas below are the error against the
 *clipped* sum; the clipping bias comes on top (book chapters 4 and 6).
 """
@@ -70,7 +70,7 @@ def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float
     clamped to a box of side lengths ``Delta_j`` (equation (5)).
 
     The L2 sensitivity of the sum is ``||Delta||`` (equation (4)) and the
-    noise ``sigma_opt ||Delta||`` per coordinate (Theorem 3). ``widths`` was
+    noise ``sigma_opt ||Delta||`` per coordinate (the analytic calibration (``gaussian-thm-analytic``)). ``widths`` was
     called ``bounds`` (still accepted as a keyword, with a DeprecationWarning).
 
     Examples
@@ -85,11 +85,11 @@ def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float
 
 def elliptical_noise_error(widths: ArrayLike, epsilon: float, delta: float,
                            scaling: ArrayLike | None = None) -> float:
-    """``sigma_opt^2 sum_j (Delta_j / b_j)^2``: the Elliptical Gaussian mechanism (Algorithm 2).
+    """``sigma_opt^2 sum_j (Delta_j / b_j)^2``: the Elliptical Gaussian mechanism (the Elliptical Gaussian mechanism).
 
-    With the optimal scaling of Theorem 4 (the default) this is
+    With the optimal scaling of the optimal-scaling theorem (``elliptical-thm-optimal``) (the default) this is
     ``sigma_opt^2 ||Delta||_1^2`` (equation (6)). An explicit ``scaling`` is
-    used as given after normalising it to unit norm, as Algorithm 2 requires.
+    used as given after normalising it to unit norm, as the Elliptical Gaussian mechanism requires.
     ``widths`` was called ``bounds`` (still accepted as a keyword, with a
     DeprecationWarning).
 
@@ -113,7 +113,7 @@ def elliptical_noise_error(widths: ArrayLike, epsilon: float, delta: float,
 
 def clipped_noise_error(clip_norm: float, scaling: ArrayLike, epsilon: float, delta: float,
                         neighbouring: Neighbouring | str = "replace") -> float:
-    """``(2 C sigma_opt)^2 sum_j b_j^{-2}``: Algorithm 3's noise (equation (9)).
+    """``(2 C sigma_opt)^2 sum_j b_j^{-2}``: the Gaussian-data mechanism's noise (equation (9)).
 
     Under add-remove the sensitivity is ``C`` instead of ``2C``, which divides
     the error by four (for a centred model; with a center use
@@ -151,7 +151,7 @@ def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_prob
     clip_probability : float
         Target clipping probability ``p_C``.
     scaling : {"scaled", "isotropic"} or array_like
-        Lemma 3.1's scaling, no scaling, or an explicit positive vector.
+        the scaling lemma's scaling, no scaling, or an explicit positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation (sensitivity ``2C``, or ``C + ||b ⊙ c||``).
     center : array_like, shape (d,), optional
@@ -178,14 +178,14 @@ _CLIP_ERROR_NODES = 24
 
 def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: float | None = None,
                                  scaling: str | ArrayLike = "scaled") -> float:
-    """The expected clipping error ``B`` of Algorithm 3 on Gaussian data.
+    """The expected clipping error ``B`` of the Gaussian-data mechanism on Gaussian data.
 
     For ``n`` records ``x_i ~ N(mu, diag(stds^2))`` centred at ``c = mu``,
     ``B = E||f(X) - f̄(X)||^2 = n E[(1 - C/R)_+^2 ||x - mu||^2]`` with
     ``R = ||(x - mu) ⊙ b||``: the squared distance between the sum and the
-    clipped sum to which Algorithm 3 adds noise. The error of Algorithm 3
+    clipped sum to which the Gaussian-data mechanism adds noise. The error of the Gaussian-data mechanism
     over the model is equation (9) plus ``B``. Evaluated with the book's
-    proposition "The clipping error in closed form" (chapter "Algorithm 3:
+    proposition "The clipping error in closed form" (chapter "the Gaussian-data mechanism:
     Gaussian data", label ``gaussian-data-prop-clip-error``): ``sum_j stds_j^2 E g(Q_j)``, each expectation a
     one-dimensional integral of a generalized chi-square survival function,
     computed by Gauss–Laguerre quadrature.
@@ -204,7 +204,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
         ``p_C`` in (0, 1); defaults to ``1/n`` (then ``n >= 2``), as in
         :func:`dpsum.mechanisms.gaussian_data_mechanism`.
     scaling : {"scaled", "isotropic"} or array_like, shape (d,)
-        Lemma 3.1's ``b`` (default), ``b = 1``, or an explicit positive vector.
+        the scaling lemma's ``b`` (default), ``b = 1``, or an explicit positive vector.
 
     Returns
     -------
@@ -238,7 +238,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
 
 
 def elliptical_improvement_ratio(widths: ArrayLike) -> float:
-    """``d ||Delta||_2^2 / ||Delta||_1^2``: error of Algorithm 1 over Algorithm 2.
+    """``d ||Delta||_2^2 / ||Delta||_1^2``: error of the Gaussian mechanism over the Elliptical Gaussian mechanism.
 
     By Cauchy–Schwarz it lies in ``[1, d]``, with 1 exactly when all
     ``Delta_j`` are equal; for positive ``Delta`` it is strictly below ``d``

@@ -164,7 +164,7 @@ class _NoiseRadius:
 
     ``noise_std = s_max * shape`` with ``max(shape) = 1``; the radius at failure
     probability ``b`` is ``s_max * sqrt(isf(b))`` of the generalized chi-square
-    with weights ``shape^2``. Algorithm 3's noise has the shape ``b_min / b``
+    with weights ``shape^2``. the Gaussian-data mechanism's noise has the shape ``b_min / b``
     whatever ``n`` and ``epsilon`` are, so a planner builds this once.
     """
 
@@ -255,7 +255,7 @@ def release_error_bound(release: Release, beta: float, *, stds, n: int,
     """
     rel = require_gaussian_noise(release)
     if rel.mechanism not in _CLIPPED_MECHANISMS or rel.clip_norm is None or rel.scaling is None:
-        raise ValueError("release must come from a clipping mechanism (Algorithm 3 or the "
+        raise ValueError("release must come from a clipping mechanism (the Gaussian-data mechanism or the "
                          "clipping baseline) to bound its error against the true sum")
     if rel.secure:
         raise ValueError("release took the grid path: its rows are rounded to the grid, an "
@@ -337,9 +337,9 @@ def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, bet
                               scaling="scaled", neighbouring: Neighbouring | str = "replace",
                               include_bias: bool = True, bias_share: float | None = None,
                               statistic: str = "sum") -> ErrorBound:
-    r"""The ``(1 - beta)`` error bound of Algorithm 3 before any data is touched.
+    r"""The ``(1 - beta)`` error bound of the Gaussian-data mechanism before any data is touched.
 
-    Runs Algorithm 3's setup on the public inputs (the same ``b``, ``C`` and
+    Runs the Gaussian-data mechanism's setup on the public inputs (the same ``b``, ``C`` and
     noise as :func:`~dpsum.mechanisms.gaussian_data_mechanism`) and returns
     the bound of :prf:ref:`accuracy-thm-total` against the true sum
     (``include_bias=True``) or the exact noise quantile against the clipped
@@ -360,7 +360,7 @@ def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, bet
     clip_probability : float, optional
         ``p_C``; ``1/n`` by default (replace-one only).
     scaling : {"scaled", "isotropic"} or array_like
-        Algorithm 3 (Lemma 3.1), the isotropic clipping baseline, or any
+        the Gaussian-data mechanism (the scaling lemma (``gaussian-data-lem-scaling``)), the isotropic clipping baseline, or any
         positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation.

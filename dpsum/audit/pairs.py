@@ -4,7 +4,7 @@ An empirical audit (:func:`dpsum.audit.epsilon_lower_bound`) can only find a
 violation on the datasets it is given, so each mechanism gets a builder for
 the pair of neighbouring datasets on which its privacy loss is largest (book
 chapter 8). The builders take the mechanism's own public arguments; the one
-for Algorithm 3 computes the clip radius, scaling and sensitivity with the
+for the Gaussian-data mechanism computes the clip radius, scaling and sensitivity with the
 mechanism's own set-up (:func:`dpsum.gaussian_data.gaussian_data_setup`).
 
 These functions used to live in :mod:`dpsum.audit`; the old names there
@@ -51,7 +51,7 @@ def statistic_pair(sensitivity: float, d: int = 1) -> Pair:
 
     For isotropic Gaussian noise only the distance matters, and the largest
     distance neighbouring datasets can produce is the sensitivity, so this
-    pair is worst case (the privacy loss is then exactly that of Theorem 3).
+    pair is worst case (the privacy loss is then exactly that of the analytic calibration (``gaussian-thm-analytic``)).
 
     Examples
     --------

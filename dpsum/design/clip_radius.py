@@ -27,7 +27,7 @@ CLIP_RADIUS_MARGIN = 1e-12
 
 
 def clip_radius(stds: ArrayLike, clip_probability: float, scaling: ArrayLike | None = None) -> float:
-    """The clip radius ``C`` of Algorithm 3 for centred Gaussian data.
+    """The clip radius ``C`` of the Gaussian-data mechanism for centred Gaussian data.
 
     ``C`` is the smallest radius with ``Pr[||x ⊙ b|| > C] <= p_C`` for
     ``x ~ N(0, diag(stds^2))``, computed from the generalized chi-square

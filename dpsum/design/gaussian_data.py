@@ -1,6 +1,6 @@
-"""Algorithm 3's public set-up: everything fixed before the data is read.
+"""the Gaussian-data mechanism's public set-up: everything fixed before the data is read.
 
-Algorithm 3 (book chapter 4) releases a clipped, scaled sum. Its scaling
+the Gaussian-data mechanism (book chapter 4) releases a clipped, scaled sum. Its scaling
 ``b``, clip radius ``C``, L2 sensitivity and noise level are functions of
 public inputs only: the data model (``stds``, ``center``), the clip
 probability ``p_C``, the scaling rule, the neighbouring relation and the
@@ -56,7 +56,7 @@ def _frozen(array: np.ndarray | None) -> np.ndarray | None:
 
 @dataclass(frozen=True)
 class GaussianDataSetup:
-    """The public parameters of one run of Algorithm 3.
+    """The public parameters of one run of the Gaussian-data mechanism.
 
     Every field is a function of public inputs only. Arrays are read-only
     copies.
@@ -81,7 +81,7 @@ class GaussianDataSetup:
         The privacy guarantee (None when the set-up was asked for the clipping
         geometry only).
     sigma_opt : float or None
-        The noise multiplier for unit sensitivity (Theorem 3).
+        The noise multiplier for unit sensitivity (the analytic calibration (``gaussian-thm-analytic``)).
     noise_std : numpy.ndarray or None
         Per-coordinate noise standard deviation of the released sum,
         ``sensitivity * sigma_opt / b``.
@@ -132,7 +132,7 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
                         clip_probability: float | None = None, n: int | None = None,
                         scaling: str | ArrayLike = "scaled",
                         neighbouring: Neighbouring | str = "replace") -> GaussianDataSetup:
-    """Compute Algorithm 3's scaling, clip radius, sensitivity and noise from public inputs.
+    """Compute the Gaussian-data mechanism's scaling, clip radius, sensitivity and noise from public inputs.
 
     Parameters
     ----------
@@ -150,7 +150,7 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
     n : int, optional
         The number of rows, used only for the default ``p_C = 1/n``.
     scaling : {"scaled", "isotropic"} or array_like, shape (d,)
-        Lemma 3.1's ``b`` (default), ``b = 1``, or an explicit positive vector.
+        the scaling lemma's ``b`` (default), ``b = 1``, or an explicit positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation.
 

@@ -1,4 +1,4 @@
-"""Scaling vectors ``b`` for the Elliptical Gaussian mechanism and Algorithm 3.
+"""Scaling vectors ``b`` for the Elliptical Gaussian mechanism and the Gaussian-data mechanism.
 
 A scaling vector maps a record ``x`` to ``x ⊙ b``; noise is added to the sum in
 that space and mapped back by ``b^{-1}``, so coordinate ``j`` receives noise
@@ -35,7 +35,7 @@ def _positive_vector(values: Any, name: str) -> np.ndarray:
 
 
 def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
-    """Optimal scaling of the Elliptical Gaussian mechanism (Theorem 4).
+    """Optimal scaling of the Elliptical Gaussian mechanism (the optimal-scaling theorem (``elliptical-thm-optimal``)).
 
     ``b_j = sqrt(Delta_j / sum_i Delta_i)``, so that ``||b|| = 1`` and the
     expected squared error ``sigma_opt^2 sum_j (Delta_j / b_j)^2`` attains its
@@ -68,7 +68,7 @@ def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
 
     The normalisation is the report's constraint (10),
     ``sum_j (b_j sigma_j)^2 = 1``. ``alpha = 0`` is isotropic clipping,
-    ``alpha = 1/2`` is Lemma 3.1 and ``alpha = 1`` is whitening (book chapter 6).
+    ``alpha = 1/2`` is the scaling lemma (``gaussian-data-lem-scaling``) and ``alpha = 1`` is whitening (book chapter 6).
 
     Parameters
     ----------
@@ -93,11 +93,11 @@ def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
 
 
 def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
-    """The scaling of Lemma 3.1: ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
+    """The scaling of the scaling lemma (``gaussian-data-lem-scaling``): ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
 
     It is the stationary point of the Lagrangian that minimises equation (9)
     under the constraint ``E||x ⊙ b||^2 = 1`` (equation (10)) with the clip
-    radius held fixed (book chapter 4, Lemma 3.1).
+    radius held fixed (book chapter 4, the scaling lemma (``gaussian-data-lem-scaling``)).
 
     Parameters
     ----------
@@ -202,7 +202,7 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     """The saddlepoint family ``b_j^2 ∝ 1 / (sigma_j (kappa sigma_j + sqrt(1 + kappa^2 sigma_j^2)))``.
 
     Normalised by constraint (10), ``sum_j (b_j sigma_j)^2 = 1``. At
-    ``kappa = 0`` it is Lemma 3.1's scaling (``b_j ∝ sigma_j^{-1/2}``) and as
+    ``kappa = 0`` it is the scaling lemma's scaling (``b_j ∝ sigma_j^{-1/2}``) and as
     ``kappa -> inf`` it tends to whitening (``b_j ∝ 1/sigma_j``); ``kappa``
     has the units of ``1/sigma``. The family solves the stationarity
     condition of the exact error ``C(b)^2 sum_j b_j^{-2}`` when the
@@ -238,7 +238,7 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
 
 
 def _error_factor(sigma: np.ndarray, p: float, b: np.ndarray) -> float:
-    """Exact ``C(b)^2 sum_j b_j^{-2}`` with the clip radius Algorithm 3 uses."""
+    """Exact ``C(b)^2 sum_j b_j^{-2}`` with the clip radius the Gaussian-data mechanism uses."""
     C = _clip_radius(sigma, p, b)
     return float(C * C * np.sum(b ** -2.0))
 
@@ -310,10 +310,10 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
 
 def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: str = "tilted",
                           exact: bool = False, max_iter: int = 100) -> np.ndarray:
-    """The scaling ``b`` that minimises Algorithm 3's expected error, equation (9)
+    """The scaling ``b`` that minimises the Gaussian-data mechanism's expected error, equation (9)
     with the exact clip radius.
 
-    Lemma 3.1 minimises ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` as if ``C`` did
+    the scaling lemma (``gaussian-data-lem-scaling``) minimises ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` as if ``C`` did
     not depend on ``b``; here ``C(b)`` is the exact radius of
     :func:`dpsum.clipping.clip_radius` and the minimised quantity is
     ``F(b) = C(b)^2 sum_j b_j^{-2}``, which fixes the error for every
@@ -327,7 +327,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
         The clip probability ``p_C`` in (0, 1).
     family : {"tilted", "power", "all"}
         Where to search: ``"tilted"`` the one-parameter family of
-        :func:`tilted_scaling` (from Lemma 3.1 to whitening), ``"power"`` the
+        :func:`tilted_scaling` (from the scaling lemma (``gaussian-data-lem-scaling``) to whitening), ``"power"`` the
         family ``b_j ∝ sigma_j^{-alpha}``, ``-1/2 <= alpha <= 2``
         (:func:`power_scaling`), ``"all"`` every positive vector: L-BFGS in
         ``log b`` with the exact gradient, started from the better of the
@@ -348,7 +348,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     numpy.ndarray
         ``b`` normalised by constraint (10), ``sum_j (b_j sigma_j)^2 = 1``.
         Its exact ``F`` is never larger than that of the family's named
-        members: Lemma 3.1 and whitening (``"tilted"``, ``"all"``), and
+        members: the scaling lemma (``gaussian-data-lem-scaling``) and whitening (``"tilted"``, ``"all"``), and
         ``alpha`` in {0, 1/2, 1} (``"power"``, ``"all"``), which include
         isotropic clipping.
 
@@ -379,7 +379,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     candidates = []
     if family in ("tilted", "all"):
         smax, smin = float(sigma.max()), float(sigma.min())
-        # t = log(kappa sigma_max): from ~Lemma 3.1 (kappa sigma_max = 1e-4)
+        # t = log(kappa sigma_max): from ~the scaling lemma (``gaussian-data-lem-scaling``) (kappa sigma_max = 1e-4)
         # to ~whitening (kappa sigma_min = 1e4)
         lo, hi = np.log(1e-4), np.log(1e4 * smax / smin)
 

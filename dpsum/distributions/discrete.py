@@ -74,7 +74,7 @@ def _bernoulli(num: int, den: int, bits: _Bits) -> bool:
 
 
 def _bernoulli_exp_unit(num: int, den: int, bits: _Bits) -> bool:
-    """Bernoulli(exp(-num/den)) for ``0 <= num/den <= 1`` (CKS Algorithm 1)."""
+    """Bernoulli(exp(-num/den)) for ``0 <= num/den <= 1`` (CKS the Gaussian mechanism)."""
     k = 1
     while _bernoulli(num, den * k, bits):
         k += 1
@@ -92,7 +92,7 @@ def _bernoulli_exp(num: int, den: int, bits: _Bits) -> bool:
 
 def _discrete_laplace(t: int, bits: _Bits, s: int = 1) -> int:
     """Discrete Laplace with scale ``t / s`` (pmf proportional to
-    exp(-|x| s / t)), CKS Algorithm 2, for positive integers ``s`` and ``t``.
+    exp(-|x| s / t)), CKS the Elliptical Gaussian mechanism, for positive integers ``s`` and ``t``.
 
     ``u + t v`` (``u`` uniform below ``t`` accepted with probability
     ``exp(-u/t)``, ``v`` geometric with ratio ``exp(-1)``) is geometric with
@@ -114,7 +114,7 @@ def _discrete_laplace(t: int, bits: _Bits, s: int = 1) -> int:
 
 
 def _discrete_gaussian_one(p: int, q: int, bits: _Bits) -> int:
-    """One draw of N_Z(0, sigma^2) with ``sigma^2 = p/q`` (CKS Algorithm 3)."""
+    """One draw of N_Z(0, sigma^2) with ``sigma^2 = p/q`` (CKS the Gaussian-data mechanism)."""
     t = math.isqrt(p // q) + 1                       # floor(sigma) + 1
     while True:
         y = _discrete_laplace(t, bits)
@@ -142,7 +142,7 @@ def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = ()
     """Exact samples of the discrete Gaussian ``N_Z(0, sigma^2)``.
 
     The pmf is ``exp(-x^2 / (2 sigma^2)) / sum_y exp(-y^2 / (2 sigma^2))`` on the
-    integers. Sampling follows Canonne, Kamath and Steinke (2020, Algorithm 3):
+    integers. Sampling follows Canonne, Kamath and Steinke (2020, the Gaussian-data mechanism):
     discrete Laplace proposals accepted with Bernoulli(exp(-gamma)) trials, all
     in exact integer arithmetic, so the output has exactly this distribution
     (given uniform random integers).
@@ -214,7 +214,7 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
     """Exact samples of the discrete Laplace distribution of scale ``tau``.
 
     The pmf is ``(1 - r) / (1 + r) r^|x|`` on the integers, ``r = exp(-1/tau)``.
-    Sampling follows Canonne, Kamath and Steinke (2020, Algorithm 2) with
+    Sampling follows Canonne, Kamath and Steinke (2020, the Elliptical Gaussian mechanism) with
     ``tau = t / s`` in lowest terms, in exact integer arithmetic, so the output
     has exactly this distribution (given uniform random integers).
 

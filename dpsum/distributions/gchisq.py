@@ -1,6 +1,6 @@
 """The generalized chi-square distribution, accurate far into both tails.
 
-Algorithm 3 of the report clips every transformed record at the smallest
+the Gaussian-data mechanism of the report clips every transformed record at the smallest
 radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where
 
 .. math::
@@ -134,7 +134,7 @@ Rounding for the clip radius
 ----------------------------
 :meth:`GeneralizedChiSquare.isf` returns the quantile itself, not a rounded
 bound; its relative error is below ``1e-13`` in every case of the test suite
-and is asserted there to be at most ``1e-12``. The clip radius of Algorithm 3
+and is asserted there to be at most ``1e-12``. The clip radius of the Gaussian-data mechanism
 (:func:`dpsum.clipping.clip_radius`) is ``sqrt(isf(p_C))`` rounded up by a
 relative ``1e-12``, which covers that error: the clip probability at the
 returned radius does not exceed ``p_C``.
@@ -272,7 +272,7 @@ class GeneralizedChiSquare:
     r"""The distribution of ``X = sum_j w_j (Z_j + m_j)^2``, ``Z_j`` iid N(0, 1).
 
     This is the law of the squared norm of a transformed record in
-    Algorithm 3 (the report's clip inequality ``P(||x_i . b||^2 > C^2) < 1/n``
+    the Gaussian-data mechanism (the report's clip inequality ``P(||x_i . b||^2 > C^2) < 1/n``
     of section 3; book chapter 4): ``w_j = b_j^2 sigma_j^2`` and
     ``m_j = b_j (mu_j - center_j) / (b_j sigma_j)``.
 

@@ -1,6 +1,6 @@
-"""Clipping: the exact clip radius of Algorithm 3 and the clipped sum of rows.
+"""Clipping: the exact clip radius of the Gaussian-data mechanism and the clipped sum of rows.
 
-Algorithm 3 clips every scaled record ``x̂_i = (x_i - c) ⊙ b`` to the ball of
+the Gaussian-data mechanism clips every scaled record ``x̂_i = (x_i - c) ⊙ b`` to the ball of
 radius ``C`` and sums. ``C`` is the smallest radius whose exceedance
 probability under the public model ``x_i ~ N(c, diag(sigma^2))`` is at most
 ``p_C``; since ``||x̂||^2 = sum_j (b_j sigma_j)^2 Z_j^2`` is a generalized
@@ -122,7 +122,7 @@ def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None
     r"""Sum of the scaled, centred rows of ``X``, each clipped to norm ``clip_norm``.
 
     Computes ``T = sum_i min(1, C / ||x̂_i||) x̂_i`` with
-    ``x̂_i = (x_i - center) ⊙ scaling`` — the loop of Algorithm 3 — in one pass
+    ``x̂_i = (x_i - center) ⊙ scaling`` — the loop of the Gaussian-data mechanism — in one pass
     over ``X``, block by block, without a scaled copy of ``X``.
 
     **Guarantee (book, chapter on floating-point attacks).** Row ``i``
@@ -255,7 +255,7 @@ def accumulate_clipped(X: np.ndarray, plan: ClipPlan) -> tuple[PairwiseSum, int]
 def clamped_sum(X: ArrayLike, half_widths: ArrayLike) -> tuple[np.ndarray, int]:
     """Sum of the rows of ``X`` with coordinate ``j`` clamped to ``[-h_j, h_j]``.
 
-    The per-coordinate clipping of Algorithm 2 (equation (3): each row lies in
+    The per-coordinate clipping of the Elliptical Gaussian mechanism (equation (3): each row lies in
     a box of side ``Delta_j = 2 h_j``), computed block by block in one pass.
     Clamping is exact in floating point, so every row's contribution lies in
     the box exactly; the block sums are accumulated pairwise, so the rounding

@@ -12,7 +12,7 @@ and floating-point sums altogether:
    so the sum does not depend on the order of the rows and moves by exactly
    the contribution of the changed row;
 3. the noise is an exact discrete Gaussian on the integers (Canonne, Kamath
-   and Steinke 2020, Algorithm 3), drawn with rational arithmetic from a
+   and Steinke 2020, the Gaussian-data mechanism), drawn with rational arithmetic from a
    cryptographically secure source (``os.urandom``);
 4. its privacy is the discrete Gaussian's: ``rho = Delta^2 / (2 sigma^2)``
    zero-concentrated DP (CKS, Theorem 14) converted to ``(epsilon, delta)``
@@ -125,7 +125,7 @@ def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
 def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None = None,
                      center: ArrayLike | None = None, *,
                      charge: float = GRID_CHARGE) -> tuple[np.ndarray, int, int]:
-    """Algorithm 3's clipped sum on the grid ``2^K``, summed exactly in integers.
+    """the Gaussian-data mechanism's clipped sum on the grid ``2^K``, summed exactly in integers.
 
     Each row ``x̂_i = (x_i - c) ⊙ b`` is clipped to ``C_in = C - sqrt(d) 2^(K-1)``
     (rounded down) with the kernel of :func:`dpsum.clipping.clipped_sum`, then
@@ -197,7 +197,7 @@ def make_grid_plan(C: float, b: np.ndarray, c: np.ndarray | None, d: int,
 
 def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: int
                      ) -> tuple[np.ndarray, int]:
-    """Algorithm 2's clamped sum on a grid, summed exactly in integers.
+    """the Elliptical Gaussian mechanism's clamped sum on a grid, summed exactly in integers.
 
     Coordinate ``j`` of every row is clamped to ``[-h_j, h_j]`` (exact), then
     divided by the public ``unit_j`` and rounded to the grid ``2^K``: row ``i``

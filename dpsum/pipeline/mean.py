@@ -1,4 +1,4 @@
-"""The private pipeline: Algorithm 3 when the data model is unknown.
+"""The private pipeline: the Gaussian-data mechanism when the data model is unknown.
 
 :func:`dpsum.mechanisms.gaussian_data_mechanism` needs a public center and
 public per-coordinate scales. :func:`private_mean` and :func:`private_sum`
@@ -16,12 +16,12 @@ bounds every coordinate, they run these steps, each private:
    exceeds it;
 3. ``scales`` — the coordinate-wise median absolute deviation on the log
    scale, searched up to ``1.25 R`` (:func:`dpsum.estimators.private_scales`);
-4. the scaling ``b`` of Lemma 3.1 from the scales, regularised
+4. the scaling ``b`` of the scaling lemma (``gaussian-data-lem-scaling``) from the scales, regularised
    (:func:`robust_scaling`), a function of private outputs only;
 5. ``clip`` — the median norm of the scaled rows, extrapolated to the clip
    probability with the generalized chi-square model of the estimated scales
    (:func:`calibrated_clip_radius`);
-6. ``mean`` — Algorithm 3's clipped sum with Gaussian noise, calibrated to
+6. ``mean`` — the Gaussian-data mechanism's clipped sum with Gaussian noise, calibrated to
    what is left of the budget.
 
 With ``scaling="isotropic"`` steps 2-4 are skipped: isotropic clipping with a
@@ -219,7 +219,7 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> Budge
 
 
 def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) -> np.ndarray:
-    """Lemma 3.1's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
+    """the scaling lemma's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
 
     ``b_j`` is proportional to ``(s_j + lambda mean(s))^(-1/2)``. A scale
     estimated far too small would otherwise give its coordinate a huge weight
@@ -479,8 +479,8 @@ def private_sum(X: ArrayLike, *, domain, epsilon: float | None = None, delta: fl
 private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.
 
     Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
-    scales, the regularised scaling of Lemma 3.1, a calibrated clip radius,
-    and Algorithm 3's clipped sum with Gaussian noise, all under one budget.
+    scales, the regularised scaling of the scaling lemma (``gaussian-data-lem-scaling``), a calibrated clip radius,
+    and the Gaussian-data mechanism's clipped sum with Gaussian noise, all under one budget.
     The estimate is ``c + b^{-1} (T + noise) / n`` with ``T`` the clipped sum
     of the scaled deviations ``(x_i - c) ⊙ b`` (``ñ`` for ``n`` under
     add-remove).

@@ -1,6 +1,6 @@
 """Private estimates of a data model: coordinate-wise center, scales, norm quantiles.
 
-Algorithm 3 needs a center ``c`` and per-coordinate scales ``sigma`` that do
+the Gaussian-data mechanism needs a center ``c`` and per-coordinate scales ``sigma`` that do
 not depend on the data. When nobody can supply them, they are estimated from
 the data with their own privacy budget (book chapter "When the data model is
 unknown"). Every estimate here is an exponential-mechanism quantile:

@@ -11,10 +11,10 @@ for which the release is (epsilon, delta)-DP is the *privacy profile*
     b = -\frac{r}{2} - \frac{\varepsilon}{r},
 
 the left-hand side of the report's equation (2) (Balle and Wang 2018; the
-report's Theorem 3, which takes ``Delta = 1``).  This module evaluates that
+report's the analytic calibration (``gaussian-thm-analytic``), which takes ``Delta = 1``).  This module evaluates that
 profile, inverts it in sigma (:func:`analytic_sigma`) and in epsilon
 (:func:`gaussian_epsilon`), and also provides the classic Dwork--Roth
-calibration (:func:`classic_sigma`, the report's Theorem 2).
+calibration (:func:`classic_sigma`, the classic calibration (``gaussian-thm-classic``)).
 
 Numerical method
 ----------------
@@ -352,7 +352,7 @@ def _gaussian_epsilon_scalar(sigma: float, delta: float, sens: float) -> float:
 # public functions
 # ---------------------------------------------------------------------------
 def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
-    r"""Noise level of the classic Gaussian mechanism (the report's Theorem 2).
+    r"""Noise level of the classic Gaussian mechanism (the classic calibration (``gaussian-thm-classic``)).
 
     Returns ``sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon``, the
     calibration of Dwork and Roth (2014, Theorem A.1), which makes the
@@ -376,14 +376,14 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     ------
     ValueError
         If an argument is out of range, in particular for ``epsilon >= 1``:
-        Theorem 2's proof assumes epsilon < 1, and outside it the formula is
+        the classic calibration (``gaussian-thm-classic``)'s proof assumes epsilon < 1, and outside it the formula is
         not private (at delta = 1e-3 and epsilon = 10 the true delta is about
         3.4 times the requested one).  Use :func:`analytic_sigma`, which is
         exact for every epsilon and never larger.
 
     See Also
     --------
-    analytic_sigma : the smallest sigma (the report's Theorem 3).
+    analytic_sigma : the smallest sigma (the analytic calibration (``gaussian-thm-analytic``)).
 
     Examples
     --------
@@ -398,7 +398,7 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     if np.any(np.asarray(eps) >= 1.0):
         raise ValueError(
             f"epsilon must be < 1 for the classic Gaussian mechanism, got {epsilon!r}: "
-            "the proof of the classic bound (Dwork-Roth; the report's Theorem 2) only "
+            "the proof of the classic bound (Dwork-Roth; the classic calibration (``gaussian-thm-classic``)) only "
             "covers epsilon < 1, and beyond it the formula can fail to be private "
             "(at delta=1e-3, epsilon=10 its true delta is 3.4 times the requested one). "
             "Use analytic_sigma, which is exact for every epsilon > 0."
@@ -417,7 +417,7 @@ def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike 
     deviation ``sigma`` and L2 sensitivity ``Delta``:
     ``Phi(Delta/(2 sigma) - epsilon sigma/Delta)
     - e^epsilon Phi(-Delta/(2 sigma) - epsilon sigma/Delta)``
-    (Balle and Wang 2018; the report's Theorem 3).  The mechanism
+    (Balle and Wang 2018; the analytic calibration (``gaussian-thm-analytic``)).  The mechanism
     is (epsilon, delta)-DP exactly when delta is at least this value.
 
     Parameters
@@ -465,7 +465,7 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     r"""Smallest noise level making the Gaussian mechanism (epsilon, delta)-DP.
 
     The analytic Gaussian mechanism of Balle and Wang (2018), the report's
-    Theorem 3: ``sensitivity * sigma_opt`` where ``sigma_opt`` is the smallest
+    the analytic calibration (``gaussian-thm-analytic``): ``sensitivity * sigma_opt`` where ``sigma_opt`` is the smallest
     ``sigma > 0`` satisfying equation (2).  Valid for every epsilon > 0, and
     never larger than :func:`classic_sigma` where that applies.
 

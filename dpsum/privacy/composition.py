@@ -57,7 +57,7 @@ __all__ = [
 def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, float]:
     """Basic composition: running mechanisms with (eps_i, delta_i) is (sum eps_i, sum delta_i)-DP.
 
-    Dwork and Roth 2014, Theorem 3.16; book chapter 1, "Composition".
+    Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).16; book chapter 1, "Composition".
 
     Examples
     --------
@@ -85,7 +85,7 @@ def advanced_composition(epsilon: float, delta: float, k: int,
 
     Returns ``(eps', k delta + delta')`` with
     ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
-    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, Theorem 3.20;
+    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).20;
     book chapter 1, "Composition").
 
     Raises
@@ -337,7 +337,7 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
     """The GDP parameter ``mu = 1/s`` of a Gaussian release with multiplier ``s``.
 
     A Gaussian mechanism with noise ``s * Delta`` is mu-GDP with ``mu = 1/s``
-    (Dong, Roth and Su 2022, Theorem 2.7; book, definition
+    (Dong, Roth and Su 2022, the classic calibration (``gaussian-thm-classic``).7; book, definition
     ``composition-def-gdp``).  Vectorised.
 
     Examples
@@ -442,7 +442,7 @@ def zcdp_rho_bounded_range(epsilon: ArrayLike) -> Any:
     The exponential mechanism with parameter ``epsilon`` (weights
     ``exp(epsilon u / (2 Delta_u))``) is one (Durfee and Rogers 2019), and an
     epsilon-bounded-range mechanism is ``epsilon^2/8``-zCDP (Cesar and Rogers
-    2021, Lemma 3.2): four times less than :func:`zcdp_rho_pure` charges a
+    2021, the Bernstein tail lemma (``bernstein-lem-tail``)): four times less than :func:`zcdp_rho_pure` charges a
     general epsilon-DP mechanism.
     """
     e = check_epsilon(epsilon)

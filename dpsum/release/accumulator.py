@@ -12,7 +12,7 @@ noise, once, to the merged total (book appendix "At scale",
 Everything the pass needs is fixed before it starts and is public: the
 mechanism's scaling, clip radius or widths, sensitivity and noise level come
 from the same functions the in-memory mechanisms call
-(:func:`dpsum.gaussian_data.gaussian_data_setup` for Algorithm 3). The
+(:func:`dpsum.gaussian_data.gaussian_data_setup` for the Gaussian-data mechanism). The
 partial results hold private sums; they travel between the workers that
 hold the data and are never released. Only :meth:`Accumulator.release`
 produces something publishable, and it draws exactly the noise the
@@ -86,7 +86,7 @@ def merged_sum_rounding_bound(chunk_rows: Sequence[int], d: int) -> float:
     the merge adds at most ``gamma_{m-1} sum_k |P_k|`` per coordinate
     (Higham 2002, eq. 4.4), and ``||P_k|| <= n_k C (1 + rho_k)``; the last
     term covers underflow in the final power-of-two rescaling. The same
-    ``rho`` bounds the clamped sum of Algorithm 2 per coordinate, relative to
+    ``rho`` bounds the clamped sum of the Elliptical Gaussian mechanism per coordinate, relative to
     ``h_j`` instead of ``C``.
 
     Two computations of the same clipped sum, one in memory
@@ -193,13 +193,13 @@ class Accumulator:
 
     @property
     def diagnostic_count(self) -> int:
-        """Rows clipped (Algorithm 3, clipping baseline) or values clamped
-        (Algorithm 2) so far. **Not differentially private**: do not publish."""
+        """Rows clipped (the Gaussian-data mechanism, clipping baseline) or values clamped
+        (the Elliptical Gaussian mechanism) so far. **Not differentially private**: do not publish."""
         return self._count
 
     def private_sum(self) -> np.ndarray:
         """The accumulated statistic before noise: the clipped sum in the scaled
-        space (Algorithm 3, clipping baseline) or the clamped sum (Algorithm 2);
+        space (the Gaussian-data mechanism, clipping baseline) or the clamped sum (the Elliptical Gaussian mechanism);
         on the grid path the exact integer sum (Python ints) in grid units.
         **Private**: for tests and diagnostics only, never publish it."""
         return self._statistic()
@@ -285,7 +285,7 @@ class Accumulator:
 
 
 class _ClippedSum(Accumulator):
-    """Algorithm 3 and the clipping baseline: the clipping kernel's pass
+    """the Gaussian-data mechanism and the clipping baseline: the clipping kernel's pass
     (:func:`dpsum.clipping.clipped_sum`), partial sums in the kernel's
     normalised units (``C`` scaled into ``[1, 2)`` by a power of two)."""
 
@@ -320,7 +320,7 @@ class _ClippedSum(Accumulator):
 
 
 class _ClampedSum(Accumulator):
-    """Algorithm 2: coordinate ``j`` clamped to ``[-Delta_j/2, Delta_j/2]``
+    """the Elliptical Gaussian mechanism: coordinate ``j`` clamped to ``[-Delta_j/2, Delta_j/2]``
     (:func:`dpsum.clipping.clamped_sum`), partial sums in the data's units."""
 
     def __init__(self, template: Release, n: int | None) -> None:
@@ -363,7 +363,7 @@ class _GridSum(Accumulator):
 
 
 class _GridClippedSum(_GridSum):
-    """Algorithm 3 and the clipping baseline on the grid path
+    """the Gaussian-data mechanism and the clipping baseline on the grid path
     (:func:`dpsum.grid.grid_clipped_sum`)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
@@ -391,7 +391,7 @@ class _GridClippedSum(_GridSum):
 
 
 class _GridClampedSum(_GridSum):
-    """Algorithm 2 on the grid path (:func:`dpsum.grid.grid_clamped_sum`)."""
+    """the Elliptical Gaussian mechanism on the grid path (:func:`dpsum.grid.grid_clamped_sum`)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
         assert template.widths is not None and template.scaling is not None
@@ -419,7 +419,7 @@ def _grid_template(template: Release, K: int, units: float) -> Release:
     the integer statistic's sensitivity ``units`` (grid units), as in memory."""
     sigma = discrete_gaussian_sigma(template.epsilon, template.delta, units)
     scale = math.ldexp(sigma, K)
-    if template.widths is not None:              # Algorithm 2: per-coordinate units
+    if template.widths is not None:              # the Elliptical Gaussian mechanism: per-coordinate units
         assert template.scaling is not None
         noise = sigma * np.ldexp(template.widths / template.scaling, K)
     else:
@@ -431,7 +431,7 @@ def _grid_template(template: Release, K: int, units: float) -> Release:
 
 
 def _clipped_grid_template(template: Release) -> Release:
-    """Grid units of Algorithm 3 and the clipping baseline (as
+    """Grid units of the Gaussian-data mechanism and the clipping baseline (as
     :func:`dpsum.mechanisms.gaussian_data_mechanism` with ``secure=True``)."""
     assert template.clip_norm is not None and template.scaling is not None
     K = grid_exponent(template.clip_norm, template.scaling.size)
@@ -445,7 +445,7 @@ def _clipped_grid_template(template: Release) -> Release:
 
 
 def _clamped_grid_template(template: Release) -> Release:
-    """Grid units of Algorithm 2 (as
+    """Grid units of the Elliptical Gaussian mechanism (as
     :func:`dpsum.mechanisms.elliptical_gaussian_mechanism` with ``secure=True``)."""
     assert template.scaling is not None
     d = template.scaling.size
@@ -473,7 +473,7 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
                               scaling: str | ArrayLike = "scaled",
                               neighbouring: Neighbouring | str = "replace",
                               secure: bool = False) -> Accumulator:
-    """The empty accumulator of Algorithm 3
+    """The empty accumulator of the Gaussian-data mechanism
     (:func:`dpsum.mechanisms.gaussian_data_mechanism`).
 
     The scaling ``b``, clip radius ``C``, sensitivity and noise come from
@@ -566,7 +566,7 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
 
 def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta: float,
                                     n: int | None = None, secure: bool = False) -> Accumulator:
-    """The empty accumulator of Algorithm 2
+    """The empty accumulator of the Elliptical Gaussian mechanism
     (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`), replace-one;
     ``n`` and ``secure`` as in :func:`gaussian_data_accumulator`.
 

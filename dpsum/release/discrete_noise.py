@@ -56,7 +56,7 @@ def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: fl
 
 def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, delta: float,
                     rng: V.RandomLike = None) -> tuple[np.ndarray, int, float]:
-    """Algorithm 1 on the grid: a precomputed statistic released with exact
+    """the Gaussian mechanism on the grid: a precomputed statistic released with exact
     discrete Gaussian noise.
 
     The statistic (L2 sensitivity ``Delta``) is rounded to the grid ``2^K``,

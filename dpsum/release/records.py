@@ -45,17 +45,17 @@ class Mechanism(_StrEnum):
     >>> Mechanism.CLIPPED_GAUSSIAN == "clipped gaussian"
     True
     >>> str(Mechanism.GAUSSIAN_DATA)
-    'gaussian data (Algorithm 3)'
+    'gaussian data'
     """
 
-    #: Algorithm 1 with the analytic calibration (Theorem 3).
+    #: the Gaussian mechanism with the analytic calibration (the analytic calibration (``gaussian-thm-analytic``)).
     GAUSSIAN_ANALYTIC = "gaussian (analytic)"
-    #: Algorithm 1 with the classic calibration (Theorem 2).
+    #: the Gaussian mechanism with the classic calibration (the classic calibration (``gaussian-thm-classic``)).
     GAUSSIAN_CLASSIC = "gaussian (classic)"
-    #: Algorithm 2, the Elliptical Gaussian mechanism.
+    #: the Elliptical Gaussian mechanism, the Elliptical Gaussian mechanism.
     ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
-    #: Algorithm 3, the Elliptical Gaussian mechanism for Gaussian data.
-    GAUSSIAN_DATA = "gaussian data (Algorithm 3)"
+    #: the Gaussian-data mechanism, the Elliptical Gaussian mechanism for Gaussian data.
+    GAUSSIAN_DATA = "gaussian data"
     #: The isotropic clipping baseline.
     CLIPPED_GAUSSIAN = "clipped gaussian"
     #: The Laplace mechanism (pure epsilon-DP, L1 sensitivity).
@@ -71,9 +71,9 @@ class Calibration(_StrEnum):
     True
     """
 
-    #: Balle and Wang's exact calibration (Theorem 3).
+    #: Balle and Wang's exact calibration (the analytic calibration (``gaussian-thm-analytic``)).
     ANALYTIC = "analytic"
-    #: Dwork and Roth's classic calibration (Theorem 2), epsilon < 1 only.
+    #: Dwork and Roth's classic calibration (the classic calibration (``gaussian-thm-classic``)), epsilon < 1 only.
     CLASSIC = "classic"
     #: Laplace noise of scale L1-sensitivity / epsilon (pure DP; no delta).
     LAPLACE = "laplace"
@@ -116,7 +116,7 @@ class Release:
         Standard deviation of the noise added to each coordinate (Gaussian,
         or Laplace for :func:`dpsum.mechanisms.laplace_mechanism`).
     scaling : numpy.ndarray or None
-        The scaling vector ``b`` (Algorithms 2 and 3), or None.
+        The scaling vector ``b`` (the Elliptical Gaussian and Gaussian-data mechanisms), or None.
     clip_norm : float or None
         The clip radius ``C`` in the scaled space, or None if nothing is clipped.
     epsilon, delta : float
@@ -124,8 +124,8 @@ class Release:
     neighbouring : Neighbouring
         The neighbouring relation the guarantee refers to.
     sigma_opt : float
-        The noise multiplier for unit L2 sensitivity (Theorem 3, or
-        Theorem 2 when the classic calibration was requested).
+        The noise multiplier for unit L2 sensitivity (the analytic calibration (``gaussian-thm-analytic``), or
+        the classic calibration (``gaussian-thm-classic``) when the classic calibration was requested).
     sensitivity : float
         The L2 sensitivity of the released statistic in the space where
         isotropic noise ``sigma_opt * sensitivity`` is added (the L1
@@ -133,13 +133,13 @@ class Release:
     mechanism : Mechanism
         The mechanism that produced the release (a ``str`` enum).
     center : numpy.ndarray or None
-        The public center ``c`` of Algorithm 3 (None when zero or unused).
+        The public center ``c`` of the Gaussian-data mechanism (None when zero or unused).
     clip_probability : float or None
-        The clip probability ``p_C`` of Algorithm 3 (None otherwise).
+        The clip probability ``p_C`` of the Gaussian-data mechanism (None otherwise).
     calibration : Calibration
         Which calibration gave ``sigma_opt``.
     widths : numpy.ndarray or None
-        The box widths ``Delta_j`` of Algorithm 2 (None otherwise).
+        The box widths ``Delta_j`` of the Elliptical Gaussian mechanism (None otherwise).
     secure : bool
         True when the release took the grid path (``secure=True``): the
         statistic was rounded to the grid ``2^grid_exponent`` and summed
@@ -188,7 +188,7 @@ class Release:
     @property
     def expected_squared_error(self) -> float:
         """Expected squared L2 norm of the added noise, ``sum_j noise_std_j^2``
-        (Corollary 1.1). This is the error against the clipped sum; clipping
+        (the expected-norm corollary (``definitions-cor-expected-norm``)). This is the error against the clipped sum; clipping
         bias comes on top of it.
 
         Examples
@@ -334,8 +334,8 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
     r"""Per-coordinate ``(1 - beta)`` confidence intervals for the protected sum.
 
     ``estimate_j +- noise_std_j z`` covers the quantity the mechanism adds
-    noise to (the clipped sum for Algorithm 3 and the clipping baseline, the
-    clamped sum for Algorithm 2, the exact statistic for Algorithm 1) with
+    noise to (the clipped sum for the Gaussian-data mechanism and the clipping baseline, the
+    clamped sum for the Elliptical Gaussian mechanism, the exact statistic for the Gaussian mechanism) with
     probability exactly ``1 - beta`` for every dataset. With
     ``simultaneous=True`` each coordinate uses level ``(1 - beta)^(1/m)`` for
     ``m`` coordinates (Šidák), so all ``m`` intervals cover at once with
@@ -366,7 +366,7 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
 
     * Replace-one (``n`` public): ``estimate - theta`` has independent
       ``N(0, noise_std_j^2)`` coordinates, and the intervals are exact,
-      marginal or Šidák-simultaneous, as for Algorithm 3.
+      marginal or Šidák-simultaneous, as for the Gaussian-data mechanism.
     * Add-remove, ``private_sum``: the estimate is ``ñ c + b^{-1} ⊙ (T + noise)``
       with the private count ``ñ = n + Z``, ``Z ~ N(0, sigma_count^2)``, so the
       error is ``Z c + nu`` with ``nu_j ~ N(0, s_j^2)``,
