@@ -1,7 +1,7 @@
 """Binary sums: randomized response, additive binomial noise and sample-and-threshold.
 
 Each of ``n`` users holds a bit ``x_i`` in ``{0, 1}`` and the analyst wants the
-count ``k = sum_i x_i`` (book chapter 7, "Binary sums", which follows the
+count ``k = sum_i x_i`` (book chapter "Binary sums", which follows the
 binary-sums notes of the seeds). Three mechanisms are implemented, each with
 its privacy condition, its estimator of ``k`` and the closed-form bias and
 variance of that estimator:
@@ -87,7 +87,7 @@ __all__ = [
 
 #: Largest epsilon the published conditions of the binomial mechanism and of
 #: sample-and-threshold allow (both papers state ``epsilon <= 1``); the
-#: mechanisms refuse larger values. The arguments of book chapter 7 reach
+#: mechanisms refuse larger values. The arguments of the book's chapter "Binary sums" reach
 #: further: the binomial argument holds for every ``epsilon <= sqrt(5)``
 #: (:data:`BINOMIAL_PROOF_EPSILON`; it needs ``epsilon / (2 sqrt 5) + 1/mu <=
 #: tanh(epsilon / 2)``, not the stronger ``epsilon / sqrt 5 <= tanh(epsilon / 2)``,
@@ -155,7 +155,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
     if epsilon > MAX_EPSILON:
         raise ValueError(
             f"epsilon must be <= {MAX_EPSILON:g} for the {mechanism}: its privacy proof "
-            f"covers epsilon in (0, 1] only (book chapter 7), got {epsilon!r}"
+            f"covers epsilon in (0, 1] only (book chapter 'Binary sums'), got {epsilon!r}"
         )
 
 
@@ -315,7 +315,7 @@ def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
 
 def randomized_response_keep_probability(epsilon: ArrayLike) -> float | np.ndarray:
     """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
-    reports the true bit (book chapter 7, "Randomized response").
+    reports the true bit (book chapter "Differential privacy", randomized response).
 
     The likelihood ratio of a report under the two values of a user's bit is
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
@@ -621,7 +621,7 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     analyst sees ``k + Binomial(n, p)`` (Ghazi et al. 2021; Balcer and Cheu
     2020). The seed's calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
     (epsilon, delta)-DP when ``p <= 1/2`` (``n >= 100 ln(2/delta) / epsilon^2``,
-    :func:`binomial_min_users`) and ``epsilon <= 1`` (book chapter 7: the
+    :func:`binomial_min_users`) and ``epsilon <= 1`` (the book's chapter "Binary sums": the
     Chernoff bound is applied with ``alpha = epsilon / sqrt(5)``, which must
     not exceed ``tanh(epsilon / 2)``). The estimate ``output - n p`` is unbiased
     with variance ``n p (1 - p)``.
@@ -693,7 +693,7 @@ def sample_threshold_tau(delta: ArrayLike) -> float | np.ndarray:
 
     The logarithm is natural: the bad event is bounded by a Chernoff bound
     ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
-    (book chapter 7). Vectorised over ``delta``.
+    (the book's chapter "Binary sums"). Vectorised over ``delta``.
 
     Examples
     --------
@@ -931,7 +931,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     variance are :func:`sample_threshold_bias` and
     :func:`sample_threshold_variance`.
 
-    Privacy (book chapter 7): (epsilon, delta)-DP for ``epsilon <= 1``,
+    Privacy (the book's chapter "Binary sums"): (epsilon, delta)-DP for ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``, under
     replace-one and add-remove alike.
 

@@ -12,6 +12,7 @@ import numpy as np
 from scipy import interpolate, optimize, special
 
 from dpsum import _validation as V
+from dpsum.accuracy.clipping_loss import clipping_loss_moment
 from dpsum.design.clip_radius import clip_radius
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import resolve_scaling
@@ -20,7 +21,6 @@ from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.release.records import Mechanism, Release, require_gaussian_noise
 
 __all__ = [
-    "clipping_loss_moment",
     "ErrorBound",
     "release_error_bound",
     "gaussian_data_error_bound",
@@ -34,92 +34,10 @@ __all__ = [
 _CLIPPED_MECHANISMS = frozenset({Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN})
 
 
-#: Gauss-Laguerre nodes of the clipping-loss integral (16 and 64 nodes agree
-#: to about 3e-7 relative or better; tests/test_accuracy.py checks it).
-_LAGUERRE_NODES = 16
 
 
 def _check_statistic(statistic: str) -> str:
     return V.check_choice(statistic, "statistic", ("sum", "mean"))
-
-
-def clipping_loss_moment(stds, scaling, clip_norm: float, *, levels: int = 8) -> float:
-    r"""Second moment of one row's clipping loss under the model, ``E[(1 - C/R)_+^2 ||x - c||^2]``.
-
-    For a row ``x ~ N(c, diag(stds^2))`` with scaled norm
-    ``R = ||(x - c) ⊙ b||``, clipping removes ``(1 - C/R)_+ (x - c)``
-    (book chapter 4, :ref:`gaussian-data-clip-bias`). By size-biasing,
-    ``E[(x_j - c_j)^2 g(R^2)] = stds_j^2 E[g(Q_j)]`` where ``Q_j`` adds two
-    more terms of weight ``w_j = (b_j stds_j)^2`` to ``R^2``, and
-    ``E[g(Q_j)] = int_{C^2}^inf g'(q) Pr[Q_j > q] dq`` with
-    ``g(q) = (1 - C/sqrt(q))^2``; the integral is evaluated by Gauss-Laguerre
-    quadrature on the generalized chi-square tail.
-
-    ``Pr[Q_j > q]`` increases with the added weight, so when there are more than
-    ``levels`` distinct weights, each added weight is rounded *up* to one of
-    ``levels`` geometric levels: the result is then an upper bound, exact
-    otherwise (up to the quadrature, about 1e-7 relative).
-
-    Parameters
-    ----------
-    stds : array_like, shape (d,)
-        Public standard deviations of the model, all > 0.
-    scaling : array_like, shape (d,)
-        The scaling ``b`` (all > 0).
-    clip_norm : float
-        The clip radius ``C`` in the scaled space.
-    levels : int
-        Largest number of distinct added weights evaluated (cost grows linearly).
-
-    Returns
-    -------
-    float
-        The per-row moment; ``n`` rows give ``E||f(X) - clipped sum||^2 = n``
-        times it when the model's mean is the center.
-
-    Examples
-    --------
-    >>> m = clipping_loss_moment([1.0, 1.0], [1.0, 1.0], 3.0)  # chi-square 2 clipped at 9
-    >>> 0.0 < m < 0.01
-    True
-    """
-    sigma = V.check_vector(stds, "stds", positive=True)
-    b = V.check_vector(scaling, "scaling", sigma.size, positive=True)
-    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
-    levels = V.check_integer(levels, "levels")
-    s_top = float(np.max(sigma))
-    sig = sigma / s_top
-    u = b * sig
-    u_top = float(np.max(u))
-    w = (u / u_top) ** 2  # in (0, 1]; the loss is scale-free in (b, C) jointly
-    c2 = (float(C) / (s_top * u_top)) ** 2  # C^2 in the units of w
-    return float(_loss_moment(sig, w, c2, levels) * s_top**2)
-
-
-def _loss_moment(sig: np.ndarray, w: np.ndarray, c2: float, levels: int) -> float:
-    """``sum_j sig_j^2 E[g(Q_j)]`` for weights ``w`` (max 1) and ``C^2 = c2``."""
-    distinct = np.unique(w)
-    if distinct.size <= levels:
-        grid, idx = distinct, np.searchsorted(distinct, w)
-    else:
-        grid = np.geomspace(distinct[0], 1.0, levels)
-        grid[-1] = 1.0
-        idx = np.minimum(np.searchsorted(grid, w * (1.0 - 1e-12)), levels - 1)
-    per_level = np.zeros(grid.size)
-    np.add.at(per_level, idx, sig**2)
-    nodes, weights = np.polynomial.laguerre.laggauss(_LAGUERRE_NODES)
-    scale = 2.0  # Pr[Q_j > q] decays like exp(-q / (2 max w)), and max w = 1
-    q = c2 + scale * nodes
-    C = math.sqrt(c2)
-    g_prime = C * (1.0 - C / np.sqrt(q)) * q**-1.5
-    total = 0.0
-    for level, mass in zip(grid, per_level):
-        if mass == 0.0:
-            continue
-        Q = GeneralizedChiSquare(np.append(w, [level, level]))
-        tail = np.exp(Q.logsf(q) + nodes)
-        total += mass * scale * float(np.dot(weights, g_prime * tail))
-    return total
 
 
 @dataclass(frozen=True)
@@ -320,7 +238,9 @@ class _Planner:
         if self.include_bias:
             key = (n, d)
             if key not in self._moment:  # the loss does not depend on epsilon
-                self._moment[key] = n * clipping_loss_moment(sigma, b, C)
+                # the planners search over many set-ups: the cheaper upper bound
+                # (conservative: a planned error is never below the exact one)
+                self._moment[key] = n * clipping_loss_moment(sigma, b, C, levels=8)
             moment = self._moment[key]
         else:
             moment = 0.0

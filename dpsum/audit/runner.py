@@ -197,7 +197,7 @@ def epsilon_lower_bound(release: Callable[..., Any], dataset: Any, neighbour: An
                         batched: bool = False) -> AuditResult:
     """Audit a mechanism: a lower bound on its epsilon from releases on two neighbours.
 
-    The procedure (book chapter 8):
+    The procedure (book chapter "Checking privacy empirically"):
 
     1. **Pilot run.** ``n_pilot`` releases on each dataset choose a unit
        direction ``w`` (the difference of the pilot means divided
@@ -391,7 +391,7 @@ def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, de
     false-alarm rate on one that satisfies it. :func:`audit_power` gives the
     power of one test at a fixed threshold (an oracle that knows the best
     event); the pilot's noisy choice of threshold makes the real power lower,
-    and only a simulation measures by how much (book chapter 8).
+    and only a simulation measures by how much (book chapter "Checking privacy empirically").
 
     Parameters
     ----------

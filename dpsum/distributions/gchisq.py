@@ -1,6 +1,6 @@
 """The generalized chi-square distribution, accurate far into both tails.
 
-the Gaussian-data mechanism of the report clips every transformed record at the smallest
+the Gaussian-data mechanism clips every transformed record at the smallest
 radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where
 
 .. math::
@@ -9,8 +9,8 @@ radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where
     \qquad Z_j \sim \mathcal N(0, 1) \text{ independent},\ w_j > 0,
 
 is a *generalized chi-square* variable (noncentrality ``lambda_j = m_j^2``;
-``m_j = 0`` when the data are centred) and ``p_C = 1/n`` is tiny. The report
-recommends "a numerical CDF" but never builds one (book, chapter 4, "The clip
+``m_j = 0`` when the data are centred) and ``p_C = 1/n`` is tiny. A closed-form
+bound is loose; this module computes the distribution itself (book chapter "Gaussian data", "The clip
 radius"). :class:`GeneralizedChiSquare` is that CDF: survival function,
 distribution function, their logarithms, quantiles and density, to a relative
 error near ``1e-14`` for probabilities down to ``1e-300`` and beyond, for one
@@ -272,8 +272,8 @@ class GeneralizedChiSquare:
     r"""The distribution of ``X = sum_j w_j (Z_j + m_j)^2``, ``Z_j`` iid N(0, 1).
 
     This is the law of the squared norm of a transformed record in
-    the Gaussian-data mechanism (the report's clip inequality ``P(||x_i . b||^2 > C^2) < 1/n``
-    of section 3; book chapter 4): ``w_j = b_j^2 sigma_j^2`` and
+    the Gaussian-data mechanism (the clip inequality ``P(||x_i . b||^2 > C^2) < 1/n``;
+    book chapter \"Gaussian data\"): ``w_j = b_j^2 sigma_j^2`` and
     ``m_j = b_j (mu_j - center_j) / (b_j sigma_j)``.
 
     Parameters

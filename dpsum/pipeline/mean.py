@@ -250,7 +250,7 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
 
     Under the model ``x ~ N(c, diag(s^2))`` the scaled squared norm
     ``||(x - c) ⊙ b||^2`` is generalized chi-square with weights ``(b_j s_j)^2``
-    (book chapter 4). The returned radius is the private median norm times
+    (book chapter "Gaussian data"). The returned radius is the private median norm times
     the model's ratio of the ``1 - p_C`` quantile to the median:
     ``C = R_b sqrt(Q(1 - p_C) / Q(1/2))``. The median comes from the data
     (reliable for a small budget), the shape of the tail from the model.
