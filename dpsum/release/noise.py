@@ -42,12 +42,12 @@ def grid_noise_law(release: Any) -> tuple[float, np.ndarray] | None:
     Its noise is ``u_j Z_j`` with independent ``Z_j ~ N_Z(0, sigma^2)`` on the
     integers and ``u_j`` the grid unit of coordinate ``j`` in the units of the
     estimate; the release records ``sigma_opt * sensitivity = sigma 2^K`` and
-    ``noise_std = sigma u``.
+    ``discrete_scale = sigma u``.
     """
-    if not release.secure or release.grid_exponent is None:
+    if not release.secure or release.grid_exponent is None or release.discrete_scale is None:
         return None
     sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
-    return sigma, np.asarray(release.noise_std, dtype=float) / sigma
+    return sigma, np.asarray(release.discrete_scale, dtype=float) / sigma
 
 
 #: Share of ``beta`` that the add-remove statement for ``private_sum`` spends on
