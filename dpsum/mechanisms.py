@@ -486,6 +486,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
             epsilon=eps, delta=0.0, neighbouring=relation, sigma_opt=std / grid_sens,
             sensitivity=grid_sens, mechanism=Mechanism.LAPLACE,
             calibration=Calibration.DISCRETE_LAPLACE, secure=True, grid_exponent=K)
+    assert gen is not None                      # the float path always has a Generator
     estimate = x + gen.laplace(0.0, scale, size=x.shape)
     return Release(
         estimate=estimate,

@@ -135,7 +135,7 @@ def _split_bound(noise_std: np.ndarray, loss_moment: float, beta: float,
     return _NoiseRadius(noise_std / s_max, beta).bound(s_max, loss_moment, bias_share)
 
 
-def release_error_bound(release: Release, beta: float, *, stds, n: int,
+def release_error_bound(release: Release, beta: float, *, stds: Any, n: int,
                         bias_share: float | None = None) -> ErrorBound:
     r"""``(1 - beta)`` bound on ``||estimate - f(X)||`` for a clipped release, ``f`` the true sum.
 
@@ -195,8 +195,8 @@ class _Planner:
     """The bound of :func:`gaussian_data_error_bound` as a function of one of
     ``n``, ``epsilon`` or ``d``, with every argument validated once."""
 
-    def __init__(self, stds, *, epsilon, delta, beta, center, clip_probability, scaling,
-                 neighbouring, include_bias, bias_share, statistic, n=None):
+    def __init__(self, stds: Any, *, epsilon: Any, delta: Any, beta: Any, center: Any, clip_probability: Any, scaling: Any,
+                 neighbouring: Any, include_bias: Any, bias_share: Any, statistic: Any, n: Any=None) -> None:
         self.sigma = V.check_vector(stds, "stds", positive=True)
         self.epsilon = None if epsilon is None else V.check_epsilon(epsilon, scalar=True)
         self.delta = V.check_delta(delta, scalar=True)
@@ -221,7 +221,7 @@ class _Planner:
         self._radius: dict = {}
         self._moment: dict = {}
 
-    def bound(self, *, n=None, epsilon=None, d=None) -> ErrorBound:
+    def bound(self, *, n: Any=None, epsilon: Any=None, d: Any=None) -> ErrorBound:
         n = self.n if n is None else n
         eps = self.epsilon if epsilon is None else epsilon
         d = self.sigma.size if d is None else d
@@ -252,9 +252,9 @@ class _Planner:
         return eb
 
 
-def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, beta: float,
-                              center=None, clip_probability: float | None = None,
-                              scaling="scaled", neighbouring: Neighbouring | str = "replace",
+def gaussian_data_error_bound(stds: Any, n: int, *, epsilon: float, delta: float, beta: float,
+                              center: Any=None, clip_probability: float | None = None,
+                              scaling: Any="scaled", neighbouring: Neighbouring | str = "replace",
                               include_bias: bool = True, bias_share: float | None = None,
                               statistic: str = "sum") -> ErrorBound:
     r"""The ``(1 - beta)`` error bound of the Gaussian-data mechanism before any data is touched.
@@ -305,16 +305,16 @@ def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, bet
     return planner.bound(n=n)
 
 
-def _check_target(target) -> float:
+def _check_target(target: Any) -> float:
     return float(V.check_positive(target, "target", scalar=True))
 
 
-def _check_share(share) -> float:
+def _check_share(share: Any) -> float:
     return float(V.check_probability(share, "bias_share", scalar=True))
 
 
-def plan_n(target: float, *, stds, epsilon: float, delta: float, beta: float,
-           center=None, clip_probability: float | None = None, scaling="scaled",
+def plan_n(target: float, *, stds: Any, epsilon: float, delta: float, beta: float,
+           center: Any=None, clip_probability: float | None = None, scaling: Any="scaled",
            neighbouring: Neighbouring | str = "replace", include_bias: bool = True,
            bias_share: float | None = None, n_max: int = 10**12) -> int:
     r"""Smallest ``n`` whose ``(1 - beta)`` bound on the error of the **mean** is at most ``target``.
@@ -358,7 +358,7 @@ def plan_n(target: float, *, stds, epsilon: float, delta: float, beta: float,
     return _solve_decreasing(f, t, lo, n_max)
 
 
-def _solve_decreasing(f, t: float, lo: int, hi_max: int) -> int:
+def _solve_decreasing(f: Any, t: float, lo: int, hi_max: int) -> int:
     """Smallest integer ``x`` in ``[lo, hi_max]`` with ``f(x) <= t``, for ``f`` decreasing.
 
     A bracket grows geometrically, then shrinks by interpolation in
@@ -400,8 +400,8 @@ def _solve_decreasing(f, t: float, lo: int, hi_max: int) -> int:
     return int(b)
 
 
-def plan_epsilon(target: float, *, stds, n: int, delta: float, beta: float,
-                 center=None, clip_probability: float | None = None, scaling="scaled",
+def plan_epsilon(target: float, *, stds: Any, n: int, delta: float, beta: float,
+                 center: Any=None, clip_probability: float | None = None, scaling: Any="scaled",
                  neighbouring: Neighbouring | str = "replace", include_bias: bool = True,
                  bias_share: float | None = None, statistic: str = "sum",
                  epsilon_max: float = 1e3) -> float:
@@ -450,8 +450,8 @@ def plan_epsilon(target: float, *, stds, n: int, delta: float, beta: float,
     return float(eps)
 
 
-def plan_d(target: float, *, stds, n: int, epsilon: float, delta: float, beta: float,
-           center=None, clip_probability: float | None = None, scaling="scaled",
+def plan_d(target: float, *, stds: Any, n: int, epsilon: float, delta: float, beta: float,
+           center: Any=None, clip_probability: float | None = None, scaling: Any="scaled",
            neighbouring: Neighbouring | str = "replace", include_bias: bool = True,
            bias_share: float | None = None, statistic: str = "sum") -> int:
     r"""Largest ``d`` such that releasing the first ``d`` coordinates meets ``target``.

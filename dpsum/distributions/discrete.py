@@ -9,6 +9,7 @@ import math
 import numbers
 import os
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -33,7 +34,7 @@ class _Bits:
 
     _CHUNK = 4096
 
-    def __init__(self, rng):
+    def __init__(self, rng: Any) -> None:
         if rng is None:
             self._gen = None
         elif isinstance(rng, np.random.Generator):

@@ -214,12 +214,13 @@ class Release:
         """
         return float(np.sum(np.square(self.noise_std)))
 
-    def confidence_ball(self, beta: float):
+    def confidence_ball(self, beta: float) -> ConfidenceBall:
         """The simultaneous ``(1 - beta)`` ball around the estimate that covers the
         protected sum; see :func:`dpsum.accuracy.confidence_ball`."""
         return confidence_ball(self, beta)
 
-    def confidence_intervals(self, beta: float, *, simultaneous: bool = False):
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
+                             ) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate ``(1 - beta)`` intervals for the protected sum; see
         :func:`dpsum.accuracy.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
@@ -306,12 +307,13 @@ class PipelineRelease:
     steps: tuple = field(default=())
     guarantee: ComposedGuarantee | None = None
 
-    def confidence_intervals(self, beta: float, *, simultaneous: bool = False):
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
+                             ) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
         rows; see :func:`dpsum.accuracy.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
 
-    def confidence_ball(self, beta: float):
+    def confidence_ball(self, beta: float) -> ConfidenceBall:
         """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
         clipped rows; see :func:`dpsum.accuracy.confidence_ball`."""
         return confidence_ball(self, beta)
@@ -325,7 +327,7 @@ _GAUSSIAN_MECHANISMS = frozenset({
 })
 
 
-def require_gaussian_noise(release, *, laplace: bool = False) -> Release:
+def require_gaussian_noise(release: Any, *, laplace: bool = False) -> Release:
     """The release, if its noise law is one these statements cover: continuous
     Gaussian, or (``laplace=True``, per-coordinate statements) Laplace."""
     if not isinstance(release, Release):
