@@ -1,341 +1,42 @@
-"""Empirical privacy auditing: a statistically valid lower bound on epsilon.
-
-A mechanism ``M`` is (epsilon, delta)-differentially private when, for every
-pair of neighbouring datasets ``D, D'`` and every set ``S`` of outputs,
-
-.. math::  \\Pr[M(D) \\in S] \\le e^{\\varepsilon} \\Pr[M(D') \\in S] + \\delta .
-
-Run ``M`` many times on ``D`` and on ``D'``, fix an event ``S`` in advance,
-and count how often each output lands in ``S``. An exact binomial confidence
-interval (Clopper and Pearson 1934) gives a lower bound ``p_lo`` on
-``p = Pr[M(D) in S]`` and an upper bound ``q_hi`` on ``q = Pr[M(D') in S]``;
-if both hold, every epsilon the mechanism can honestly claim satisfies
-``epsilon >= ln((p_lo - delta) / q_hi)``. A value above the claimed epsilon is
-statistical proof, at the chosen confidence, that the claim is false
-(book chapter 8, following Jagielski, Ullman and Oprea 2020).
-
-What an audit cannot do: it only ever gives a *lower* bound, so passing an
-audit proves nothing; it sees only the events it tests (here, half-spaces of
-a one-dimensional projection), the datasets it is given, and the outputs as
-arrays of numbers, so attacks on the floating-point representation of the
-noise (Mironov 2012) or on running time are out of its reach.
+"""Running a privacy audit on a release function (book chapter 'Checking privacy
+empirically').
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, stats
 
-from . import _validation as V
-from ._validation import RandomLike
-from ._deprecation import moved_attributes
+from dpsum import _validation as V
+from dpsum._validation import RandomLike
+from dpsum.audit._checks import (
+    _check_alpha,
+    _check_delta_audit,
+    _check_laws,
+    _cp_lower,
+    _cp_upper,
+    _epsilon_bound,
+)
+from dpsum.audit.statistics import N_TESTS
 
 __all__ = [
     "AuditResult",
     "epsilon_lower_bound",
-    "batched_gaussian_release",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "epsilon_from_counts",
-    "audit_power",
-    "discrete_audit_power",
-    "pair_delta",
-    "precision_event",
-    "precision_epsilon_lower_bound",
-    "pair_epsilon",
     "AuditSimulation",
     "simulate_audits",
-    "two_point_rejection_probability",
     "discrete_law_release",
     "BATCHED_SAMPLERS",
     "refused_attributes",
+    "batched_gaussian_release",
 ]
 
-#: Number of tests :func:`epsilon_lower_bound` runs (upper tail with the
-#: datasets in one order, lower tail with them in the other). Each test uses
-#: two one-sided Clopper-Pearson bounds, so each bound gets ``alpha / 4``.
-N_TESTS = 2
 
 # thresholds the pilot tries per test (its choice affects power, not validity)
 _MAX_CANDIDATES = 400
 
-
-# ----------------------------------------------------------------- statistics
-
-def _check_alpha(alpha) -> float:
-    return V.check_probability(alpha, "alpha", scalar=True)
-
-
-def _check_count(k, n, name: str):
-    return V.check_count(k, n, name)
-
-
-def _cp_lower(k, n: int, level: float):
-    """Clopper-Pearson lower bound for real-valued k in [0, n] (no validation)."""
-    k = np.asarray(k, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        out = stats.beta.ppf(level, np.maximum(k, 1e-300), n - k + 1)
-    return np.where(k <= 0, 0.0, out)
-
-
-def _cp_upper(k, n: int, level: float):
-    """Clopper-Pearson upper bound for real-valued k in [0, n] (no validation)."""
-    k = np.asarray(k, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        out = stats.beta.isf(level, k + 1, np.maximum(n - k, 1e-300))
-    return np.where(k >= n, 1.0, out)
-
-
-def clopper_pearson_lower(k: ArrayLike, n: int, alpha: float) -> float | np.ndarray:
-    """One-sided exact lower confidence bound on a binomial proportion.
-
-    The Clopper-Pearson bound: ``p_lo`` is the ``alpha`` quantile of
-    ``Beta(k, n - k + 1)`` (0 when ``k = 0``). For every true ``p``,
-    ``Pr[p_lo > p] <= alpha`` when ``k ~ Binomial(n, p)``: inverting the
-    binomial tail test is conservative, never anti-conservative.
-
-    Parameters
-    ----------
-    k : int or numpy.ndarray
-        Number of successes, ``0 <= k <= n`` (an integer array gives one
-        bound per entry).
-    n : int
-        Number of trials, ``>= 1``.
-    alpha : float
-        Error probability of the bound, in (0, 1).
-
-    Examples
-    --------
-    >>> clopper_pearson_lower(0, 10, 0.05), round(clopper_pearson_lower(10, 10, 0.05), 6)  # alpha^(1/n)
-    (0.0, 0.741134)
-    """
-    n = V.check_integer(n, "n")
-    a = _check_alpha(alpha)
-    kk = _check_count(k, n, "k")
-    out = _cp_lower(kk, n, a)
-    return V.scalar_or_array(out)
-
-
-def clopper_pearson_upper(k: ArrayLike, n: int, alpha: float) -> float | np.ndarray:
-    """One-sided exact upper confidence bound on a binomial proportion.
-
-    ``p_hi`` is the ``1 - alpha`` quantile of ``Beta(k + 1, n - k)`` (1 when
-    ``k = n``); ``Pr[p_hi < p] <= alpha``. With ``k = 0`` it equals
-    ``1 - alpha^(1/n)``, strictly positive, so a ratio with ``p_hi`` in the
-    denominator is always finite.
-
-    Examples
-    --------
-    >>> round(clopper_pearson_upper(0, 10, 0.05), 6), clopper_pearson_upper(10, 10, 0.05)  # 1 - alpha^(1/n)
-    (0.258866, 1.0)
-    """
-    n = V.check_integer(n, "n")
-    a = _check_alpha(alpha)
-    kk = _check_count(k, n, "k")
-    out = _cp_upper(kk, n, a)
-    return V.scalar_or_array(out)
-
-
-def _epsilon_bound(p_lo, q_hi, delta: float):
-    """``max(0, ln((p_lo - delta) / q_hi))``, 0 when ``p_lo <= delta``."""
-    p_lo = np.asarray(p_lo, dtype=np.float64)
-    q_hi = np.asarray(q_hi, dtype=np.float64)
-    num = p_lo - delta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        val = np.log(num / q_hi)
-    return np.where((num > 0) & (q_hi > 0), np.maximum(val, 0.0), 0.0)
-
-
-def _check_delta_audit(delta) -> float:
-    # delta = 0 is legitimate here: pure epsilon-DP mechanisms are audited too
-    return V.check_delta(delta, allow_zero=True, scalar=True)
-
-
-def epsilon_from_counts(k_first: int, k_second: int, n_samples: int, *, delta: float,
-                        alpha: float) -> float:
-    """The lower bound on epsilon of one fixed event, from its counts.
-
-    ``k_first`` of ``n_samples`` releases on the first dataset and
-    ``k_second`` of ``n_samples`` on the second fell in the event ``S``.
-    With ``p_lo`` and ``q_hi`` the one-sided Clopper-Pearson bounds at level
-    ``alpha / 2`` each, returns ``max(0, ln((p_lo - delta) / q_hi))``; 0 means
-    no evidence (``p_lo <= delta``). If the mechanism is (epsilon, delta)-DP,
-    the returned value exceeds epsilon with probability at most ``alpha``.
-
-    Examples
-    --------
-    >>> round(epsilon_from_counts(900, 100, 1000, delta=0.0, alpha=0.05), 6)
-    1.989706
-    >>> epsilon_from_counts(500, 500, 1000, delta=0.0, alpha=0.05)
-    0.0
-    """
-    n = V.check_integer(n_samples, "n_samples")
-    a = _check_alpha(alpha)
-    d = _check_delta_audit(delta)
-    k1 = _check_count(k_first, n, "k_first")
-    k2 = _check_count(k_second, n, "k_second")
-    if np.ndim(k1) or np.ndim(k2):
-        raise ValueError("k_first and k_second must be scalars")
-    return float(_epsilon_bound(_cp_lower(k1, n, a / 2), _cp_upper(k2, n, a / 2), d))
-
-
-def audit_power(p: ArrayLike, q: ArrayLike, n_samples: int, *, epsilon: float, delta: float,
-                alpha: float = 1e-3, n_tests: int = N_TESTS) -> float | np.ndarray:
-    """Probability that one threshold test proves a violation of ``epsilon``.
-
-    The test's event has probability ``p`` on its first dataset and ``q`` on
-    its second, and each of its two Clopper-Pearson bounds is taken at level
-    ``alpha / (2 n_tests)`` as in :func:`epsilon_lower_bound`. Returns the
-    exact probability, over ``k1 ~ Binomial(n, p)`` and
-    ``k2 ~ Binomial(n, q)``, that ``ln((p_lo - delta) / q_hi) > epsilon``.
-    :func:`epsilon_lower_bound` reports the best of its tests, so when the
-    pilot picks this event the audit's power is at least this value.
-
-    The sum over ``k2`` is a binomial tail: ``q_hi(k2) < t`` exactly when
-    ``BinomCDF(k2; n, t) < level``, so the ``k2`` that prove the violation are
-    those below a binomial quantile.
-
-    Parameters
-    ----------
-    p, q : float or array_like
-        Event probabilities in [0, 1]; arrays are broadcast and one power is
-        returned per pair (take the maximum to get the best threshold).
-    n_samples : int
-        Releases per dataset.
-    epsilon : float
-        The claimed epsilon (>= 0).
-    delta : float
-        The claimed delta, in [0, 1).
-    alpha, n_tests :
-        As in :func:`epsilon_lower_bound` (two tests).
-
-    Examples
-    --------
-    >>> round(audit_power(0.5, 0.05, 2000, epsilon=1.0, delta=0.0), 6)
-    1.0
-    """
-    n = V.check_integer(n_samples, "n_samples")
-    level = _check_alpha(alpha) / (2 * V.check_integer(n_tests, "n_tests"))
-    pa = V.check_finite_array(p, "p")
-    qa = V.check_finite_array(q, "q")
-    if np.any((pa < 0) | (pa > 1)) or np.any((qa < 0) | (qa > 1)):
-        raise ValueError("p and q must be probabilities in [0, 1]")
-    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True))
-    d = _check_delta_audit(delta)
-    pa, qa = np.broadcast_arrays(pa, qa)
-    out = np.array([_power_one(float(pi), float(qi), n, eps, d, level)
-                    for pi, qi in zip(pa.ravel(), qa.ravel())]).reshape(pa.shape)
-    return V.scalar_or_array(out)
-
-
-def _power_one(p: float, q: float, n: int, eps: float, d: float, level: float) -> float:
-    if p <= d:
-        return 0.0  # p_lo <= p <= delta: the test can never give evidence
-    lo = int(stats.binom.ppf(1e-14, n, p))
-    hi = int(stats.binom.isf(1e-14, n, p))
-    k1 = np.arange(max(lo, 0), min(hi, n) + 1)
-    target = (_cp_lower(k1, n, level) - d) * math.exp(-eps)
-    ok = target > 0
-    if not np.any(ok):
-        return 0.0
-    k1, target = k1[ok], target[ok]
-    # largest k2 with q_hi(k2) < target: one below the level-quantile of Bin(n, target)
-    k2_max = stats.binom.ppf(level, n, target) - 1
-    total = np.sum(stats.binom.pmf(k1, n, p) * stats.binom.cdf(k2_max, n, q))
-    return float(min(max(total, 0.0), 1.0))
-
-
-def _check_laws(first, second):
-    P = V.check_finite_array(first, "first", ndim=1)
-    Q = V.check_finite_array(second, "second", ndim=1)
-    if P.shape != Q.shape:
-        raise ValueError(f"first and second must have the same length, got {P.size} and {Q.size}")
-    for arr, name in ((P, "first"), (Q, "second")):
-        if np.any(arr < 0) or abs(arr.sum() - 1.0) > 1e-9:
-            raise ValueError(f"{name} must be a probability vector (non-negative, summing to 1)")
-    return P, Q
-
-
-def pair_delta(first: ArrayLike, second: ArrayLike, epsilon: float) -> float:
-    """Exact ``delta(epsilon)`` of one pair of discrete output laws.
-
-    ``first`` and ``second`` are the probability vectors of a mechanism's
-    output on two neighbouring datasets, over a common support. The smallest
-    delta with ``P(S) <= e^eps Q(S) + delta`` and ``Q(S) <= e^eps P(S) + delta``
-    for every set ``S`` is the larger of the two hockey-stick divergences
-    ``sum_y max(0, P(y) - e^eps Q(y))`` and the same with ``P`` and ``Q``
-    exchanged.
-
-    Examples
-    --------
-    >>> round(pair_delta([0.75, 0.25], [0.25, 0.75], np.log(3)), 12)  # randomized response, epsilon = ln 3
-    0.0
-    """
-    P, Q = _check_laws(first, second)
-    e = math.exp(float(V.check_positive(epsilon, "epsilon", allow_zero=True)))
-    return float(max(np.sum(np.maximum(P - e * Q, 0.0)), np.sum(np.maximum(Q - e * P, 0.0))))
-
-
-def discrete_audit_power(first: ArrayLike, second: ArrayLike, n_samples: int, *,
-                         epsilon: float, delta: float,
-                         alpha: float = 1e-3) -> float:
-    """Power of the best threshold test for two discrete output laws.
-
-    ``first`` and ``second`` are probability vectors over a common *ordered*
-    support (for example the counts 0, 1, ..., m). The candidate events are
-    those :func:`epsilon_lower_bound` uses on a one-dimensional output: an
-    upper tail ``{Y >= y}`` with ``first`` as the first dataset and a lower
-    tail ``{Y <= y}`` with ``second`` as the first dataset. Returns the
-    largest :func:`audit_power` over these events: the probability that an
-    audit with ``n_samples`` releases per dataset proves a violation of
-    ``epsilon`` when its pilot picks the best threshold.
-
-    Examples
-    --------
-    >>> round(discrete_audit_power([0.1, 0.9], [0.9, 0.1], 1000, epsilon=1.0, delta=0.0), 6)
-    1.0
-    """
-    P, Q = _check_laws(first, second)
-    sfP, sfQ = np.cumsum(P[::-1])[::-1], np.cumsum(Q[::-1])[::-1]
-    p = np.minimum(np.concatenate([sfP, np.cumsum(Q)]), 1.0)
-    q = np.minimum(np.concatenate([sfQ, np.cumsum(P)]), 1.0)
-    d = _check_delta_audit(delta)
-    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True))
-    # an event can prove a violation only if p - delta > e^eps q; a margin of
-    # 2 keeps the candidates that are close
-    useful = (p > d) & (p - d > 0.5 * math.exp(eps) * q)
-    if not np.any(useful):
-        return 0.0
-    return float(np.max(audit_power(p[useful], q[useful], n_samples, epsilon=eps, delta=d,
-                                    alpha=alpha)))
-
-
-def pair_epsilon(first, second, delta: float) -> float:
-    """Exact ``epsilon(delta)`` of one pair of discrete output laws.
-
-    The smallest ``epsilon >= 0`` with :func:`pair_delta` at most ``delta``:
-    the privacy the pair actually has at ``delta``. ``inf`` when no epsilon
-    suffices (an output possible under one law and impossible under the
-    other carries more than ``delta``).
-    """
-    P, Q = _check_laws(first, second)
-    d = _check_delta_audit(delta)
-    if pair_delta(P, Q, 0.0) <= d:
-        return 0.0
-    both = (P > 0) & (Q > 0)
-    top = float(np.max(np.abs(np.log(P[both] / Q[both])))) if np.any(both) else 0.0
-    if pair_delta(P, Q, top) > d:
-        return math.inf  # the remaining delta sits on outputs one law cannot produce
-    f = lambda e: pair_delta(P, Q, e) - d  # noqa: E731  (decreasing in e)
-    return float(optimize.brentq(f, 0.0, top, xtol=1e-13, rtol=1e-12))
-
-
-# ----------------------------------------------------------------- the audit
 
 @dataclass(frozen=True)
 class AuditResult:
@@ -389,7 +90,7 @@ class AuditResult:
     delta: float
 
 
-def _as_output(value) -> np.ndarray:
+def _as_output(value: Any) -> np.ndarray:
     """A release's output as a float array: a :class:`Release` gives its estimate."""
     est = getattr(value, "estimate", value)
     arr = np.asarray(est)
@@ -399,7 +100,7 @@ def _as_output(value) -> np.ndarray:
     return arr.astype(np.float64, copy=False)
 
 
-def _sample(release, dataset, m: int, gen, batched: bool, shape) -> np.ndarray:
+def _sample(release: Any, dataset: Any, m: int, gen: Any, batched: bool, shape: Any) -> np.ndarray:
     """``m`` releases on ``dataset`` as an ``(m, k)`` float array."""
     if batched:
         out = _as_output(release(dataset, gen, size=m))
@@ -496,7 +197,7 @@ def epsilon_lower_bound(release: Callable[..., Any], dataset: Any, neighbour: An
                         batched: bool = False) -> AuditResult:
     """Audit a mechanism: a lower bound on its epsilon from releases on two neighbours.
 
-    The procedure (book chapter 8):
+    The procedure (book chapter "Checking privacy empirically"):
 
     1. **Pilot run.** ``n_pilot`` releases on each dataset choose a unit
        direction ``w`` (the difference of the pilot means divided
@@ -677,9 +378,9 @@ class AuditSimulation:
                 float(_cp_upper(self.rejections, self.runs, a)))
 
 
-def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, delta: float,
-                    n_samples: int, runs: int, rng=None, alpha: float = 1e-3,
-                    n_pilot: int | None = None, direction=None,
+def simulate_audits(release: Callable, dataset: Any, neighbour: Any, *, epsilon: float, delta: float,
+                    n_samples: int, runs: int, rng: Any=None, alpha: float = 1e-3,
+                    n_pilot: int | None = None, direction: Any=None,
                     batched: bool = False) -> AuditSimulation:
     """Run ``runs`` independent audits, pilot included, and count rejections.
 
@@ -690,7 +391,7 @@ def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, de
     false-alarm rate on one that satisfies it. :func:`audit_power` gives the
     power of one test at a fixed threshold (an oracle that knows the best
     event); the pilot's noisy choice of threshold makes the real power lower,
-    and only a simulation measures by how much (book chapter 8).
+    and only a simulation measures by how much (book chapter "Checking privacy empirically").
 
     Parameters
     ----------
@@ -720,37 +421,7 @@ def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, de
                            alpha=last.alpha)
 
 
-def two_point_rejection_probability(p: float, q: float, n_samples: int, *, epsilon: float,
-                                    delta: float, alpha: float = 1e-3) -> float:
-    """Exact probability that an audit of a mechanism with two outputs rejects ``epsilon``.
-
-    The mechanism outputs 1 with probability ``p`` on the first dataset and
-    ``q`` on the second (one randomized bit, say). With such outputs the
-    pilot has one sensible choice, the events "output 1" for the upper test
-    and "output 0" for the lower test, and the audit rejects ``epsilon`` when
-    either test's bound exceeds it. The main-run counts ``k1 ~ Bin(n, p)`` and
-    ``k2 ~ Bin(n, q)`` of ones decide both tests (the lower test counts
-    ``n - k2`` and ``n - k1`` zeros), so the probability is a finite double
-    sum, computed exactly here. At the mechanism's true epsilon it is the
-    audit's exact false-alarm probability, which
-    :func:`epsilon_lower_bound` promises to keep below ``alpha``.
-    """
-    n = V.check_integer(n_samples, "n_samples")
-    for value, name in ((p, "p"), (q, "q")):
-        V.check_probability(value, name, scalar=True)
-    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True, scalar=True))
-    d = _check_delta_audit(delta)
-    level = _check_alpha(alpha) / (2 * N_TESTS)
-    k = np.arange(n + 1)
-    lo, hi = _cp_lower(k, n, level), _cp_upper(k, n, level)
-    bound = lambda a, b: _epsilon_bound(a, b, d)  # noqa: E731
-    upper = bound(lo[:, None], hi[None, :]) > eps            # k1 ones on D, k2 on D'
-    lower = bound(lo[None, ::-1], hi[::-1, None]) > eps      # n - k2 zeros on D', n - k1 on D
-    pmf1, pmf2 = stats.binom.pmf(k, n, float(p)), stats.binom.pmf(k, n, float(q))
-    return float(min(max(pmf1 @ (upper | lower) @ pmf2, 0.0), 1.0))
-
-
-def discrete_law_release(first, second) -> Callable:
+def discrete_law_release(first: Any, second: Any) -> Callable:
     """A batched release that samples two discrete output laws exactly.
 
     ``first`` and ``second`` are probability vectors over the outputs
@@ -766,7 +437,7 @@ def discrete_law_release(first, second) -> Callable:
     P, Q = _check_laws(first, second)
     cdfs = {1: np.cumsum(P), 0: np.cumsum(Q)}
 
-    def release(dataset, rng, size):
+    def release(dataset: Any, rng: Any, size: Any) -> Any:
         if dataset not in (0, 1):
             raise ValueError("dataset must be 1 (the first law) or 0 (the second)")
         cdf = cdfs[int(dataset)]
@@ -775,8 +446,6 @@ def discrete_law_release(first, second) -> Callable:
 
     return release
 
-
-# ------------------------------------------------------------- batched releases
 
 #: The only sampling methods of ``numpy.random.Generator`` that
 #: :func:`batched_gaussian_release` batches: both take a ``size`` and draw
@@ -816,17 +485,17 @@ class _BatchGenerator(np.random.Generator):
 
     __str__ = __repr__
 
-    def _shape(self, size):
+    def _shape(self, size: Any) -> Any:
         if size is None:
             return (self._batch,)
         return (self._batch,) + tuple(np.atleast_1d(np.asarray(size, dtype=np.int64)).tolist())
 
-    def normal(self, loc=0.0, scale=1.0, size=None):
+    def normal(self, loc: Any=0.0, scale: Any=1.0, size: Any=None) -> Any:
         if size is None and (np.ndim(loc) or np.ndim(scale)):
             size = np.broadcast_shapes(np.shape(loc), np.shape(scale))
         return super().normal(loc, scale, size=self._shape(size))
 
-    def standard_normal(self, size=None, dtype=np.float64, out=None):
+    def standard_normal(self, size: Any=None, dtype: Any=np.float64, out: Any=None) -> Any:
         if out is not None:
             raise TypeError("the batched path does not support standard_normal(out=...)")
         return super().standard_normal(size=self._shape(size), dtype=dtype)
@@ -838,15 +507,15 @@ def _refusal(name: str) -> TypeError:
         "batch (it batches only normal and standard_normal); audit it with batched=False")
 
 
-def _refuse(name: str):
-    def method(self, *args, **kwargs):
+def _refuse(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> None:
         raise _refusal(name)
     method.__name__ = name
     return method
 
 
-def _refuse_attribute(name: str):
-    def getter(self):
+def _refuse_attribute(name: str) -> Any:
+    def getter(self: Any) -> None:
         raise _refusal(name)
     return property(getter)
 
@@ -854,6 +523,8 @@ def _refuse_attribute(name: str):
 for _name in refused_attributes():
     _attr = getattr(np.random.Generator, _name)
     setattr(_BatchGenerator, _name, _refuse(_name) if callable(_attr) else _refuse_attribute(_name))
+
+
 del _name, _attr
 
 
@@ -889,7 +560,7 @@ def batched_gaussian_release(release: Callable) -> Callable:
     """
     V.check_callable(release, "release", "release(dataset, rng)")
 
-    def batched(dataset, rng, size):
+    def batched(dataset: Any, rng: Any, size: Any) -> Any:
         m = V.check_integer(size, "size")
         gen = _BatchGenerator(V.check_rng(rng), m)
         out = _as_output(release(dataset, gen))
@@ -901,88 +572,3 @@ def batched_gaussian_release(release: Callable) -> Callable:
 
     setattr(batched, "__wrapped__", release)
     return batched
-
-
-# The worst-case neighbouring pairs moved to dpsum.pairs; the old names still
-# work with a DeprecationWarning.
-__getattr__ = moved_attributes(__name__, {
-    name: f"dpsum.pairs:{name}"
-    for name in ("statistic_pair", "replace_one_pair", "add_remove_pair", "elliptical_pair",
-                 "clipped_pair", "gaussian_data_pair", "binary_pair")
-})
-
-
-# ------------------------------------------------ the precision distinguisher
-
-def precision_event(outputs: np.ndarray, sensitivity: float, bits: int = 6) -> np.ndarray:
-    """The low-order-bit event of the precision attack, for each output.
-
-    An output ``y`` is in the event when ``|y| < Delta 2^-bits`` and ``y`` is an
-    exact multiple of ``ulp(Delta) / 2``. On the floating-point path a release
-    of the statistic ``Delta`` is ``fl(Delta + z)``: near zero the exact sum
-    ``Delta + z`` is a multiple of ``ulp(Delta) / 2`` (its terms are), so it
-    is always in the event there, while a release of ``0`` is ``z`` itself,
-    whose bits below ``ulp(Delta) / 2`` are free, so it is in the event only
-    about ``2^(1-bits)`` of the time. A release on the grid ``2^K`` with
-    ``2^K >= ulp(Delta)`` puts every output in the event alike.
-
-    Parameters
-    ----------
-    outputs : array_like
-        Scalar releases (one per sample).
-    sensitivity : float
-        ``Delta``, the value the second dataset's statistic takes.
-    bits : int
-        How close to zero the event looks (``|y| < Delta 2^-bits``).
-
-    Returns
-    -------
-    numpy.ndarray of bool
-
-    Examples
-    --------
-    >>> d = 1.0  # ulp(1) / 2 = 2^-53
-    >>> precision_event(np.array([2.0**-20, 2.0**-20 + 2.0**-60, 0.5]), d).tolist()
-    [True, False, False]
-    """
-    y = V.check_real(outputs, "outputs")
-    D = V.check_positive(sensitivity, "sensitivity", scalar=True)
-    j = V.check_integer(bits, "bits", minimum=1, maximum=50)
-    y = np.asarray(y, dtype=np.float64)
-    quantum = np.spacing(D) / 2
-    return (np.abs(y) < math.ldexp(D, -j)) & (np.mod(y, quantum) == 0)
-
-
-def precision_epsilon_lower_bound(first: np.ndarray, second: np.ndarray, *,
-                                  sensitivity: float, delta: float, bits: int = 6,
-                                  alpha: float = 0.05) -> tuple[float, tuple[int, int]]:
-    """A lower bound on epsilon from the precision event (issue 16).
-
-    ``first`` are releases of a mechanism on the dataset whose statistic is
-    ``Delta`` and ``second`` on its neighbour whose statistic is ``0``; the
-    event is :func:`precision_event`. The bound is that of
-    :func:`epsilon_from_counts`: it exceeds the mechanism's true epsilon (at
-    ``delta``) with probability at most ``alpha``. The event is fixed before
-    the samples are drawn, so one test is run and no pilot is needed.
-
-    Returns
-    -------
-    (float, (int, int))
-        The bound and the two event counts.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> a = 1.0 + rng.normal(0.0, 4.0, 200_000)
-    >>> b = 0.0 + rng.normal(0.0, 4.0, 200_000)
-    >>> eps, counts = precision_epsilon_lower_bound(a, b, sensitivity=1.0, delta=1e-5)
-    >>> eps > 1.0
-    True
-    """
-    a = np.ravel(V.check_real(first, "first"))
-    b = np.ravel(V.check_real(second, "second"))
-    if a.size != b.size or a.size == 0:
-        raise ValueError("first and second must hold the same, nonzero number of samples")
-    k1 = int(np.count_nonzero(precision_event(a, sensitivity, bits)))
-    k2 = int(np.count_nonzero(precision_event(b, sensitivity, bits)))
-    return epsilon_from_counts(k1, k2, a.size, delta=delta, alpha=alpha), (k1, k2)

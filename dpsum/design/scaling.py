@@ -1,4 +1,4 @@
-"""Scaling vectors ``b`` for the Elliptical Gaussian mechanism and Algorithm 3.
+"""Scaling vectors ``b`` for the Elliptical Gaussian mechanism and the Gaussian-data mechanism.
 
 A scaling vector maps a record ``x`` to ``x ⊙ b``; noise is added to the sum in
 that space and mapped back by ``b^{-1}``, so coordinate ``j`` receives noise
@@ -7,25 +7,26 @@ proportional to ``1 / b_j`` (book chapters 3 and 4).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import enum
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize
 
-from . import _validation as V
-from ._deprecation import renamed_keyword
-from .clipping import clip_radius as _clip_radius
-from .gchisq import GeneralizedChiSquare as _GeneralizedChiSquare
+from dpsum import _validation as V
+from dpsum.design.clip_radius import clip_radius as _clip_radius
+from dpsum.distributions.gchisq import GeneralizedChiSquare as _GeneralizedChiSquare
 
 __all__ = [
+    "Scaling",
     "elliptical_scaling",
-    "error_optimal_scaling",
-    "gaussian_data_scaling",
     "power_scaling",
+    "gaussian_data_scaling",
+    "whitening_scaling",
     "resolve_scaling",
     "tilted_scaling",
-    "whitening_scaling",
+    "error_optimal_scaling",
 ]
 
 
@@ -33,9 +34,8 @@ def _positive_vector(values: Any, name: str) -> np.ndarray:
     return V.check_vector(values, name, positive=True)
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
-    """Optimal scaling of the Elliptical Gaussian mechanism (Theorem 4).
+    """Optimal scaling of the Elliptical Gaussian mechanism (the optimal-scaling theorem (``elliptical-thm-optimal``)).
 
     ``b_j = sqrt(Delta_j / sum_i Delta_i)``, so that ``||b|| = 1`` and the
     expected squared error ``sigma_opt^2 sum_j (Delta_j / b_j)^2`` attains its
@@ -66,9 +66,9 @@ def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
 def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
     """Scaling ``b_j ∝ sigma_j^{-alpha}`` normalised so that ``E||x ⊙ b||^2 = 1``.
 
-    The normalisation is the report's constraint (10),
+    The normalisation is the normalisation,
     ``sum_j (b_j sigma_j)^2 = 1``. ``alpha = 0`` is isotropic clipping,
-    ``alpha = 1/2`` is Lemma 3.1 and ``alpha = 1`` is whitening (book chapter 6).
+    ``alpha = 1/2`` is the scaling lemma (``gaussian-data-lem-scaling``) and ``alpha = 1`` is whitening (book chapter "Choosing the scaling and the clip probability").
 
     Parameters
     ----------
@@ -93,11 +93,11 @@ def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
 
 
 def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
-    """The scaling of Lemma 3.1: ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
+    """The scaling of the scaling lemma (``gaussian-data-lem-scaling``): ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
 
     It is the stationary point of the Lagrangian that minimises equation (9)
     under the constraint ``E||x ⊙ b||^2 = 1`` (equation (10)) with the clip
-    radius held fixed (book chapter 4, Lemma 3.1).
+    radius held fixed (book chapter "Gaussian data", the scaling lemma (``gaussian-data-lem-scaling``)).
 
     Parameters
     ----------
@@ -115,7 +115,7 @@ def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
 
 def whitening_scaling(stds: ArrayLike) -> np.ndarray:
     """Whitening, ``b_j = 1 / (sigma_j sqrt(d))``: every scaled coordinate has
-    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (book chapter 6).
+    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (book chapter "Choosing the scaling and the clip probability").
 
     Examples
     --------
@@ -131,57 +131,70 @@ def check_scaling(scaling: ArrayLike, d: int) -> np.ndarray:
     return V.check_vector(scaling, "scaling", d, positive=True)
 
 
+class Scaling(str, enum.Enum):
+    """The one vocabulary of the ``scaling`` argument, in every function that takes it.
+
+    ``"scaled"`` clips in the space scaled by the book's rule for Gaussian
+    data, ``b_j ∝ s_j^{-1/2}`` (lemma ``gaussian-data-lem-scaling``), from
+    the public scales ``s_j`` a mechanism is given, or from private estimates
+    of them in the private pipeline; ``"isotropic"`` clips the unscaled rows
+    (``b = 1``). The model-based functions also accept an explicit vector.
+
+    Examples
+    --------
+    >>> Scaling("isotropic") is Scaling.ISOTROPIC
+    True
+    """
+
+    SCALED = "scaled"
+    ISOTROPIC = "isotropic"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    @classmethod
+    def parse(cls, value: Any, name: str = "scaling") -> Scaling:
+        """``value`` as a :class:`Scaling`, or a ValueError naming ``name``."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if value == member.value:
+                    return member
+            raise ValueError(f"{name} must be one of {[m.value for m in cls]} or a vector")
+        raise TypeError(f"{name} must be a string of {[m.value for m in cls]}, "
+                        f"got {type(value).__name__}")
+
+
 def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
-    """The scaling vector ``b`` that Algorithm 3's ``scaling`` argument names.
+    """The scaling vector ``b`` that a ``scaling`` argument names.
 
     Parameters
     ----------
-    scaling : {"optimal", "none"} or array_like, shape (d,)
-        ``"optimal"`` is Lemma 3.1 (:func:`gaussian_data_scaling`), ``"none"``
-        is ``b = 1`` (isotropic clipping); a vector is validated and used as
-        given (its overall scale does not matter).
+    scaling : Scaling, {"scaled", "isotropic"} or array_like, shape (d,)
+        ``"scaled"`` is the book's rule (:func:`gaussian_data_scaling`),
+        ``"isotropic"`` is ``b = 1``; a vector is validated and used as given
+        (its overall scale does not matter).
     stds : numpy.ndarray, shape (d,)
         The validated public standard deviations.
 
     Examples
     --------
-    >>> resolve_scaling("none", np.array([2.0, 3.0])).tolist()
+    >>> resolve_scaling("isotropic", np.array([2.0, 3.0])).tolist()
     [1.0, 1.0]
     """
-    if isinstance(scaling, str):
-        if scaling == "optimal":
+    if isinstance(scaling, (str, Scaling)):
+        if Scaling.parse(scaling) is Scaling.SCALED:
             return gaussian_data_scaling(stds)
-        if scaling == "none":
-            return np.ones(stds.shape[0])
-        raise ValueError(f"scaling must be 'optimal', 'none' or a vector, got {scaling!r}")
+        return np.ones(stds.shape[0])
     return check_scaling(scaling, stds.shape[0])
 
-
-# ---------------------------------------------------------------------------
-# Error-optimal scalings for Algorithm 3 (book chapter 6)
-#
-# Lemma 3.1 minimises equation (9) with the clip radius C held fixed. But C
-# depends on b: it is the (1 - p_C) quantile of ||x ⊙ b||. The functions
-# below minimise the whole expression
-#
-#     F(b) = C(b)^2 * sum_j b_j^{-2}        (equation (9) / (2 sigma_opt)^2),
-#
-# which does not change when b is multiplied by a constant. Writing
-# w_j = (b_j sigma_j)^2 and q = C^2, the derivative of the quantile is
-# dq/dw_j = E[Z_j^2 | ||x̂||^2 = q] =: g_j (implicit function theorem applied
-# to P(sum_k w_k Z_k^2 > q) = p_C, with the size-biasing identity
-# E[Z_j^2 h(X)] = E[h(X + w_j chi^2_2)]), so g_j = f_j(q) / f(q) where f is
-# the density of ||x̂||^2 and f_j that of ||x̂||^2 + w_j chi^2_2. At a
-# stationary point w_j^2 g_j is proportional to sigma_j^2. Lemma 3.1 is this
-# condition with g_j = 1 (the unconditional E[Z_j^2]); the saddlepoint
-# approximation g_j ≈ 1 / (1 - 2 s w_j) turns it into the one-parameter
-# family of :func:`tilted_scaling`.
 
 _FAMILIES = ("power", "tilted", "all")
 
 
 def _normalise(b: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Rescale ``b`` to the report's constraint (10), ``sum_j (b_j sigma_j)^2 = 1``."""
+    """Rescale ``b`` to the normalisation, ``sum_j (b_j sigma_j)^2 = 1``."""
     return b / np.sqrt(np.sum((b * sigma) ** 2))
 
 
@@ -189,12 +202,12 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     """The saddlepoint family ``b_j^2 ∝ 1 / (sigma_j (kappa sigma_j + sqrt(1 + kappa^2 sigma_j^2)))``.
 
     Normalised by constraint (10), ``sum_j (b_j sigma_j)^2 = 1``. At
-    ``kappa = 0`` it is Lemma 3.1's scaling (``b_j ∝ sigma_j^{-1/2}``) and as
+    ``kappa = 0`` it is the scaling lemma's scaling (``b_j ∝ sigma_j^{-1/2}``) and as
     ``kappa -> inf`` it tends to whitening (``b_j ∝ 1/sigma_j``); ``kappa``
     has the units of ``1/sigma``. The family solves the stationarity
     condition of the exact error ``C(b)^2 sum_j b_j^{-2}`` when the
     conditional moments ``E[Z_j^2 | ||x̂|| = C]`` are replaced by their
-    saddlepoint values ``1 / (1 - 2 s w_j)`` (book chapter 6).
+    saddlepoint values ``1 / (1 - 2 s w_j)`` (book chapter "Choosing the scaling and the clip probability").
 
     Parameters
     ----------
@@ -225,14 +238,14 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
 
 
 def _error_factor(sigma: np.ndarray, p: float, b: np.ndarray) -> float:
-    """Exact ``C(b)^2 sum_j b_j^{-2}`` with the clip radius Algorithm 3 uses."""
+    """Exact ``C(b)^2 sum_j b_j^{-2}`` with the clip radius the Gaussian-data mechanism uses."""
     C = _clip_radius(sigma, p, b)
     return float(C * C * np.sum(b ** -2.0))
 
 
-def _make_objective(sigma: np.ndarray, p: float, exact: bool):
+def _make_objective(sigma: np.ndarray, p: float, exact: bool) -> Any:
     """``F(b)``, exact or from the saddlepoint quantile (falling back to exact)."""
-    def F(b):
+    def F(b: Any) -> Any:
         if not exact:
             q = _GeneralizedChiSquare((b * sigma) ** 2).saddlepoint_isf(p)
             if np.isfinite(q):
@@ -241,7 +254,7 @@ def _make_objective(sigma: np.ndarray, p: float, exact: bool):
     return F
 
 
-def _minimise_family(member, lo: float, hi: float, F, exact_F, exact: bool):
+def _minimise_family(member: Any, lo: float, hi: float, F: Any, exact_F: Any, exact: bool) -> Any:
     """Minimise ``F(member(t))`` over ``t`` in ``[lo, hi]``: a grid, then
     bounded Brent around the best grid point; optionally polished against
     the exact objective. Returns the parameter."""
@@ -280,7 +293,7 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
     ``d log F / d v_j = (w_j g_j S - q / u_j) / (q S)`` (``u = b^2``, ``S = sum 1/u``)."""
     sigma2 = sigma * sigma
 
-    def fun(v):
+    def fun(v: Any) -> Any:
         v = v - v.max()  # F is scale invariant; keep the numbers moderate
         u = np.exp(v)
         w = u * sigma2
@@ -297,14 +310,14 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
 
 def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: str = "tilted",
                           exact: bool = False, max_iter: int = 100) -> np.ndarray:
-    """The scaling ``b`` that minimises Algorithm 3's expected error, equation (9)
+    """The scaling ``b`` that minimises the Gaussian-data mechanism's expected error, equation (9)
     with the exact clip radius.
 
-    Lemma 3.1 minimises ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` as if ``C`` did
+    the scaling lemma (``gaussian-data-lem-scaling``) minimises ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` as if ``C`` did
     not depend on ``b``; here ``C(b)`` is the exact radius of
     :func:`dpsum.clipping.clip_radius` and the minimised quantity is
     ``F(b) = C(b)^2 sum_j b_j^{-2}``, which fixes the error for every
-    ``epsilon``, ``delta`` and neighbouring relation at once (book chapter 6).
+    ``epsilon``, ``delta`` and neighbouring relation at once (book chapter "Choosing the scaling and the clip probability").
 
     Parameters
     ----------
@@ -314,7 +327,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
         The clip probability ``p_C`` in (0, 1).
     family : {"tilted", "power", "all"}
         Where to search: ``"tilted"`` the one-parameter family of
-        :func:`tilted_scaling` (from Lemma 3.1 to whitening), ``"power"`` the
+        :func:`tilted_scaling` (from the scaling lemma (``gaussian-data-lem-scaling``) to whitening), ``"power"`` the
         family ``b_j ∝ sigma_j^{-alpha}``, ``-1/2 <= alpha <= 2``
         (:func:`power_scaling`), ``"all"`` every positive vector: L-BFGS in
         ``log b`` with the exact gradient, started from the better of the
@@ -335,7 +348,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     numpy.ndarray
         ``b`` normalised by constraint (10), ``sum_j (b_j sigma_j)^2 = 1``.
         Its exact ``F`` is never larger than that of the family's named
-        members: Lemma 3.1 and whitening (``"tilted"``, ``"all"``), and
+        members: the scaling lemma (``gaussian-data-lem-scaling``) and whitening (``"tilted"``, ``"all"``), and
         ``alpha`` in {0, 1/2, 1} (``"power"``, ``"all"``), which include
         isotropic clipping.
 
@@ -366,18 +379,18 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     candidates = []
     if family in ("tilted", "all"):
         smax, smin = float(sigma.max()), float(sigma.min())
-        # t = log(kappa sigma_max): from ~Lemma 3.1 (kappa sigma_max = 1e-4)
+        # t = log(kappa sigma_max): from ~the scaling lemma (``gaussian-data-lem-scaling``) (kappa sigma_max = 1e-4)
         # to ~whitening (kappa sigma_min = 1e4)
         lo, hi = np.log(1e-4), np.log(1e4 * smax / smin)
 
-        def member(t):
+        def member(t: Any) -> Any:
             return tilted_scaling(sigma, np.exp(t) / smax)
 
         t = _minimise_family(member, lo, hi, F, exact_F, exact)
         candidates += [member(t), tilted_scaling(sigma, 0.0), tilted_scaling(sigma, np.inf)]
     if family in ("power", "all"):
-        def member(a):
-            return power_scaling(sigma, a)
+        def member(t: Any) -> Any:
+            return power_scaling(sigma, t)
 
         a = _minimise_family(member, -0.5, 2.0, F, exact_F, exact)
         candidates += [member(a)] + [power_scaling(sigma, x) for x in (0.0, 0.5, 1.0)]

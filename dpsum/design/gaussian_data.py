@@ -1,6 +1,6 @@
-"""Algorithm 3's public set-up: everything fixed before the data is read.
+"""the Gaussian-data mechanism's public set-up: everything fixed before the data is read.
 
-Algorithm 3 (book chapter 4) releases a clipped, scaled sum. Its scaling
+the Gaussian-data mechanism (book chapter "Gaussian data") releases a clipped, scaled sum. Its scaling
 ``b``, clip radius ``C``, L2 sensitivity and noise level are functions of
 public inputs only: the data model (``stds``, ``center``), the clip
 probability ``p_C``, the scaling rule, the neighbouring relation and the
@@ -29,16 +29,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _validation as V
-from .calibration import analytic_sigma
-from .clipping import clip_radius
-from .privacy import Neighbouring, clipped_sum_sensitivity
-from .scaling import resolve_scaling
+from dpsum import _validation as V
+from dpsum.design.clip_radius import clip_radius
+from dpsum.design.scaling import resolve_scaling
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
-__all__ = ["GaussianDataSetup", "gaussian_data_setup"]
+__all__ = [
+    "GaussianDataSetup",
+    "gaussian_data_setup",
+]
 
 
 def _frozen(array: np.ndarray | None) -> np.ndarray | None:
@@ -52,7 +56,7 @@ def _frozen(array: np.ndarray | None) -> np.ndarray | None:
 
 @dataclass(frozen=True)
 class GaussianDataSetup:
-    """The public parameters of one run of Algorithm 3.
+    """The public parameters of one run of the Gaussian-data mechanism.
 
     Every field is a function of public inputs only. Arrays are read-only
     copies.
@@ -77,7 +81,7 @@ class GaussianDataSetup:
         The privacy guarantee (None when the set-up was asked for the clipping
         geometry only).
     sigma_opt : float or None
-        The noise multiplier for unit sensitivity (Theorem 3).
+        The noise multiplier for unit sensitivity (the analytic calibration (``gaussian-thm-analytic``)).
     noise_std : numpy.ndarray or None
         Per-coordinate noise standard deviation of the released sum,
         ``sensitivity * sigma_opt / b``.
@@ -126,9 +130,9 @@ class GaussianDataSetup:
 def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
                         delta: float | None = None, center: ArrayLike | None = None,
                         clip_probability: float | None = None, n: int | None = None,
-                        scaling: str | ArrayLike = "optimal",
+                        scaling: str | ArrayLike = "scaled",
                         neighbouring: Neighbouring | str = "replace") -> GaussianDataSetup:
-    """Compute Algorithm 3's scaling, clip radius, sensitivity and noise from public inputs.
+    """Compute the Gaussian-data mechanism's scaling, clip radius, sensitivity and noise from public inputs.
 
     Parameters
     ----------
@@ -145,8 +149,8 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         must be given, since ``n`` is private there.
     n : int, optional
         The number of rows, used only for the default ``p_C = 1/n``.
-    scaling : {"optimal", "none"} or array_like, shape (d,)
-        Lemma 3.1's ``b`` (default), ``b = 1``, or an explicit positive vector.
+    scaling : {"scaled", "isotropic"} or array_like, shape (d,)
+        the scaling lemma's ``b`` (default), ``b = 1``, or an explicit positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation.
 
@@ -228,4 +232,3 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         sigma_opt=sigma_opt,
         noise_std=_frozen(noise),
     )
-

@@ -1,4 +1,4 @@
-r"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
+"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
 
 The Gaussian mechanism releases ``f(X) + N(0, sigma^2 I)``. If ``f`` has L2
 sensitivity ``Delta`` then, writing ``r = Delta / sigma``, the smallest delta
@@ -11,10 +11,10 @@ for which the release is (epsilon, delta)-DP is the *privacy profile*
     b = -\frac{r}{2} - \frac{\varepsilon}{r},
 
 the left-hand side of the report's equation (2) (Balle and Wang 2018; the
-report's Theorem 3, which takes ``Delta = 1``).  This module evaluates that
+report's the analytic calibration (``gaussian-thm-analytic``), which takes ``Delta = 1``).  This module evaluates that
 profile, inverts it in sigma (:func:`analytic_sigma`) and in epsilon
 (:func:`gaussian_epsilon`), and also provides the classic Dwork--Roth
-calibration (:func:`classic_sigma`, the report's Theorem 2).
+calibration (:func:`classic_sigma`, the classic calibration (``gaussian-thm-classic``)).
 
 Numerical method
 ----------------
@@ -83,39 +83,57 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import erf, ndtri
 
-from . import _validation as V
-from ._deprecation import moved_attributes
-from ._special import LOG_SQRT_2PI, hazard_excess, log1mexp, log_mills, log_ndtr
+from dpsum import _validation as V
+from dpsum._special import LOG_SQRT_2PI, hazard_excess, log1mexp, log_mills, log_ndtr
 
 __all__ = [
-    "classic_sigma",
-    "analytic_sigma",
-    "gaussian_delta",
-    "gaussian_epsilon",
     "MAX_CALIBRATION_EPSILON",
+    "classic_sigma",
+    "gaussian_delta",
+    "analytic_sigma",
+    "gaussian_epsilon",
 ]
 
+
 Float = NDArray[np.float64]
+
 
 # ---------------------------------------------------------------------------
 # constants
 # ---------------------------------------------------------------------------
 _SQRT1_2 = math.sqrt(0.5)
 
+
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+
+
 _QUAD_MAX_WIDTH = 1.0  # use quadrature for E when r = a - b <= this
+
 
 # Safety margin, in log delta: the returned sigma (or epsilon) is moved to the
 # private side until the computed log delta is below log(target) - _VERIFY.
 # The computed log delta is accurate to about 3e-13 absolute, so _VERIFY
 # leaves a factor of three to spare; _SHIFT is the first move.
 _SHIFT = 2e-12
+
+
 _VERIFY = 1e-12
+
+
 _STEP_CAP = 1e-3  # largest relative move of the margin step (matters only for delta near 1)
+
+
 _BUMP = 5e-13  # further step (in log delta) if the check fails; then doubled
+
+
 _NEWTON_TOL = 1e-14  # stop when a Newton step in log scale is below this ...
+
+
 _F_TOL = 1e-13  # ... or when |log delta - log target| is below this (plus rounding)
+
+
 _MAX_ITER = 100
+
 
 #: Largest epsilon the inversions accept. At the optimum Delta/sigma is about
 #: sqrt(2 epsilon), and a = Delta/(2 sigma) - epsilon sigma/Delta is then known
@@ -123,10 +141,6 @@ _MAX_ITER = 100
 #: double-precision sigma pins delta down to the accuracy promised here.
 #: (Formerly ``EPSILON_MAX``, which still works with a DeprecationWarning.)
 MAX_CALIBRATION_EPSILON = 1e8
-
-__getattr__ = moved_attributes(__name__, {
-    "EPSILON_MAX": "dpsum.calibration:MAX_CALIBRATION_EPSILON",
-})
 
 
 # ---------------------------------------------------------------------------
@@ -337,8 +351,8 @@ def _gaussian_epsilon_scalar(sigma: float, delta: float, sens: float) -> float:
 # ---------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------
-def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
-    r"""Noise level of the classic Gaussian mechanism (the report's Theorem 2).
+def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
+    r"""Noise level of the classic Gaussian mechanism (the classic calibration (``gaussian-thm-classic``)).
 
     Returns ``sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon``, the
     calibration of Dwork and Roth (2014, Theorem A.1), which makes the
@@ -362,14 +376,14 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     ------
     ValueError
         If an argument is out of range, in particular for ``epsilon >= 1``:
-        Theorem 2's proof assumes epsilon < 1, and outside it the formula is
+        the classic calibration (``gaussian-thm-classic``)'s proof assumes epsilon < 1, and outside it the formula is
         not private (at delta = 1e-3 and epsilon = 10 the true delta is about
         3.4 times the requested one).  Use :func:`analytic_sigma`, which is
         exact for every epsilon and never larger.
 
     See Also
     --------
-    analytic_sigma : the smallest sigma (the report's Theorem 3).
+    analytic_sigma : the smallest sigma (the analytic calibration (``gaussian-thm-analytic``)).
 
     Examples
     --------
@@ -384,7 +398,7 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     if np.any(np.asarray(eps) >= 1.0):
         raise ValueError(
             f"epsilon must be < 1 for the classic Gaussian mechanism, got {epsilon!r}: "
-            "the proof of the classic bound (Dwork-Roth; the report's Theorem 2) only "
+            "the proof of the classic bound (Dwork-Roth; the classic calibration (``gaussian-thm-classic``)) only "
             "covers epsilon < 1, and beyond it the formula can fail to be private "
             "(at delta=1e-3, epsilon=10 its true delta is 3.4 times the requested one). "
             "Use analytic_sigma, which is exact for every epsilon > 0."
@@ -396,14 +410,14 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     return V.scalar_or_array(sigma.reshape(shape), epsilon, delta, sensitivity)
 
 
-def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Exact privacy profile delta(epsilon) of the Gaussian mechanism.
 
     The left-hand side of the report's equation (2), for noise standard
     deviation ``sigma`` and L2 sensitivity ``Delta``:
     ``Phi(Delta/(2 sigma) - epsilon sigma/Delta)
     - e^epsilon Phi(-Delta/(2 sigma) - epsilon sigma/Delta)``
-    (Balle and Wang 2018; the report's Theorem 3).  The mechanism
+    (Balle and Wang 2018; the analytic calibration (``gaussian-thm-analytic``)).  The mechanism
     is (epsilon, delta)-DP exactly when delta is at least this value.
 
     Parameters
@@ -447,11 +461,11 @@ def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike 
     return V.scalar_or_array(delta.reshape(shape), sigma, epsilon, sensitivity)
 
 
-def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest noise level making the Gaussian mechanism (epsilon, delta)-DP.
 
     The analytic Gaussian mechanism of Balle and Wang (2018), the report's
-    Theorem 3: ``sensitivity * sigma_opt`` where ``sigma_opt`` is the smallest
+    the analytic calibration (``gaussian-thm-analytic``): ``sensitivity * sigma_opt`` where ``sigma_opt`` is the smallest
     ``sigma > 0`` satisfying equation (2).  Valid for every epsilon > 0, and
     never larger than :func:`classic_sigma` where that applies.
 
@@ -512,7 +526,7 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     return V.scalar_or_array(_analytic_sigma(e, d, s).reshape(shape), epsilon, delta, sensitivity)
 
 
-def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest epsilon for which the Gaussian mechanism is (epsilon, delta)-DP.
 
     The inverse in epsilon of :func:`gaussian_delta` (the report's
@@ -555,5 +569,3 @@ def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
         return _gaussian_epsilon_scalar(sig, dlt, sens)
     (s, d, n), shape = _broadcast(sigma=sig, delta=dlt, sensitivity=sens)
     return V.scalar_or_array(_gaussian_epsilon(s, d, n).reshape(shape), sigma, delta, sensitivity)
-
-

@@ -12,7 +12,7 @@ noise, once, to the merged total (book appendix "At scale",
 Everything the pass needs is fixed before it starts and is public: the
 mechanism's scaling, clip radius or widths, sensitivity and noise level come
 from the same functions the in-memory mechanisms call
-(:func:`dpsum.gaussian_data.gaussian_data_setup` for Algorithm 3). The
+(:func:`dpsum.gaussian_data.gaussian_data_setup` for the Gaussian-data mechanism). The
 partial results hold private sums; they travel between the workers that
 hold the data and are never released. Only :meth:`Accumulator.release`
 produces something publishable, and it draws exactly the noise the
@@ -36,20 +36,37 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _validation as V
-from . import clipping, grid
-from .calibration import analytic_sigma
-from .gaussian_data import gaussian_data_setup
-from .privacy import Neighbouring, clipped_sum_sensitivity
-from .release import Calibration, Mechanism, Release
-from .scaling import elliptical_scaling
+from dpsum import _validation as V
+from dpsum.design.gaussian_data import gaussian_data_setup
+from dpsum.design.scaling import elliptical_scaling
+from dpsum.distributions.discrete import discrete_gaussian_std
+from dpsum.kernels.clipping import (
+    accumulate_clipped,
+    clamped_sum,
+    make_clip_plan,
+    rounding_gamma,
+    sum_rounding_bound,
+)
+from dpsum.kernels.grid import (
+    accumulate_grid,
+    grid_clamped_sum,
+    grid_exponent,
+    make_grid_plan,
+    round_to_grid,
+)
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.privacy.discrete import discrete_gaussian_sigma
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
+from dpsum.release.discrete_noise import grid_gaussian_noise
+from dpsum.release.records import Calibration, Mechanism, Release
 
 __all__ = [
+    "merged_sum_rounding_bound",
     "Accumulator",
     "gaussian_data_accumulator",
     "clipped_gaussian_accumulator",
     "elliptical_gaussian_accumulator",
-    "merged_sum_rounding_bound",
+    "accumulator_for",
 ]
 
 
@@ -70,7 +87,7 @@ def merged_sum_rounding_bound(chunk_rows: Sequence[int], d: int) -> float:
     the merge adds at most ``gamma_{m-1} sum_k |P_k|`` per coordinate
     (Higham 2002, eq. 4.4), and ``||P_k|| <= n_k C (1 + rho_k)``; the last
     term covers underflow in the final power-of-two rescaling. The same
-    ``rho`` bounds the clamped sum of Algorithm 2 per coordinate, relative to
+    ``rho`` bounds the clamped sum of the Elliptical Gaussian mechanism per coordinate, relative to
     ``h_j`` instead of ``C``.
 
     Two computations of the same clipped sum, one in memory
@@ -97,9 +114,9 @@ def merged_sum_rounding_bound(chunk_rows: Sequence[int], d: int) -> float:
     if not rows:
         raise ValueError("chunk_rows must name at least one piece")
     dd = V.check_integer(d, "d")
-    rhos = [clipping.sum_rounding_bound(k, dd) for k in rows]
+    rhos = [sum_rounding_bound(k, dd) for k in rows]
     n = sum(rows)
-    merge = clipping._gamma(len(rows) - 1) * n * (1.0 + max(rhos))
+    merge = rounding_gamma(len(rows) - 1) * n * (1.0 + max(rhos))
     return math.fsum(rhos) + merge + math.sqrt(dd) * 2.0 ** -70
 
 
@@ -177,19 +194,23 @@ class Accumulator:
 
     @property
     def diagnostic_count(self) -> int:
-        """Rows clipped (Algorithm 3, clipping baseline) or values clamped
-        (Algorithm 2) so far. **Not differentially private**: do not publish."""
+        """Rows clipped (the Gaussian-data mechanism, clipping baseline) or values clamped
+        (the Elliptical Gaussian mechanism) so far. **Not differentially private**: do not publish."""
         return self._count
 
     def private_sum(self) -> np.ndarray:
         """The accumulated statistic before noise: the clipped sum in the scaled
-        space (Algorithm 3, clipping baseline) or the clamped sum (Algorithm 2);
+        space (the Gaussian-data mechanism, clipping baseline) or the clamped sum (the Elliptical Gaussian mechanism);
         on the grid path the exact integer sum (Python ints) in grid units.
         **Private**: for tests and diagnostics only, never publish it."""
         return self._statistic()
 
     def _statistic(self) -> np.ndarray:
         raise NotImplementedError
+
+    def empty(self) -> Accumulator:
+        """The empty accumulator of the same set-up (no rows)."""
+        return self._with(self._zero(), 0, 0)
 
     def _with(self, total: Any, rows: int, count: int) -> Accumulator:
         new = object.__new__(type(self))
@@ -265,7 +286,7 @@ class Accumulator:
 
 
 class _ClippedSum(Accumulator):
-    """Algorithm 3 and the clipping baseline: the clipping kernel's pass
+    """the Gaussian-data mechanism and the clipping baseline: the clipping kernel's pass
     (:func:`dpsum.clipping.clipped_sum`), partial sums in the kernel's
     normalised units (``C`` scaled into ``[1, 2)`` by a power of two)."""
 
@@ -273,14 +294,14 @@ class _ClippedSum(Accumulator):
         assert template.clip_norm is not None and template.scaling is not None
         b = np.array(template.scaling)
         c = None if template.center is None else np.array(template.center)
-        self._plan = clipping._make_plan(float(template.clip_norm), b, c, b.size)
+        self._plan = make_clip_plan(float(template.clip_norm), b, c, b.size)
         super().__init__(template, n)
 
     def _zero(self) -> np.ndarray:
         return np.zeros(self._plan.d)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        acc, clipped = clipping._accumulate(block, self._plan)
+        acc, clipped = accumulate_clipped(block, self._plan)
         return acc.total(), clipped
 
     def _statistic(self) -> np.ndarray:
@@ -300,7 +321,7 @@ class _ClippedSum(Accumulator):
 
 
 class _ClampedSum(Accumulator):
-    """Algorithm 2: coordinate ``j`` clamped to ``[-Delta_j/2, Delta_j/2]``
+    """the Elliptical Gaussian mechanism: coordinate ``j`` clamped to ``[-Delta_j/2, Delta_j/2]``
     (:func:`dpsum.clipping.clamped_sum`), partial sums in the data's units."""
 
     def __init__(self, template: Release, n: int | None) -> None:
@@ -312,7 +333,7 @@ class _ClampedSum(Accumulator):
         return np.zeros(self._half.size)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return clipping.clamped_sum(block, self._half)
+        return clamped_sum(block, self._half)
 
     def _statistic(self) -> np.ndarray:
         return np.array(self._total, dtype=np.float64)
@@ -332,29 +353,29 @@ class _GridSum(Accumulator):
         return np.array(self._total, dtype=object)
 
     def _generator(self, rng: Any) -> Any:
-        return None if rng is None else V.check_rng(rng)
+        return V.check_secure_rng(rng)
 
     def _noisy(self, S: np.ndarray, gen: Any) -> np.ndarray:
         t = self._template
         assert t.grid_exponent is not None
         units = math.ldexp(t.sensitivity, -t.grid_exponent)      # exact: a power of two
-        Y, _ = grid.grid_gaussian_noise(S, 0, units, epsilon=t.epsilon, delta=t.delta, rng=gen)
+        Y, _ = grid_gaussian_noise(S, 0, units, epsilon=t.epsilon, delta=t.delta, rng=gen)
         return Y
 
 
 class _GridClippedSum(_GridSum):
-    """Algorithm 3 and the clipping baseline on the grid path
+    """the Gaussian-data mechanism and the clipping baseline on the grid path
     (:func:`dpsum.grid.grid_clipped_sum`)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
         assert template.clip_norm is not None and template.scaling is not None
         b = np.array(template.scaling)
         c = None if template.center is None else np.array(template.center)
-        self._plan, self._K, self._k = grid._grid_plan(float(template.clip_norm), b, c, b.size)
+        self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size)
         super().__init__(template, n)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return grid._grid_accumulate(block, self._plan, self._k)
+        return accumulate_grid(block, self._plan, self._k)
 
     def _estimate(self, gen: Any) -> np.ndarray:
         t = self._template
@@ -362,7 +383,7 @@ class _GridClippedSum(_GridSum):
         offset = t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None
         if offset:
             # as in memory: every record also contributes rint(b ⊙ c / 2^K)
-            S = S + self._rows * grid.round_to_grid(np.asarray(t.scaling) * t.center, self._K)
+            S = S + self._rows * round_to_grid(np.asarray(t.scaling) * t.center, self._K)
         Y = self._noisy(S, gen)
         estimate = np.array([math.ldexp(float(y), self._K) for y in Y]) / t.scaling
         if t.center is not None and not offset:
@@ -371,7 +392,7 @@ class _GridClippedSum(_GridSum):
 
 
 class _GridClampedSum(_GridSum):
-    """Algorithm 2 on the grid path (:func:`dpsum.grid.grid_clamped_sum`)."""
+    """the Elliptical Gaussian mechanism on the grid path (:func:`dpsum.grid.grid_clamped_sum`)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
         assert template.widths is not None and template.scaling is not None
@@ -382,52 +403,56 @@ class _GridClampedSum(_GridSum):
         super().__init__(template, n)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return grid.grid_clamped_sum(block, self._half, self._unit, self._K)
+        return grid_clamped_sum(block, self._half, self._unit, self._K)
 
     def _estimate(self, gen: Any) -> np.ndarray:
         Y = self._noisy(self._total, gen)
         return np.array([float(v) for v in Y]) * np.ldexp(self._unit, self._K)
 
 
+def _norm_upper(v: np.ndarray) -> float:
+    """An upper bound on ``||v||`` (rounded up by a relative ``2^-50``)."""
+    return math.sqrt(math.fsum(float(x) * float(x) for x in v)) * (1 + 2.0 ** -50)
+
+
 def _grid_template(template: Release, K: int, units: float) -> Release:
     """The grid path's release parameters: the discrete Gaussian calibrated to
     the integer statistic's sensitivity ``units`` (grid units), as in memory."""
-    sigma = grid.discrete_gaussian_sigma(template.epsilon, template.delta, units)
+    sigma = discrete_gaussian_sigma(template.epsilon, template.delta, units)
     scale = math.ldexp(sigma, K)
-    if template.widths is not None:              # Algorithm 2: per-coordinate units
+    if template.widths is not None:              # the Elliptical Gaussian mechanism: per-coordinate units
         assert template.scaling is not None
         noise = sigma * np.ldexp(template.widths / template.scaling, K)
     else:
         assert template.scaling is not None
         noise = scale / template.scaling
+    std = noise * (discrete_gaussian_std(sigma) / sigma)
     return dataclasses.replace(
-        template, noise_std=noise, sigma_opt=sigma / units, sensitivity=math.ldexp(units, K),
-        calibration=Calibration.DISCRETE, secure=True, grid_exponent=K)
+        template, noise_std=std, sigma_opt=sigma / units, sensitivity=math.ldexp(units, K),
+        calibration=Calibration.DISCRETE, secure=True, grid_exponent=K, discrete_scale=noise)
 
 
 def _clipped_grid_template(template: Release) -> Release:
-    """Grid units of Algorithm 3 and the clipping baseline (as
+    """Grid units of the Gaussian-data mechanism and the clipping baseline (as
     :func:`dpsum.mechanisms.gaussian_data_mechanism` with ``secure=True``)."""
-    from .mechanisms import _grid_norm_upper     # imported late: mechanisms imports dpsum.dask
     assert template.clip_norm is not None and template.scaling is not None
-    K = grid.grid_exponent(template.clip_norm, template.scaling.size)
+    K = grid_exponent(template.clip_norm, template.scaling.size)
     units = math.ldexp(template.clip_norm, -K) * (1 + 2.0 ** -50)
     if template.neighbouring is Neighbouring.REPLACE:
         units *= 2
     elif template.center is not None:
-        v = grid.round_to_grid(template.scaling * template.center, K)
-        units += _grid_norm_upper(np.array([float(x) for x in v]))
+        v = round_to_grid(template.scaling * template.center, K)
+        units += _norm_upper(np.array([float(x) for x in v]))
     return _grid_template(template, K, units)
 
 
 def _clamped_grid_template(template: Release) -> Release:
-    """Grid units of Algorithm 2 (as
+    """Grid units of the Elliptical Gaussian mechanism (as
     :func:`dpsum.mechanisms.elliptical_gaussian_mechanism` with ``secure=True``)."""
-    from .mechanisms import _grid_norm_upper     # imported late: mechanisms imports dpsum.dask
     assert template.scaling is not None
     d = template.scaling.size
-    K = grid.grid_exponent(1.0, d)               # a replaced row moves x ⊙ b / Delta by ||b|| = 1
-    units = math.ldexp(_grid_norm_upper(template.scaling), -K) + math.sqrt(d)
+    K = grid_exponent(1.0, d)               # a replaced row moves x ⊙ b / Delta by ||b|| = 1
+    units = math.ldexp(_norm_upper(template.scaling), -K) + math.sqrt(d)
     return _grid_template(template, K, units)
 
 
@@ -447,10 +472,10 @@ def _privacy(epsilon: Any, delta: Any) -> tuple[float, float]:
 def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
                               center: ArrayLike | None = None,
                               clip_probability: float | None = None, n: int | None = None,
-                              scaling: str | ArrayLike = "optimal",
+                              scaling: str | ArrayLike = "scaled",
                               neighbouring: Neighbouring | str = "replace",
                               secure: bool = False) -> Accumulator:
-    """The empty accumulator of Algorithm 3
+    """The empty accumulator of the Gaussian-data mechanism
     (:func:`dpsum.mechanisms.gaussian_data_mechanism`).
 
     The scaling ``b``, clip radius ``C``, sensitivity and noise come from
@@ -543,7 +568,7 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
 
 def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta: float,
                                     n: int | None = None, secure: bool = False) -> Accumulator:
-    """The empty accumulator of Algorithm 2
+    """The empty accumulator of the Elliptical Gaussian mechanism
     (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`), replace-one;
     ``n`` and ``secure`` as in :func:`gaussian_data_accumulator`.
 
@@ -571,3 +596,27 @@ def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta:
     if secure_:
         return _GridClampedSum(_clamped_grid_template(template), nn)
     return _ClampedSum(template, nn)
+
+
+def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
+    """The empty accumulator of the set-up recorded in ``release``.
+
+    A release of a dataset mechanism records every public parameter of its
+    pass, so the same pass can be run again (for
+    :func:`dpsum.mechanisms.release_diagnostics`).
+
+    Examples
+    --------
+    >>> acc = clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    >>> r = acc.update([[3.0, 4.0]]).release(rng=0)
+    >>> accumulator_for(r).update([[3.0, 4.0], [0.1, 0.0]]).diagnostic_count
+    1
+    """
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
+        return _GridClampedSum(release, n) if release.secure else _ClampedSum(release, n)
+    if release.mechanism in (Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN):
+        return _GridClippedSum(release, n) if release.secure else _ClippedSum(release, n)
+    raise ValueError(f"release comes from the {release.mechanism} mechanism, which does not "
+                     "read a dataset row by row: it has no accumulator")

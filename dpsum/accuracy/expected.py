@@ -1,8 +1,8 @@
 """Closed-form expected squared L2 errors of the mechanisms.
 
-The error measure of the book (chapter 1) is ``E||M(X) - f(X)||^2``. For a
+The error measure of the book (chapter "Differential privacy") is ``E||M(X) - f(X)||^2``. For a
 mechanism that adds independent Gaussian noise with standard deviations
-``s_j`` to an exact statistic it equals ``sum_j s_j^2`` (Corollary 1.1). For
+``s_j`` to an exact statistic it equals ``sum_j s_j^2`` (the expected-norm corollary (``definitions-cor-expected-norm``)). For
 the clipping mechanisms the formulas below are the error against the
 *clipped* sum; the clipping bias comes on top (book chapters 4 and 6).
 """
@@ -14,13 +14,12 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _validation as V
-from ._deprecation import renamed_keyword
-from .calibration import analytic_sigma
-from .gaussian_data import gaussian_data_setup
-from .gchisq import GeneralizedChiSquare
-from .privacy import Neighbouring, clipped_sum_sensitivity
-from .scaling import elliptical_scaling
+from dpsum import _validation as V
+from dpsum.accuracy.clipping_loss import clipping_loss_moment
+from dpsum.design.gaussian_data import gaussian_data_setup
+from dpsum.design.scaling import elliptical_scaling
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
 __all__ = [
     "isotropic_noise_error",
@@ -66,13 +65,12 @@ def isotropic_noise_error(noise_std: float, d: int) -> float:
     return _finite(float(d * s * s), "noise_std is")
 
 
-@renamed_keyword("bounds", "widths")
 def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float:
     """``d sigma_opt^2 ||Delta||^2``: the Gaussian mechanism on a sum of rows
     clamped to a box of side lengths ``Delta_j`` (equation (5)).
 
     The L2 sensitivity of the sum is ``||Delta||`` (equation (4)) and the
-    noise ``sigma_opt ||Delta||`` per coordinate (Theorem 3). ``widths`` was
+    noise ``sigma_opt ||Delta||`` per coordinate (the analytic calibration (``gaussian-thm-analytic``)). ``widths`` was
     called ``bounds`` (still accepted as a keyword, with a DeprecationWarning).
 
     Examples
@@ -85,14 +83,13 @@ def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float
     return _finite(float(w.size * sopt**2 * _sum_of_squares(w)), "widths are")
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_noise_error(widths: ArrayLike, epsilon: float, delta: float,
                            scaling: ArrayLike | None = None) -> float:
-    """``sigma_opt^2 sum_j (Delta_j / b_j)^2``: the Elliptical Gaussian mechanism (Algorithm 2).
+    """``sigma_opt^2 sum_j (Delta_j / b_j)^2``: the Elliptical Gaussian mechanism (the Elliptical Gaussian mechanism).
 
-    With the optimal scaling of Theorem 4 (the default) this is
+    With the optimal scaling of the optimal-scaling theorem (``elliptical-thm-optimal``) (the default) this is
     ``sigma_opt^2 ||Delta||_1^2`` (equation (6)). An explicit ``scaling`` is
-    used as given after normalising it to unit norm, as Algorithm 2 requires.
+    used as given after normalising it to unit norm, as the Elliptical Gaussian mechanism requires.
     ``widths`` was called ``bounds`` (still accepted as a keyword, with a
     DeprecationWarning).
 
@@ -116,7 +113,7 @@ def elliptical_noise_error(widths: ArrayLike, epsilon: float, delta: float,
 
 def clipped_noise_error(clip_norm: float, scaling: ArrayLike, epsilon: float, delta: float,
                         neighbouring: Neighbouring | str = "replace") -> float:
-    """``(2 C sigma_opt)^2 sum_j b_j^{-2}``: Algorithm 3's noise (equation (9)).
+    """``(2 C sigma_opt)^2 sum_j b_j^{-2}``: the Gaussian-data mechanism's noise (equation (9)).
 
     Under add-remove the sensitivity is ``C`` instead of ``2C``, which divides
     the error by four (for a centred model; with a center use
@@ -136,7 +133,7 @@ def clipped_noise_error(clip_norm: float, scaling: ArrayLike, epsilon: float, de
 
 
 def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_probability: float,
-                        scaling: str | ArrayLike = "optimal",
+                        scaling: str | ArrayLike = "scaled",
                         neighbouring: Neighbouring | str = "replace",
                         center: ArrayLike | None = None) -> float:
     """Equation (9) with the exact clip radius ``C`` for the given scaling.
@@ -153,8 +150,8 @@ def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_prob
         The privacy guarantee.
     clip_probability : float
         Target clipping probability ``p_C``.
-    scaling : {"optimal", "none"} or array_like
-        Lemma 3.1's scaling, no scaling, or an explicit positive vector.
+    scaling : {"scaled", "isotropic"} or array_like
+        the scaling lemma's scaling, no scaling, or an explicit positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation (sensitivity ``2C``, or ``C + ||b ⊙ c||``).
     center : array_like, shape (d,), optional
@@ -176,22 +173,21 @@ def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_prob
 #: Gauss–Laguerre nodes for the clipping-error integral: 24 agree with 64 to
 #: about 1e-13 relative on the case-study chapter's datasets; 16 can be off by
 #: 1e-6 (one coordinate, p_C = 0.05).
-_CLIP_ERROR_NODES = 24
 
 
 def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: float | None = None,
-                                 scaling: str | ArrayLike = "optimal") -> float:
-    """The expected clipping error ``B`` of Algorithm 3 on Gaussian data.
+                                 scaling: str | ArrayLike = "scaled") -> float:
+    """The expected clipping error ``B`` of the Gaussian-data mechanism on Gaussian data.
 
     For ``n`` records ``x_i ~ N(mu, diag(stds^2))`` centred at ``c = mu``,
     ``B = E||f(X) - f̄(X)||^2 = n E[(1 - C/R)_+^2 ||x - mu||^2]`` with
     ``R = ||(x - mu) ⊙ b||``: the squared distance between the sum and the
-    clipped sum to which Algorithm 3 adds noise. The error of Algorithm 3
+    clipped sum to which the Gaussian-data mechanism adds noise. The error of the Gaussian-data mechanism
     over the model is equation (9) plus ``B``. Evaluated with the book's
-    proposition "The clipping error in closed form" (chapter "Algorithm 3:
+    proposition "The clipping error in closed form" (chapter "the Gaussian-data mechanism:
     Gaussian data", label ``gaussian-data-prop-clip-error``): ``sum_j stds_j^2 E g(Q_j)``, each expectation a
     one-dimensional integral of a generalized chi-square survival function,
-    computed by Gauss–Laguerre quadrature.
+    computed by :func:`dpsum.accuracy.clipping_loss_moment` (exact).
 
     It is a statement about the model. On real data, compare it with the
     clipping error actually incurred (computable, non-privately, from
@@ -206,8 +202,8 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     clip_probability : float, optional
         ``p_C`` in (0, 1); defaults to ``1/n`` (then ``n >= 2``), as in
         :func:`dpsum.mechanisms.gaussian_data_mechanism`.
-    scaling : {"optimal", "none"} or array_like, shape (d,)
-        Lemma 3.1's ``b`` (default), ``b = 1``, or an explicit positive vector.
+    scaling : {"scaled", "isotropic"} or array_like, shape (d,)
+        the scaling lemma's ``b`` (default), ``b = 1``, or an explicit positive vector.
 
     Returns
     -------
@@ -224,29 +220,16 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     setup = gaussian_data_setup(stds, clip_probability=clip_probability, n=nn,
                                 scaling=scaling)
     sd, b, C = setup.stds, setup.scaling, setup.clip_norm
-    w = (b * sd) ** 2
-    s_nodes, s_weights = np.polynomial.laguerre.laggauss(_CLIP_ERROR_NODES)
-    scale = 2.0 * float(w.max())  # Pr[Q_j > q] decays like exp(-q / scale)
-    q = C * C + scale * s_nodes
-    g_prime = C * (1.0 - C / np.sqrt(q)) * q ** -1.5  # derivative of (1 - C/sqrt(q))^2
-    per_record = 0.0
-    for j in np.unique(w, return_index=True)[1]:
-        # coordinates with equal weights share Q_j
-        same = w == w[j]
-        Q = GeneralizedChiSquare(np.append(w, [w[j], w[j]]))
-        # Gauss–Laguerre integrates e^{-s} h(s) with h(s) = scale g'(q) Pr[Q_j > q] e^{s}
-        integral = scale * float(np.dot(s_weights, g_prime * np.exp(Q.logsf(q) + s_nodes)))
-        per_record += float(np.sum(sd[same] ** 2)) * integral
+    per_record = clipping_loss_moment(sd, b, C)
     return _finite(nn * per_record, "stds are")
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_improvement_ratio(widths: ArrayLike) -> float:
-    """``d ||Delta||_2^2 / ||Delta||_1^2``: error of Algorithm 1 over Algorithm 2.
+    """``d ||Delta||_2^2 / ||Delta||_1^2``: error of the Gaussian mechanism over the Elliptical Gaussian mechanism.
 
     By Cauchy–Schwarz it lies in ``[1, d]``, with 1 exactly when all
     ``Delta_j`` are equal; for positive ``Delta`` it is strictly below ``d``
-    when ``d > 1`` (book chapter 3).
+    when ``d > 1`` (book chapter "Laplace or Gaussian").
 
     Examples
     --------

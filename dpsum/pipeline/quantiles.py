@@ -1,6 +1,6 @@
 """Private estimates of a data model: coordinate-wise center, scales, norm quantiles.
 
-Algorithm 3 needs a center ``c`` and per-coordinate scales ``sigma`` that do
+the Gaussian-data mechanism needs a center ``c`` and per-coordinate scales ``sigma`` that do
 not depend on the data. When nobody can supply them, they are estimated from
 the data with their own privacy budget (book chapter "When the data model is
 unknown"). Every estimate here is an exponential-mechanism quantile:
@@ -38,30 +38,39 @@ or removed row moves it by at most ``max(q, 1 - q)`` because the target rank
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
-from . import _validation as V
-from .privacy import Neighbouring
+from dpsum import _validation as V
+from dpsum.privacy.neighbouring import Neighbouring
 
 __all__ = [
     "MAD_TO_STD",
-    "exponential_quantile",
     "quantile_sensitivity",
-    "private_center",
-    "private_scales",
-    "private_norm_quantile",
+    "exponential_quantile",
+    "check_domain",
     "asinh_resolution",
+    "private_center",
+    "center_step",
+    "private_scales",
+    "scales_step",
+    "private_norm_quantile",
+    "norm_quantile_step",
 ]
+
 
 #: ``1 / Phi^{-1}(3/4)``: the median absolute deviation of ``N(mu, sigma^2)``
 #: from ``mu`` is ``sigma * Phi^{-1}(3/4)``, so a MAD times this constant
 #: estimates ``sigma``.
 MAD_TO_STD = float(1.0 / ndtri(0.75))
 
+
 #: Relative resolution of the ``asinh`` scale: ``w = (hi - lo) * 2**-30``.
 ASINH_RESOLUTION = 2.0 ** -30
+
 
 # gaps evaluated per block: about 32 MiB of float64 per temporary
 _BLOCK_ELEMENTS = 1 << 22
@@ -85,14 +94,14 @@ def quantile_sensitivity(quantile: float, neighbouring: Neighbouring | str = "re
     return max(q, 1.0 - q)
 
 
-def _quantile(quantile) -> float:
+def _quantile(quantile: Any) -> float:
     q = V.check_real(quantile, "quantile", scalar=True)
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile must be in [0, 1], got {q!r}")
     return float(q)
 
 
-def _bounds(lower, upper, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _bounds(lower: Any, upper: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
     lo = np.broadcast_to(V.check_real(lower, "lower"), (k,)).astype(np.float64)
     hi = np.broadcast_to(V.check_real(upper, "upper"), (k,)).astype(np.float64)
     if not np.all(lo < hi):
@@ -133,7 +142,7 @@ def _sample(values: np.ndarray, q: float, coef: float, lo: np.ndarray, hi: np.nd
 
 def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, lower: ArrayLike,
                          upper: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                         rng=None) -> np.ndarray | float:
+                         rng: Any=None) -> np.ndarray | float:
     """The exponential-mechanism quantile of each column of ``values``.
 
     The values of a column are clamped to ``[lower, upper]`` and sorted into
@@ -192,7 +201,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     return float(out[0]) if flat else out
 
 
-def _domain(domain, d: int) -> tuple[np.ndarray, np.ndarray]:
+def check_domain(domain: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a public box ``(lo, hi)``: scalars or length-``d`` vectors, lo < hi."""
     if not isinstance(domain, (tuple, list)) or len(domain) != 2:
         raise TypeError("domain must be a pair (lower, upper) of numbers or length-d vectors")
@@ -211,14 +220,14 @@ def _domain(domain, d: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def asinh_resolution(domain, d: int) -> np.ndarray:
+def asinh_resolution(domain: Any, d: int) -> np.ndarray:
     """The resolution ``w = (hi - lo) 2^-30`` of :func:`private_center`'s scale."""
-    lo, hi = _domain(domain, d)
+    lo, hi = check_domain(domain, d)
     return (hi - lo) * ASINH_RESOLUTION
 
 
-def private_center(X: ArrayLike, *, epsilon: float, domain,
-                   neighbouring: Neighbouring | str = "replace", rng=None) -> np.ndarray:
+def private_center(X: ArrayLike, *, epsilon: float, domain: Any,
+                   neighbouring: Neighbouring | str = "replace", rng: Any=None) -> np.ndarray:
     """Coordinate-wise private median on the ``asinh`` scale.
 
     Coordinate ``j`` is mapped to ``t = asinh((x - m_j) / w_j)`` with ``m_j``
@@ -250,14 +259,14 @@ def private_center(X: ArrayLike, *, epsilon: float, domain,
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
     data = V.check_data_matrix(X, finite=False)
-    lo, hi = _domain(domain, data.shape[1])
+    lo, hi = check_domain(domain, data.shape[1])
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
-    return _center(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
+    return center_step(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
-def _center(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
+def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
             gen: np.random.Generator) -> np.ndarray:
     """:func:`private_center` on validated inputs."""
     mid = lo + 0.5 * (hi - lo)
@@ -271,7 +280,7 @@ def _center(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: fl
 
 def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale: ArrayLike,
                    max_scale: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                   rng=None) -> np.ndarray:
+                   rng: Any=None) -> np.ndarray:
     """Per-coordinate private scales: the median absolute deviation on the log scale.
 
     For coordinate ``j`` the values ``log |x_ij - c_j|``, clamped to
@@ -315,10 +324,10 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
-    return _scales(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
+    return scales_step(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
-def _scales(data: np.ndarray, c: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray,
+def scales_step(data: np.ndarray, c: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray,
             du: float, gen: np.random.Generator) -> np.ndarray:
     """:func:`private_scales` on validated inputs."""
     with np.errstate(divide="ignore", over="ignore"):
@@ -348,7 +357,7 @@ def _row_norms(data: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> 
 def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lower: float,
                           upper: float, center: ArrayLike | None = None,
                           scaling: ArrayLike | None = None,
-                          neighbouring: Neighbouring | str = "replace", rng=None) -> float:
+                          neighbouring: Neighbouring | str = "replace", rng: Any=None) -> float:
     """A private quantile of the row norms ``||(x_i - c) ⊙ b||`` on the log scale.
 
     The log norms, clamped to ``[log lower, log upper]``, enter the
@@ -393,10 +402,10 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
-    return _norm_quantile(data, q, eps, lo, hi, c, b, quantile_sensitivity(q, relation), gen)
+    return norm_quantile_step(data, q, eps, lo, hi, c, b, quantile_sensitivity(q, relation), gen)
 
 
-def _norm_quantile(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
+def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
                    c: np.ndarray | None, b: np.ndarray | None, du: float,
                    gen: np.random.Generator) -> float:
     """:func:`private_norm_quantile` on validated inputs."""

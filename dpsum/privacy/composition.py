@@ -1,49 +1,6 @@
-r"""Privacy accounting: composing Gaussian and pure-DP steps into one guarantee.
-
-A Gaussian release with L2 sensitivity ``Delta`` and noise ``sigma`` is
-described by its *noise multiplier* ``s = sigma / Delta``.  Its privacy loss is
-Gaussian, ``N(mu^2/2, mu^2)`` with ``mu = 1/s``, so ``k`` Gaussian releases
-with multipliers ``s_i`` compose *exactly* into one Gaussian release with
-
-.. math::
-
-    \frac{1}{s^2} = \sum_i \frac{1}{s_i^2}
-
-(book, chapter "Composing Gaussian releases exactly", theorem
-``composition-thm-exact``), whose exact (epsilon, delta) profile is the one
-:func:`dpsum.calibration.gaussian_delta` evaluates.  This module states that
-fact in the three languages of the literature and converts between them:
-
-- exact composition of Gaussian multipliers (:func:`compose_gaussian_multipliers`);
-- Gaussian differential privacy, ``mu = 1/s`` (Dong, Roth and Su 2022);
-- zero-concentrated DP, ``rho = 1/(2 s^2)`` (Bun and Steinke 2016), with the
-  conversion to (epsilon, delta) of Canonne, Kamath and Steinke (2020,
-  Proposition 12; also Balle et al. 2020, Theorem 21) and the older
-  ``rho + 2 sqrt(rho log(1/delta))`` for comparison;
-- the exact composition of a Gaussian part with pure epsilon_i-DP steps (an
-  exponential-mechanism quantile, say) and, more generally, with
-  (epsilon_i, delta_i)-DP steps, through dominating pairs (Zhu, Dong and Wang
-  2022): every epsilon_0-DP mechanism is dominated by randomized response,
-  whose privacy loss is ``+-epsilon_0``, so
-
-  .. math::
-
-      \delta(\varepsilon) = \sum_{o} P(o)\,
-          \delta_{\mathcal N}\bigl(\varepsilon - L(o); s\bigr),
-
-  a finite sum over the outcomes ``o`` of the randomized responses
-  (binomially grouped), with the Gaussian profile continued to negative
-  arguments (:func:`gaussian_profile`);
-- small frozen records, :class:`PrivacyStep` and :class:`ComposedGuarantee`,
-  that a pipeline can publish with its output (:func:`compose`).
-
-Basic and advanced composition live in :mod:`dpsum.privacy`.
-
-Every function validates its arguments before computing and raises a
-``ValueError`` or ``TypeError`` naming the argument.  Inversions (an epsilon for
-a delta, a multiplier for a target) are conservative: the returned value
-satisfies the forward inequality when it is evaluated, with a relative margin
-of about ``1e-10`` in delta.
+"""Composition of private steps: basic and advanced composition, the exact
+composition of Gaussian and pure-DP steps, GDP and zCDP (book chapter 'Composition
+and the exponential mechanism').
 """
 
 from __future__ import annotations
@@ -58,11 +15,14 @@ from scipy.optimize import brentq
 from scipy.special import erf, log_expit, xlogy
 from scipy.stats import binom
 
-from .calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
-from . import _validation as V
-from ._validation import check_bool, check_delta, check_epsilon, check_integer, check_positive
+from dpsum import _validation as V
+from dpsum._validation import check_bool, check_epsilon, check_integer, check_positive
+from dpsum.privacy.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
 
 __all__ = [
+    "basic_composition",
+    "advanced_composition",
+    "MAX_OUTCOMES",
     "compose_gaussian_multipliers",
     "split_gaussian_multiplier",
     "gaussian_composition_delta",
@@ -77,32 +37,100 @@ __all__ = [
     "zcdp_rho_pure",
     "zcdp_rho_bounded_range",
     "zcdp_compose",
+    "zcdp_gaussian_multiplier",
     "zcdp_delta",
     "zcdp_epsilon",
     "zcdp_rho",
-    "zcdp_gaussian_multiplier",
     "mixed_delta",
     "mixed_epsilon",
     "mixed_gaussian_multiplier",
     "PrivacyStep",
-    "ComposedGuarantee",
     "gaussian_step",
     "pure_step",
     "bounded_range_step",
     "approximate_step",
+    "ComposedGuarantee",
     "compose",
-    "MAX_OUTCOMES",
 ]
+
+
+def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, float]:
+    """Basic composition: running mechanisms with (eps_i, delta_i) is (sum eps_i, sum delta_i)-DP.
+
+    Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).16; book chapter 1, "Composition".
+
+    Examples
+    --------
+    >>> basic_composition([0.5, 0.25], [1e-6, 2e-6])
+    (0.75, 3e-06)
+    """
+    eps = np.atleast_1d(V.check_epsilon(epsilons, "epsilons"))
+    dels = np.atleast_1d(V.check_delta(deltas, "deltas"))
+    if eps.shape != dels.shape:
+        raise ValueError(
+            f"epsilons and deltas must have the same length, got {eps.shape} and {dels.shape}"
+        )
+    total_delta = math.fsum(dels)
+    if total_delta >= 1:
+        raise ValueError("the deltas sum to 1 or more: the composed guarantee is void")
+    total_eps = math.fsum(eps)
+    if not math.isfinite(total_eps):
+        raise ValueError("the epsilons sum to more than the largest float")
+    return total_eps, total_delta
+
+
+def advanced_composition(epsilon: float, delta: float, k: int,
+                         delta_prime: float) -> tuple[float, float]:
+    """Advanced composition of ``k`` (epsilon, delta)-DP mechanisms.
+
+    Returns ``(eps', k delta + delta')`` with
+    ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
+    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).20;
+    book chapter 1, "Composition").
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range, if ``k delta + delta'`` reaches 1 (the
+        guarantee is void), or if ``eps'`` exceeds the largest float.
+
+    Examples
+    --------
+    >>> eps, dlt = advanced_composition(0.01, 1e-9, 1000, 1e-6)
+    >>> round(eps, 4), round(dlt, 12)
+    (1.7628, 2e-06)
+    """
+    eps = V.check_epsilon(epsilon, scalar=True)
+    dlt = V.check_delta(delta, scalar=True)
+    dp = V.check_delta(delta_prime, "delta_prime", scalar=True)
+    k = V.check_integer(k, "k")
+    delta_total = k * dlt + dp
+    if delta_total >= 1:
+        raise ValueError("k * delta + delta_prime is 1 or more: the composed guarantee is void")
+    if eps > 700.0:
+        raise ValueError(f"epsilon = {eps:g} is too large: e^epsilon overflows, and the "
+                         "composed epsilon is not a finite float")
+    eps_total = math.sqrt(2 * k * math.log(1 / dp)) * eps + k * eps * math.expm1(eps)
+    if not math.isfinite(eps_total):
+        raise ValueError("the composed epsilon exceeds the largest float: epsilon or k is "
+                         "too large")
+    return eps_total, delta_total
+
 
 #: Largest number of randomized-response outcomes (after grouping equal
 #: epsilons binomially) that :func:`mixed_delta` sums over.
 MAX_OUTCOMES = 1_000_000
 
+
 # Relative margin in delta kept by every inversion: the computed delta at the
 # returned point is at most target * (1 - _MARGIN).  The profiles are
 # evaluated to about 1e-12 relative, so the margin leaves a factor 100 to spare.
 _MARGIN = 1e-10
+
+
 _BISECT_RTOL = 1e-12
+
+
 _ZCDP_METHODS = ("cks", "standard")
 
 
@@ -309,7 +337,7 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
     """The GDP parameter ``mu = 1/s`` of a Gaussian release with multiplier ``s``.
 
     A Gaussian mechanism with noise ``s * Delta`` is mu-GDP with ``mu = 1/s``
-    (Dong, Roth and Su 2022, Theorem 2.7; book, definition
+    (Dong, Roth and Su 2022, the classic calibration (``gaussian-thm-classic``).7; book, definition
     ``composition-def-gdp``).  Vectorised.
 
     Examples
@@ -406,7 +434,7 @@ def zcdp_rho_pure(epsilon: ArrayLike) -> float | np.ndarray:
     return 0.5 * e * e
 
 
-def zcdp_rho_bounded_range(epsilon: ArrayLike) -> Any:
+def zcdp_rho_bounded_range(epsilon: ArrayLike) -> float | np.ndarray:
     """rho of an epsilon-bounded-range mechanism: ``epsilon^2 / 8``.
 
     A mechanism is epsilon-bounded-range when, for neighbouring datasets, the
@@ -414,7 +442,7 @@ def zcdp_rho_bounded_range(epsilon: ArrayLike) -> Any:
     The exponential mechanism with parameter ``epsilon`` (weights
     ``exp(epsilon u / (2 Delta_u))``) is one (Durfee and Rogers 2019), and an
     epsilon-bounded-range mechanism is ``epsilon^2/8``-zCDP (Cesar and Rogers
-    2021, Lemma 3.2): four times less than :func:`zcdp_rho_pure` charges a
+    2021, the Bernstein tail lemma (``bernstein-lem-tail``)): four times less than :func:`zcdp_rho_pure` charges a
     general epsilon-DP mechanism.
     """
     e = check_epsilon(epsilon)
@@ -452,10 +480,10 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     g'(u) = (2u+1) rho - eps + log(u/(u+1)); any u gives a valid bound, the
     root of g' the best one.
     """
-    def g(u):
+    def g(u: Any) -> Any:
         return u * ((u + 1.0) * rho - eps) + xlogy(u, u) - (u + 1.0) * math.log1p(u)
 
-    def dg(t):  # in t = log u
+    def dg(t: Any) -> Any:  # in t = log u
         u = math.exp(t)
         return (2.0 * u + 1.0) * rho - eps - math.log1p(1.0 / u)
 
@@ -478,7 +506,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
     """
     L = -math.log(delta)
 
-    def h(t):
+    def h(t: Any) -> Any:
         u = math.exp(t)
         return rho * u * u + math.log1p(u) - L
 
@@ -729,18 +757,18 @@ def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike
     if eps_i.size == 0:
         if s is None:
             return 0.0
-        return gaussian_epsilon(s, d)
+        return float(gaussian_epsilon(s, d))
     target = _core_target(d, dels)
     p, loss = _outcomes(eps_i)
 
-    def ok(e):
+    def ok(e: Any) -> Any:
         return _core_delta(s, p, loss, e) <= target * (1.0 - _MARGIN)
 
     if _core_delta(s, p, loss, 0.0) <= target * (1.0 - _MARGIN):
         return 0.0
     # At eps_G(target) + sum eps_i every term is at most target (book, proof of
     # theorem composition-thm-mixed), so this is private up to rounding.
-    hi = float(np.sum(eps_i)) + (gaussian_epsilon(s, target) if s is not None else 0.0)
+    hi = float(np.sum(eps_i)) + (float(gaussian_epsilon(s, target)) if s is not None else 0.0)
     step = 1e-12 * max(hi, 1.0)
     while not ok(hi):
         hi += step
@@ -772,7 +800,7 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
     d = V.check_delta(delta, scalar=True)
     eps_i, dels = _pure_steps(epsilons, deltas)
     if eps_i.size == 0:
-        return analytic_sigma(e, d)
+        return float(analytic_sigma(e, d))
     target = _core_target(d, dels)
     p, loss = _outcomes(eps_i)
     if _core_delta(None, p, loss, e) >= target * (1.0 - 1e-6):
@@ -780,12 +808,12 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
             "the non-Gaussian steps alone (nearly) reach delta at this epsilon: "
             "no Gaussian noise level is enough; give them a smaller share")
 
-    def ok(s):
+    def ok(s: Any) -> Any:
         return _core_delta(s, p, loss, e) <= target * (1.0 - _MARGIN)
 
     # Dropping the other steps' outputs is post-processing, so the composition
     # needs at least the noise of the Gaussian part alone.
-    lo = analytic_sigma(e, target)
+    lo = float(analytic_sigma(e, target))
     hi = 2.0 * lo
     while not ok(hi):
         lo, hi = hi, 2.0 * hi
@@ -795,7 +823,7 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
 # ---------------------------------------------------------------------------
 # monotone bisection that returns the end satisfying the predicate
 # ---------------------------------------------------------------------------
-def _bisect_log(ok, lo: float, hi: float, *, ok_at: str) -> float:
+def _bisect_log(ok: Any, lo: float, hi: float, *, ok_at: str) -> float:
     """Bisect in log x until hi/lo - 1 < rtol; return the end where ``ok`` holds.
 
     ``ok_at="hi"``: ok(x) is false below the threshold and true above it,
@@ -813,7 +841,7 @@ def _bisect_log(ok, lo: float, hi: float, *, ok_at: str) -> float:
     return good
 
 
-def _bisect_lin(ok, bad: float, good: float) -> float:
+def _bisect_lin(ok: Any, bad: float, good: float) -> float:
     """Bisect on [bad, good] (ok false at bad, true at good); return a good point."""
     for _ in range(200):
         if good - bad <= _BISECT_RTOL * max(good, 1e-300):
@@ -869,7 +897,7 @@ class PrivacyStep:
     count: int = 1
     bounded_range: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError("name must be a non-empty string")
         if (self.noise_multiplier is None) == (self.epsilon is None):

@@ -1,4 +1,4 @@
-"""The private pipeline: Algorithm 3 when the data model is unknown.
+"""The private pipeline: the Gaussian-data mechanism when the data model is unknown.
 
 :func:`dpsum.mechanisms.gaussian_data_mechanism` needs a public center and
 public per-coordinate scales. :func:`private_mean` and :func:`private_sum`
@@ -16,15 +16,15 @@ bounds every coordinate, they run these steps, each private:
    exceeds it;
 3. ``scales`` — the coordinate-wise median absolute deviation on the log
    scale, searched up to ``1.25 R`` (:func:`dpsum.estimators.private_scales`);
-4. the scaling ``b`` of Lemma 3.1 from the scales, regularised
+4. the scaling ``b`` of the scaling lemma (``gaussian-data-lem-scaling``) from the scales, regularised
    (:func:`robust_scaling`), a function of private outputs only;
 5. ``clip`` — the median norm of the scaled rows, extrapolated to the clip
    probability with the generalized chi-square model of the estimated scales
    (:func:`calibrated_clip_radius`);
-6. ``mean`` — Algorithm 3's clipped sum with Gaussian noise, calibrated to
+6. ``mean`` — the Gaussian-data mechanism's clipped sum with Gaussian noise, calibrated to
    what is left of the budget.
 
-With ``scaling="none"`` steps 2-4 are skipped: isotropic clipping with a
+With ``scaling="isotropic"`` steps 2-4 are skipped: isotropic clipping with a
 private radius, the baseline of the chapter.
 
 Accounting. Every step is zero-concentrated DP: an exponential-mechanism
@@ -40,15 +40,26 @@ quantile steps just enough to be reliable, capped, and the rest to the mean.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _validation as V
-from .accounting import (
+from dpsum import _validation as V
+from dpsum.design.scaling import Scaling, gaussian_data_scaling
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.kernels.clipping import clipped_sum
+from dpsum.pipeline.quantiles import (
+    ASINH_RESOLUTION,
+    MAD_TO_STD,
+    center_step,
+    check_domain,
+    norm_quantile_step,
+    quantile_sensitivity,
+    scales_step,
+)
+from dpsum.privacy.composition import (
     ComposedGuarantee,
     PrivacyStep,
     bounded_range_step,
@@ -57,36 +68,24 @@ from .accounting import (
     zcdp_gaussian_multiplier,
     zcdp_rho,
 )
-from .clipping import clipped_sum
-from .estimators import (
-    ASINH_RESOLUTION,
-    MAD_TO_STD,
-    _center,
-    _domain,
-    _norm_quantile,
-    _scales,
-    quantile_sensitivity,
-)
-from .gchisq import GeneralizedChiSquare
-from .privacy import Neighbouring, clipped_sum_sensitivity
-from .scaling import gaussian_data_scaling
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
+from dpsum.release.records import BudgetSplit, PipelineRelease
 
 __all__ = [
-    "BudgetSplit",
-    "PipelineRelease",
-    "default_budget",
-    "default_clip_probability",
-    "robust_scaling",
-    "calibrated_clip_radius",
-    "private_mean",
-    "private_sum",
     "CENTER_MARGIN",
     "SCALE_MARGIN",
     "MAX_COORDINATE_SHARE",
     "SCALAR_SHARE",
     "REGULARIZATION",
     "RADIUS_MARGIN",
+    "default_clip_probability",
+    "default_budget",
+    "robust_scaling",
+    "calibrated_clip_radius",
+    "private_mean",
+    "private_sum",
 ]
+
 
 #: Reliability margin of the center step: the per-coordinate parameter is
 #: ``epsilon = 4 Delta_u CENTER_MARGIN / n``, so that the exponential weight of
@@ -98,116 +97,32 @@ __all__ = [
 #: (n = 10^4, d = 512 and 1024). 30 makes it about e^-10 times rarer, for
 #: at most a few percent more noise where the share is not capped.
 CENTER_MARGIN = 30.0
+
+
 #: The same margin for the scale step (the log scale has shorter empty tails).
 SCALE_MARGIN = 12.0
+
+
 #: Largest share of the budget a per-coordinate step may take.
 MAX_COORDINATE_SHARE = 0.15
+
+
 #: Share of each scalar step (count, radius, clip).
 SCALAR_SHARE = 0.01
+
+
 #: ``lambda`` of :func:`robust_scaling`.
 REGULARIZATION = 0.1
+
+
 #: The scale step searches median absolute deviations up to this multiple of
 #: the private median norm.
 RADIUS_MARGIN = 1.25
 
-_STEPS = ("count", "center", "radius", "scales", "clip", "mean")
 
 # density of log|Z| at its median log(Phi^{-1}(3/4)), Z standard normal:
 # 2 m phi(m) with m = Phi^{-1}(3/4)
 _LOG_MAD_DENSITY = float(2.0 / MAD_TO_STD * math.exp(-0.5 / MAD_TO_STD ** 2) / math.sqrt(2 * math.pi))
-
-
-@dataclass(frozen=True)
-class BudgetSplit:
-    """Shares of a total zCDP budget ``rho`` over the pipeline's steps.
-
-    The shares are public (functions of ``n``, ``d``, ``rho`` and the
-    options), non-negative and sum to 1; a step that does not run has share
-    0. ``count`` runs only under add-remove, ``radius`` and ``scales`` only
-    with private scaling.
-    """
-
-    count: float
-    center: float
-    radius: float
-    scales: float
-    clip: float
-    mean: float
-
-    def as_dict(self) -> dict:
-        """The shares by step name."""
-        return {name: getattr(self, name) for name in _STEPS}
-
-
-@dataclass(frozen=True)
-class PipelineRelease:
-    """What :func:`private_mean` / :func:`private_sum` release.
-
-    Every field is a private output or a function of public inputs and
-    earlier private outputs; nothing is a non-private statistic of the data.
-
-    Attributes
-    ----------
-    estimate : numpy.ndarray, shape (d,)
-        The private mean or sum.
-    statistic : str
-        ``"mean"`` or ``"sum"``.
-    count : float
-        The number of rows: public ``n`` under replace-one, the private
-        Gaussian count under add-remove.
-    center : numpy.ndarray, shape (d,)
-        The private center (step 1).
-    scales : numpy.ndarray or None
-        The private per-coordinate scales (step 3); None for ``scaling="none"``.
-    scaling : numpy.ndarray, shape (d,)
-        The scaling vector ``b`` (step 4; all ones for ``scaling="none"``).
-    clip_norm : float
-        The clip radius ``C`` in the scaled space (step 5).
-    clip_probability : float
-        The model probability ``p_C`` that ``C`` targets.
-    noise_std : numpy.ndarray, shape (d,)
-        Standard deviation of the Gaussian noise in each coordinate of the
-        estimate (for the mean under add-remove, relative to ``count``).
-    neighbouring : Neighbouring
-    rho : float
-        The total zCDP of all steps.
-    budget : BudgetSplit
-        The shares of ``rho`` the steps used.
-    steps : tuple of PrivacyStep
-        Each step's mechanism parameters (``count`` = coordinates).
-    guarantee : ComposedGuarantee or None
-        The composed (epsilon, delta) guarantee when the budget was given as
-        (epsilon, delta); None for a ``rho`` budget.
-    """
-
-    estimate: np.ndarray
-    statistic: str
-    count: float
-    center: np.ndarray
-    scales: np.ndarray | None
-    scaling: np.ndarray
-    clip_norm: float
-    clip_probability: float
-    noise_std: np.ndarray
-    neighbouring: Neighbouring
-    rho: float
-    budget: BudgetSplit
-    steps: tuple = field(default=())
-    guarantee: ComposedGuarantee | None = None
-
-    def confidence_intervals(self, beta: float, *, simultaneous: bool = False):
-        """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
-        rows; see :func:`dpsum.accuracy.confidence_intervals`."""
-        from .accuracy import confidence_intervals
-
-        return confidence_intervals(self, beta, simultaneous=simultaneous)
-
-    def confidence_ball(self, beta: float):
-        """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
-        clipped rows; see :func:`dpsum.accuracy.confidence_ball`."""
-        from .accuracy import confidence_ball
-
-        return confidence_ball(self, beta)
 
 
 # ---------------------------------------------------------------------------
@@ -228,7 +143,7 @@ def default_clip_probability(n: float) -> float:
 
 
 def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring | str = "replace",
-                   scaling: str = "private") -> BudgetSplit:
+                   scaling: str = "scaled") -> BudgetSplit:
     """The documented default split of a zCDP budget ``rho`` over the steps.
 
     *Reliable*: a per-coordinate quantile step gets at least the parameter
@@ -256,7 +171,7 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     dd = V.check_integer(d, "d")
     total = V.check_positive(rho, "rho", scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    scaling = V.check_choice(scaling, "scaling", ("private", "none"))
+    scaling = Scaling.parse(scaling)
     du = quantile_sensitivity(0.5, relation)
 
     def reliable(margin: float) -> float:
@@ -268,7 +183,7 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     count = SCALAR_SHARE if relation is Neighbouring.ADD_REMOVE else 0.0
     center = min(reliable(CENTER_MARGIN), MAX_COORDINATE_SHARE)
     radius = scales = 0.0
-    if scaling == "private":
+    if scaling is Scaling.SCALED:
         # the share that minimises (log-scale error)^2 + share, the first-order
         # loss of a scale step (book chapter "When the data model is unknown")
         accurate = du / _LOG_MAD_DENSITY * math.sqrt(dd / total) / max(nn, 1.0)
@@ -286,7 +201,7 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> Budge
     needed = {"center", "clip"}
     if relation is Neighbouring.ADD_REMOVE:
         needed.add("count")
-    if scaling == "private":
+    if scaling is Scaling.SCALED:
         needed |= {"radius", "scales"}
     keys = set(budget)
     if keys != needed:
@@ -304,7 +219,7 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> Budge
 
 
 def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) -> np.ndarray:
-    """Lemma 3.1's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
+    """the scaling lemma's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
 
     ``b_j`` is proportional to ``(s_j + lambda mean(s))^(-1/2)``. A scale
     estimated far too small would otherwise give its coordinate a huge weight
@@ -335,7 +250,7 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
 
     Under the model ``x ~ N(c, diag(s^2))`` the scaled squared norm
     ``||(x - c) ⊙ b||^2`` is generalized chi-square with weights ``(b_j s_j)^2``
-    (book chapter 4). The returned radius is the private median norm times
+    (book chapter "Gaussian data"). The returned radius is the private median norm times
     the model's ratio of the ``1 - p_C`` quantile to the median:
     ``C = R_b sqrt(Q(1 - p_C) / Q(1/2))``. The median comes from the data
     (reliable for a small budget), the shape of the tail from the model.
@@ -375,7 +290,7 @@ def _quantile_ratio(weights_bytes: bytes, p: float) -> float:
 # ---------------------------------------------------------------------------
 # the pipeline
 # ---------------------------------------------------------------------------
-def _total_rho(epsilon, delta, rho) -> tuple[float, float | None, float | None]:
+def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None, float | None]:
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise TypeError("give the budget either as (epsilon, delta) or as rho, not both")
@@ -399,7 +314,7 @@ def _compose_zcdp(steps: tuple, dlt: float) -> ComposedGuarantee:
     return compose(steps, delta=dlt, method="zcdp")
 
 
-def _gaussian_noise(gen: np.random.Generator, std, size=None):
+def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
     """Gaussian noise of standard deviation ``std`` (one place to draw it)."""
     return gen.normal(0.0, 1.0, size=size) * std
 
@@ -409,11 +324,11 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability,
-         regularization, rng, statistic) -> PipelineRelease:
+def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
+         regularization: Any, rng: Any, statistic: Any) -> PipelineRelease:
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
-    scaling = V.check_choice(scaling, "scaling", ("private", "none"))
+    scaling = Scaling.parse(scaling)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)
@@ -421,7 +336,7 @@ def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_
         split = _user_budget(budget, relation, scaling)
     data = V.check_data_matrix(X, finite=False)
     n, d = data.shape
-    lo, hi = _domain(domain, d)
+    lo, hi = check_domain(domain, d)
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
@@ -446,12 +361,12 @@ def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_
     du = quantile_sensitivity(0.5, relation)
     # 1. center (dpsum.estimators.private_center)
     eps_c = _exp_epsilon(split.center * total, d)
-    center = _center(data, eps_c, lo, hi, du, gen)
+    center = center_step(data, eps_c, lo, hi, du, gen)
     steps.append(bounded_range_step("center", eps_c, count=d))
-    if scaling == "private":
+    if scaling is Scaling.SCALED:
         # 2. radius: the median distance to the center bounds every scale
         eps_r = _exp_epsilon(split.radius * total, 1)
-        radius = _norm_quantile(data, 0.5, eps_r, float(min_scale.min()), box, center, None,
+        radius = norm_quantile_step(data, 0.5, eps_r, float(min_scale.min()), box, center, None,
                                 du, gen)
         steps.append(bounded_range_step("radius", eps_r))
         # 3. scales (dpsum.estimators.private_scales); |x_j - c_j| <= ||x - c||, so
@@ -459,7 +374,7 @@ def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_
         # norm: the radius (with a margin for its own noise) caps the search
         eps_s = _exp_epsilon(split.scales * total, d)
         cap = np.maximum(RADIUS_MARGIN * radius, 2.0 * min_scale)
-        scales = _scales(data, center, eps_s, min_scale, cap, du, gen)
+        scales = scales_step(data, center, eps_s, min_scale, cap, du, gen)
         steps.append(bounded_range_step("scales", eps_s, count=d))
         # 4. scaling (post-processing)
         b = robust_scaling(scales, lam)
@@ -470,7 +385,7 @@ def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_
         model = np.ones(d)
     # 5. clip radius: private median of the scaled norms, extrapolated by the model
     eps_k = _exp_epsilon(split.clip * total, 1)
-    median_norm = _norm_quantile(data, 0.5, eps_k, float((min_scale * b).min()),
+    median_norm = norm_quantile_step(data, 0.5, eps_k, float((min_scale * b).min()),
                                  float(np.linalg.norm((hi - lo) * b)), center, b, du, gen)
     steps.append(bounded_range_step("clip", eps_k))
     C = calibrated_clip_radius(median_norm, model, b, p)
@@ -523,7 +438,7 @@ _DOC_PARAMS = """
         Shares of the total rho for the steps other than the mean (keys among
         "count", "center", "radius", "scales", "clip"; exactly the steps that
         run); the mean gets the rest. Default :func:`default_budget`.
-    scaling : {"private", "none"}
+    scaling : {"scaled", "isotropic"}
         Estimate per-coordinate scales (default), or clip isotropically with
         a private radius (the baseline).
     clip_probability : float, optional
@@ -539,22 +454,22 @@ _DOC_PARAMS = """
 """
 
 
-def private_mean(X: ArrayLike, *, domain, epsilon: float | None = None, delta: float | None = None,
+def private_mean(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                  rho: float | None = None, neighbouring: Neighbouring | str = "replace",
-                 budget: Mapping | None = None, scaling: str = "private",
+                 budget: Mapping | None = None, scaling: str = "scaled",
                  clip_probability: float | None = None,
-                 regularization: float = REGULARIZATION, rng=None) -> PipelineRelease:
+                 regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
                 statistic="mean")
 
 
-def private_sum(X: ArrayLike, *, domain, epsilon: float | None = None, delta: float | None = None,
+def private_sum(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                 rho: float | None = None, neighbouring: Neighbouring | str = "replace",
-                budget: Mapping | None = None, scaling: str = "private",
+                budget: Mapping | None = None, scaling: str = "scaled",
                 clip_probability: float | None = None,
-                regularization: float = REGULARIZATION, rng=None) -> PipelineRelease:
+                regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
@@ -564,8 +479,8 @@ def private_sum(X: ArrayLike, *, domain, epsilon: float | None = None, delta: fl
 private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.
 
     Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
-    scales, the regularised scaling of Lemma 3.1, a calibrated clip radius,
-    and Algorithm 3's clipped sum with Gaussian noise, all under one budget.
+    scales, the regularised scaling of the scaling lemma (``gaussian-data-lem-scaling``), a calibrated clip radius,
+    and the Gaussian-data mechanism's clipped sum with Gaussian noise, all under one budget.
     The estimate is ``c + b^{-1} (T + noise) / n`` with ``T`` the clipped sum
     of the scaled deviations ``(x_i - c) ⊙ b`` (``ñ`` for ``n`` under
     add-remove).
@@ -588,6 +503,7 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
 """
+
 
 private_sum.__doc__ = """The private sum of the rows of ``X`` with no public data model.
 

@@ -3,8 +3,8 @@
 An empirical audit (:func:`dpsum.audit.epsilon_lower_bound`) can only find a
 violation on the datasets it is given, so each mechanism gets a builder for
 the pair of neighbouring datasets on which its privacy loss is largest (book
-chapter 8). The builders take the mechanism's own public arguments; the one
-for Algorithm 3 computes the clip radius, scaling and sensitivity with the
+chapter "Checking privacy empirically"). The builders take the mechanism's own public arguments; the one
+for the Gaussian-data mechanism computes the clip radius, scaling and sensitivity with the
 mechanism's own set-up (:func:`dpsum.gaussian_data.gaussian_data_setup`).
 
 These functions used to live in :mod:`dpsum.audit`; the old names there
@@ -19,12 +19,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from . import _validation as V
-from ._deprecation import renamed_keyword
-from .audit import pair_epsilon
-from .binary import binomial_noise_probability, sample_threshold_probability, sample_threshold_tau
-from .gaussian_data import gaussian_data_setup
-from .privacy import Neighbouring
+from dpsum import _validation as V
+from dpsum.audit.statistics import pair_epsilon
+from dpsum.binary import (
+    binomial_noise_probability,
+    sample_threshold_probability,
+    sample_threshold_tau,
+)
+from dpsum.design.gaussian_data import gaussian_data_setup
+from dpsum.privacy.neighbouring import Neighbouring
 
 __all__ = [
     "statistic_pair",
@@ -38,6 +41,7 @@ __all__ = [
     "worst_binary_pair",
 ]
 
+
 Pair = tuple[np.ndarray, np.ndarray]
 
 
@@ -47,7 +51,7 @@ def statistic_pair(sensitivity: float, d: int = 1) -> Pair:
 
     For isotropic Gaussian noise only the distance matters, and the largest
     distance neighbouring datasets can produce is the sensitivity, so this
-    pair is worst case (the privacy loss is then exactly that of Theorem 3).
+    pair is worst case (the privacy loss is then exactly that of the analytic calibration (``gaussian-thm-analytic``)).
 
     Examples
     --------
@@ -115,7 +119,6 @@ def add_remove_pair(record: ArrayLike, *, n: int = 1, center: ArrayLike | None =
     return X, Y
 
 
-@renamed_keyword("bounds", "widths")
 def elliptical_pair(widths: ArrayLike, *, n: int = 1, factor: float = 10.0,
                     coordinates: ArrayLike | None = None) -> Pair:
     """Worst-case replace-one pair for :func:`~dpsum.mechanisms.elliptical_gaussian_mechanism`.
@@ -181,7 +184,7 @@ def clipped_pair(d: int, clip_norm: float, neighbouring: Neighbouring | str = "r
 
 
 def gaussian_data_pair(stds: ArrayLike, *, center: ArrayLike | None = None,
-                       scaling: str | ArrayLike = "optimal",
+                       scaling: str | ArrayLike = "scaled",
                        clip_probability: float | None = None,
                        neighbouring: Neighbouring | str = "replace", n: int = 2,
                        factor: float = 100.0) -> Pair:
