@@ -1,0 +1,31 @@
+"""Link the PDF of the book (``make pdf``) from the HTML book, once it exists.
+
+``make pdf`` writes ``_build/latex/dpsum.pdf``. When the HTML book is built and
+that file exists, this extension copies it next to the pages (``dpsum.pdf`` at
+the root of the HTML output) and sets the template variable ``dpsum_pdf``,
+which the sidebar template ``dpsum-pdf.html`` turns into a download link. When
+it does not exist, the HTML book builds as before, without the link: ``make
+book`` never needs TeX.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sphinx.application import Sphinx
+
+PDF_NAME = "dpsum.pdf"
+
+
+def _link_pdf(app: Sphinx) -> None:
+    if app.builder.format != "html":
+        return
+    pdf = Path(app.outdir).parent / "latex" / PDF_NAME
+    if pdf.is_file():
+        app.config.html_extra_path = [*app.config.html_extra_path, str(pdf)]
+        app.config.html_context = {**app.config.html_context, "dpsum_pdf": PDF_NAME}
+
+
+def setup(app: Sphinx) -> dict[str, object]:
+    app.connect("builder-inited", _link_pdf)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
