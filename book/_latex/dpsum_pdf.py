@@ -13,19 +13,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from sphinx.application import Sphinx
+from sphinx.config import Config
 
 PDF_NAME = "dpsum.pdf"
 
 
-def _link_pdf(app: Sphinx) -> None:
-    if app.builder.format != "html":
-        return
+def _link_pdf(app: Sphinx, config: Config) -> None:
+    # at config-inited, before the HTML builder hashes its settings, so that
+    # pages built with or without the link are rewritten when that changes
     pdf = Path(app.outdir).parent / "latex" / PDF_NAME
     if pdf.is_file():
-        app.config.html_extra_path = [*app.config.html_extra_path, str(pdf)]
-        app.config.html_context = {**app.config.html_context, "dpsum_pdf": PDF_NAME}
+        config.html_extra_path = [*config.html_extra_path, str(pdf)]
+        config.html_context = {**config.html_context, "dpsum_pdf": PDF_NAME}
 
 
 def setup(app: Sphinx) -> dict[str, object]:
-    app.connect("builder-inited", _link_pdf)
+    app.connect("config-inited", _link_pdf)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
