@@ -185,9 +185,9 @@ def sweep_row(d: int, n: int, a: float) -> dict:
     F = {name: error_factor(sigma, p, b) for name, b in contenders(sigma, p).items()}
     return {"d": d, "n": n, "a": a, **{f"F_{name}": F[name] for name in NAMES},
             "theory": d * np.sum(sigma**2) / np.sum(sigma) ** 2,
-            "F_theorem5": bounds.theorem5_error_bound(sigma, n, EPS, DELTA, strict=False)
+            "F_theorem5": bounds.bernstein_error_bound(sigma, n, EPS, DELTA, strict=False)
             / (4 * sopt**2),
-            "condition": int(bounds.theorem5_condition_holds(sigma, n))}
+            "condition": int(bounds.bernstein_error_condition_holds(sigma, n))}
 
 
 def skew_sweep() -> list[dict]:

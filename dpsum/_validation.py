@@ -410,3 +410,10 @@ def check_callable(value: Any, name: str, how: str) -> Any:
     if not callable(value):
         raise TypeError(f"{name} must be callable as {how}")
     return value
+
+
+def check_secure_rng(rng: Any) -> np.random.Generator | None:
+    """The grid path's randomness: ``None`` stays None (the operating system's
+    secure generator); anything else is checked as :func:`check_rng` (a seed or
+    Generator gives reproducible draws, not secure ones)."""
+    return None if rng is None else check_rng(rng)
