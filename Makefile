@@ -60,6 +60,8 @@ TEX_PACKAGES := texlive-xetex texlive-latex-recommended texlive-latex-extra \
 	texlive-fonts-recommended texlive-pictures latexmk fonts-freefont-otf fonts-lmodern
 SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
 PDF_LOG := _build/latex/dpsum.log
+# Sphinx's options for the LaTeX build: warnings are errors, as in make book
+PDF_SPHINXOPTS ?= -W -n --keep-going
 tex:
 	@if dpkg-query -W -f='$${Status}\n' $(TEX_PACKAGES) 2>/dev/null \
 		| grep -c '^install ok installed$$' | grep -qx $(words $(TEX_PACKAGES)); then \
@@ -76,7 +78,7 @@ tex:
 pdf: $(STAMP) tex
 	rm -f $(PDF_LOG)
 	max_print_line=10000 LATEXMKOPTS="-silent -halt-on-error" \
-		$(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going \
+		$(BIN)/jupyter-book build . --builder pdflatex $(PDF_SPHINXOPTS) \
 		|| { test ! -f $(PDF_LOG) || $(BIN)/python tests/latex_log.py $(PDF_LOG); exit 1; }
 	$(BIN)/python tests/latex_log.py $(PDF_LOG)
 	@echo "The PDF is at $(CURDIR)/_build/latex/dpsum.pdf (make book links it from the HTML book)"

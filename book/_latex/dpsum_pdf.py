@@ -21,8 +21,10 @@ PDF_NAME = "dpsum.pdf"
 def _link_pdf(app: Sphinx, config: Config) -> None:
     # at config-inited, before the HTML builder hashes its settings, so that
     # pages built with or without the link are rewritten when that changes
-    pdf = Path(app.outdir).parent / "latex" / PDF_NAME
-    if pdf.is_file():
+    outdir = Path(app.outdir)
+    pdf = outdir.parent / "latex" / PDF_NAME
+    # not in the LaTeX build, whose output directory holds the PDF
+    if pdf.is_file() and outdir not in pdf.parents:
         config.html_extra_path = [*config.html_extra_path, str(pdf)]
         config.html_context = {**config.html_context, "dpsum_pdf": PDF_NAME}
 
