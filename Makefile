@@ -16,14 +16,15 @@ OFFLINE_CHECK := $(BIN)/python tests/offline_html.py _build/html
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml book/helpers/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,book,dask]"
+	$(BIN)/python -m pip install --quiet -e ".[test,book,dask]" -e book/helpers
 	touch $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m mypy
+	$(BIN)/python -m mypy --config-file book/helpers/pyproject.toml book/helpers/dpsum_book
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --doctest-modules dpsum
 ifneq ($(strip $(CHAPTERS)),)

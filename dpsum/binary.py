@@ -1,7 +1,7 @@
 """Binary sums: randomized response, additive binomial noise and sample-and-threshold.
 
 Each of ``n`` users holds a bit ``x_i`` in ``{0, 1}`` and the analyst wants the
-count ``k = sum_i x_i`` (book chapter 7, "Binary sums", which follows the
+count ``k = sum_i x_i`` (book chapter "Binary sums", which follows the
 binary-sums notes of the seeds). Three mechanisms are implemented, each with
 its privacy condition, its estimator of ``k`` and the closed-form bias and
 variance of that estimator:
@@ -87,7 +87,7 @@ __all__ = [
 
 #: Largest epsilon the published conditions of the binomial mechanism and of
 #: sample-and-threshold allow (both papers state ``epsilon <= 1``); the
-#: mechanisms refuse larger values. The arguments of book chapter 7 reach
+#: mechanisms refuse larger values. The arguments of the book's chapter "Binary sums" reach
 #: further: the binomial argument holds for every ``epsilon <= sqrt(5)``
 #: (:data:`BINOMIAL_PROOF_EPSILON`; it needs ``epsilon / (2 sqrt 5) + 1/mu <=
 #: tanh(epsilon / 2)``, not the stronger ``epsilon / sqrt 5 <= tanh(epsilon / 2)``,
@@ -155,7 +155,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
     if epsilon > MAX_EPSILON:
         raise ValueError(
             f"epsilon must be <= {MAX_EPSILON:g} for the {mechanism}: its privacy proof "
-            f"covers epsilon in (0, 1] only (book chapter 7), got {epsilon!r}"
+            f"covers epsilon in (0, 1] only (book chapter 'Binary sums'), got {epsilon!r}"
         )
 
 
@@ -265,7 +265,7 @@ class BinaryRelease:
         return b * b + self.variance(k)
 
 
-def _check_k(k, n):
+def _check_k(k: Any, n: Any) -> Any:
     kk = _check_int(k, "k")
     if np.any(np.asarray(kk) > n):
         raise ValueError(f"k must be at most n = {n}, got {k!r}")
@@ -315,7 +315,7 @@ def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
 
 def randomized_response_keep_probability(epsilon: ArrayLike) -> float | np.ndarray:
     """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
-    reports the true bit (book chapter 7, "Randomized response").
+    reports the true bit (book chapter "Differential privacy", randomized response).
 
     The likelihood ratio of a report under the two values of a user's bit is
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
@@ -621,7 +621,7 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     analyst sees ``k + Binomial(n, p)`` (Ghazi et al. 2021; Balcer and Cheu
     2020). The seed's calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
     (epsilon, delta)-DP when ``p <= 1/2`` (``n >= 100 ln(2/delta) / epsilon^2``,
-    :func:`binomial_min_users`) and ``epsilon <= 1`` (book chapter 7: the
+    :func:`binomial_min_users`) and ``epsilon <= 1`` (the book's chapter "Binary sums": the
     Chernoff bound is applied with ``alpha = epsilon / sqrt(5)``, which must
     not exceed ``tanh(epsilon / 2)``). The estimate ``output - n p`` is unbiased
     with variance ``n p (1 - p)``.
@@ -693,7 +693,7 @@ def sample_threshold_tau(delta: ArrayLike) -> float | np.ndarray:
 
     The logarithm is natural: the bad event is bounded by a Chernoff bound
     ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
-    (book chapter 7). Vectorised over ``delta``.
+    (the book's chapter "Binary sums"). Vectorised over ``delta``.
 
     Examples
     --------
@@ -756,7 +756,7 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     return V.scalar_or_array(est)
 
 
-def _st_parameters(epsilon, delta, p, threshold):
+def _st_parameters(epsilon: Any, delta: Any, p: Any, threshold: Any) -> Any:
     """The (p, tau) of sample-and-threshold, defaults filled in (not checked
     against the privacy conditions: the closed forms hold for any p and tau)."""
     eps = V.check_epsilon(epsilon, scalar=True)
@@ -771,12 +771,12 @@ def _int_threshold(tau: float) -> int:
     return int(math.ceil(tau))
 
 
-def _st_release_probability(k, p, tau):
+def _st_release_probability(k: Any, p: Any, tau: Any) -> Any:
     t = _int_threshold(tau)
     return stats.binom.sf(t - 1, k, p)
 
 
-def _st_bias(k, p, tau):
+def _st_bias(k: Any, p: Any, tau: Any) -> Any:
     """Exact bias of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
 
     ``E[C 1{C >= t}] = k p P(Binomial(k-1, p) >= t-1)``, so the bias is
@@ -790,7 +790,7 @@ def _st_bias(k, p, tau):
     return V.scalar_or_array(out)
 
 
-def _st_variance(k, p, tau):
+def _st_variance(k: Any, p: Any, tau: Any) -> Any:
     """Exact variance of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
 
     With ``A1 = P(Bin(k-1, p) >= t-1)`` and ``A2 = P(Bin(k-2, p) >= t-2)``:
@@ -931,7 +931,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     variance are :func:`sample_threshold_bias` and
     :func:`sample_threshold_variance`.
 
-    Privacy (book chapter 7): (epsilon, delta)-DP for ``epsilon <= 1``,
+    Privacy (the book's chapter "Binary sums"): (epsilon, delta)-DP for ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``, under
     replace-one and add-remove alike.
 
@@ -1107,7 +1107,7 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     half = float(V.check_probability(beta, "beta", scalar=True)) / 2.0
     y, n = int(release.output), int(release.n)
 
-    def first(pred) -> int:
+    def first(pred: Any) -> int:
         """Smallest k in [0, n + 1] with pred(k) true, for pred monotone false -> true."""
         lo, hi = -1, n + 1
         while hi - lo > 1:

@@ -6,7 +6,7 @@ the Gaussian-data mechanism clips every scaled record at the smallest radius ``C
 ``C`` is a generalized chi-square quantile (:func:`dpsum.clipping.clip_radius`). The
 report replaces it, "for the sake of analysis", by upper bounds; this module
 implements each of them, plus the sharp chi-square bound the report did not
-use (book chapter 5):
+use (book chapter "The Bernstein bound"):
 
 * the Bernstein tail lemma (``bernstein-lem-tail``), Bernstein's inequality with the moment constant
   ``L = 3 sigma_*^2``: :func:`bernstein_tail_threshold`,
@@ -36,7 +36,7 @@ the Bernstein error bound (``bernstein-thm-error``) only when ``ln n <= sum sigm
 that evaluate these formulas raise :class:`ValueError` outside that range,
 with a message giving the limit. With ``strict=False`` they return the
 formula's value anyway; that value is then *not* a proven bound (for large
-enough ``t`` it falls below the exact quantile, as chapter 5 shows).
+enough ``t`` it falls below the exact quantile, as the chapter on the Bernstein bound shows).
 :func:`bernstein_tail_bound` needs no such switch: beyond the range it returns
 the weaker bound ``exp(-t_max^2)``, which still holds.
 
@@ -80,7 +80,7 @@ BERNSTEIN_MOMENT_CONSTANT = 3.0
 
 #: The smallest ``L / sigma_*^2`` for which the moment condition (13) holds
 #: for every ``k >= 2``: the exact ratios approach 2 from below as ``k`` grows
-#: (book chapter 5, "The constant L").
+#: (book chapter "The Bernstein bound", "The constant L").
 SMALLEST_MOMENT_CONSTANT = 2.0
 
 # relative slack when comparing a user's t or ln(n) with a validity limit, so
@@ -89,11 +89,11 @@ _LIMIT_RTOL = 8 * np.finfo(float).eps
 
 
 # ----------------------------------------------------------------- helpers
-def _check_stds(stds) -> np.ndarray:
+def _check_stds(stds: Any) -> np.ndarray:
     return V.check_vector(stds, "stds", positive=True)
 
 
-def _scaled_stds(stds, scaling) -> np.ndarray:
+def _scaled_stds(stds: Any, scaling: Any) -> np.ndarray:
     """``s_j = b_j sigma_j``, the standard deviations of the scaled record."""
     sigma = _check_stds(stds)
     if scaling is None:
@@ -147,7 +147,7 @@ def _check_clip_probability(p: Any) -> float:
     return V.check_probability(p, "clip_probability", scalar=True)
 
 
-def _check_n(n):
+def _check_n(n: Any) -> Any:
     """``n >= 1`` (a dataset size, or ``1/p`` for a clipping probability ``p``)."""
     value = V.check_positive(n, "n")
     if not np.all(np.asarray(value) >= 1):
@@ -185,7 +185,7 @@ def bernstein_max_t(stds: ArrayLike) -> float:
     return math.sqrt(2.0 * pw.r4) / 6.0
 
 
-def _check_t(t, t_max: float, strict: bool):
+def _check_t(t: Any, t_max: float, strict: bool) -> Any:
     strict = V.check_bool(strict, "strict")
     tv = V.check_positive(t, "t", allow_zero=True)
     if strict and np.any(np.asarray(tv) > t_max * (1 + _LIMIT_RTOL)):
@@ -208,7 +208,7 @@ def bernstein_tail_threshold(stds: ArrayLike, t: ArrayLike, *, strict: bool = Tr
               \qquad 0 \le t \le \frac{1}{6\sigma_*^2}\sqrt{2\sum_j\sigma_j^4},
 
     so the threshold is an upper bound on the ``e^{-t^2}`` upper quantile of
-    ``sum_j X_j^2`` (book chapter 5; it follows from Bernstein's inequality,
+    ``sum_j X_j^2`` (book chapter "The Bernstein bound"; it follows from Bernstein's inequality,
     Boucheron, Lugosi and Massart 2013, the classic calibration (``gaussian-thm-classic``).10).
 
     Parameters
@@ -377,7 +377,7 @@ def bernstein_error_condition_holds(stds: ArrayLike, n: ArrayLike) -> bool | np.
     return bool(ok) if np.ndim(n) == 0 else ok
 
 
-def _bernstein_error_checked(stds, n, strict: bool):
+def _bernstein_error_checked(stds: Any, n: Any, strict: bool) -> Any:
     strict = V.check_bool(strict, "strict")
     pw = _Powers(_check_stds(stds))
     nv = np.asarray(_check_n(n), dtype=float)
@@ -644,7 +644,7 @@ def bernstein_alpha(stds: ArrayLike, clip_probability: float, *, as_written: boo
     if L < SMALLEST_MOMENT_CONSTANT:
         raise ValueError(
             f"moment_constant must be >= {SMALLEST_MOMENT_CONSTANT:g}: condition (13) fails "
-            f"for L = {L:.6g} sigma_*^2 at large k (book chapter 5)")
+            f"for L = {L:.6g} sigma_*^2 at large k (book chapter 'The Bernstein bound')")
     # scaled variances s_j^2 = sigma_j / S1; s_*^2 = r_max / r1 = 1 / r1
     s_star2 = 1.0 / pw.r1
     var = 2.0 * pw.r2 / pw.r1**2

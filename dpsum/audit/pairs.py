@@ -3,7 +3,7 @@
 An empirical audit (:func:`dpsum.audit.epsilon_lower_bound`) can only find a
 violation on the datasets it is given, so each mechanism gets a builder for
 the pair of neighbouring datasets on which its privacy loss is largest (book
-chapter 8). The builders take the mechanism's own public arguments; the one
+chapter "Checking privacy empirically"). The builders take the mechanism's own public arguments; the one
 for the Gaussian-data mechanism computes the clip radius, scaling and sensitivity with the
 mechanism's own set-up (:func:`dpsum.gaussian_data.gaussian_data_setup`).
 

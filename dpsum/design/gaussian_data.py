@@ -1,6 +1,6 @@
 """the Gaussian-data mechanism's public set-up: everything fixed before the data is read.
 
-the Gaussian-data mechanism (book chapter 4) releases a clipped, scaled sum. Its scaling
+the Gaussian-data mechanism (book chapter "Gaussian data") releases a clipped, scaled sum. Its scaling
 ``b``, clip radius ``C``, L2 sensitivity and noise level are functions of
 public inputs only: the data model (``stds``, ``center``), the clip
 probability ``p_C``, the scaling rule, the neighbouring relation and the

@@ -66,9 +66,9 @@ def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
 def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
     """Scaling ``b_j ∝ sigma_j^{-alpha}`` normalised so that ``E||x ⊙ b||^2 = 1``.
 
-    The normalisation is the report's constraint (10),
+    The normalisation is the normalisation,
     ``sum_j (b_j sigma_j)^2 = 1``. ``alpha = 0`` is isotropic clipping,
-    ``alpha = 1/2`` is the scaling lemma (``gaussian-data-lem-scaling``) and ``alpha = 1`` is whitening (book chapter 6).
+    ``alpha = 1/2`` is the scaling lemma (``gaussian-data-lem-scaling``) and ``alpha = 1`` is whitening (book chapter "Choosing the scaling and the clip probability").
 
     Parameters
     ----------
@@ -97,7 +97,7 @@ def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
 
     It is the stationary point of the Lagrangian that minimises equation (9)
     under the constraint ``E||x ⊙ b||^2 = 1`` (equation (10)) with the clip
-    radius held fixed (book chapter 4, the scaling lemma (``gaussian-data-lem-scaling``)).
+    radius held fixed (book chapter "Gaussian data", the scaling lemma (``gaussian-data-lem-scaling``)).
 
     Parameters
     ----------
@@ -115,7 +115,7 @@ def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
 
 def whitening_scaling(stds: ArrayLike) -> np.ndarray:
     """Whitening, ``b_j = 1 / (sigma_j sqrt(d))``: every scaled coordinate has
-    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (book chapter 6).
+    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (book chapter "Choosing the scaling and the clip probability").
 
     Examples
     --------
@@ -194,7 +194,7 @@ _FAMILIES = ("power", "tilted", "all")
 
 
 def _normalise(b: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Rescale ``b`` to the report's constraint (10), ``sum_j (b_j sigma_j)^2 = 1``."""
+    """Rescale ``b`` to the normalisation, ``sum_j (b_j sigma_j)^2 = 1``."""
     return b / np.sqrt(np.sum((b * sigma) ** 2))
 
 
@@ -207,7 +207,7 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     has the units of ``1/sigma``. The family solves the stationarity
     condition of the exact error ``C(b)^2 sum_j b_j^{-2}`` when the
     conditional moments ``E[Z_j^2 | ||x̂|| = C]`` are replaced by their
-    saddlepoint values ``1 / (1 - 2 s w_j)`` (book chapter 6).
+    saddlepoint values ``1 / (1 - 2 s w_j)`` (book chapter "Choosing the scaling and the clip probability").
 
     Parameters
     ----------
@@ -243,9 +243,9 @@ def _error_factor(sigma: np.ndarray, p: float, b: np.ndarray) -> float:
     return float(C * C * np.sum(b ** -2.0))
 
 
-def _make_objective(sigma: np.ndarray, p: float, exact: bool):
+def _make_objective(sigma: np.ndarray, p: float, exact: bool) -> Any:
     """``F(b)``, exact or from the saddlepoint quantile (falling back to exact)."""
-    def F(b):
+    def F(b: Any) -> Any:
         if not exact:
             q = _GeneralizedChiSquare((b * sigma) ** 2).saddlepoint_isf(p)
             if np.isfinite(q):
@@ -254,7 +254,7 @@ def _make_objective(sigma: np.ndarray, p: float, exact: bool):
     return F
 
 
-def _minimise_family(member, lo: float, hi: float, F, exact_F, exact: bool):
+def _minimise_family(member: Any, lo: float, hi: float, F: Any, exact_F: Any, exact: bool) -> Any:
     """Minimise ``F(member(t))`` over ``t`` in ``[lo, hi]``: a grid, then
     bounded Brent around the best grid point; optionally polished against
     the exact objective. Returns the parameter."""
@@ -293,7 +293,7 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
     ``d log F / d v_j = (w_j g_j S - q / u_j) / (q S)`` (``u = b^2``, ``S = sum 1/u``)."""
     sigma2 = sigma * sigma
 
-    def fun(v):
+    def fun(v: Any) -> Any:
         v = v - v.max()  # F is scale invariant; keep the numbers moderate
         u = np.exp(v)
         w = u * sigma2
@@ -317,7 +317,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     not depend on ``b``; here ``C(b)`` is the exact radius of
     :func:`dpsum.clipping.clip_radius` and the minimised quantity is
     ``F(b) = C(b)^2 sum_j b_j^{-2}``, which fixes the error for every
-    ``epsilon``, ``delta`` and neighbouring relation at once (book chapter 6).
+    ``epsilon``, ``delta`` and neighbouring relation at once (book chapter "Choosing the scaling and the clip probability").
 
     Parameters
     ----------
@@ -383,14 +383,14 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
         # to ~whitening (kappa sigma_min = 1e4)
         lo, hi = np.log(1e-4), np.log(1e4 * smax / smin)
 
-        def member(t):
+        def member(t: Any) -> Any:
             return tilted_scaling(sigma, np.exp(t) / smax)
 
         t = _minimise_family(member, lo, hi, F, exact_F, exact)
         candidates += [member(t), tilted_scaling(sigma, 0.0), tilted_scaling(sigma, np.inf)]
     if family in ("power", "all"):
-        def member(a):
-            return power_scaling(sigma, a)
+        def member(t: Any) -> Any:
+            return power_scaling(sigma, t)
 
         a = _minimise_family(member, -0.5, 2.0, F, exact_F, exact)
         candidates += [member(a)] + [power_scaling(sigma, x) for x in (0.0, 0.5, 1.0)]

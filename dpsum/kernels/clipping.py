@@ -4,7 +4,7 @@ the Gaussian-data mechanism clips every scaled record ``x̂_i = (x_i - c) ⊙ b`
 radius ``C`` and sums. ``C`` is the smallest radius whose exceedance
 probability under the public model ``x_i ~ N(c, diag(sigma^2))`` is at most
 ``p_C``; since ``||x̂||^2 = sum_j (b_j sigma_j)^2 Z_j^2`` is a generalized
-chi-square, ``C = sqrt(isf(p_C))`` (book chapter 4).
+chi-square, ``C = sqrt(isf(p_C))`` (book chapter "Gaussian data").
 
 The clipped sum (:func:`clipped_sum`) is correct over the whole float64 range:
 every row is centred before it enters the sum, squared norms are formed in

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -250,7 +250,7 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
 
     Under the model ``x ~ N(c, diag(s^2))`` the scaled squared norm
     ``||(x - c) ⊙ b||^2`` is generalized chi-square with weights ``(b_j s_j)^2``
-    (book chapter 4). The returned radius is the private median norm times
+    (book chapter "Gaussian data"). The returned radius is the private median norm times
     the model's ratio of the ``1 - p_C`` quantile to the median:
     ``C = R_b sqrt(Q(1 - p_C) / Q(1/2))``. The median comes from the data
     (reliable for a small budget), the shape of the tail from the model.
@@ -290,7 +290,7 @@ def _quantile_ratio(weights_bytes: bytes, p: float) -> float:
 # ---------------------------------------------------------------------------
 # the pipeline
 # ---------------------------------------------------------------------------
-def _total_rho(epsilon, delta, rho) -> tuple[float, float | None, float | None]:
+def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None, float | None]:
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise TypeError("give the budget either as (epsilon, delta) or as rho, not both")
@@ -314,7 +314,7 @@ def _compose_zcdp(steps: tuple, dlt: float) -> ComposedGuarantee:
     return compose(steps, delta=dlt, method="zcdp")
 
 
-def _gaussian_noise(gen: np.random.Generator, std, size=None):
+def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
     """Gaussian noise of standard deviation ``std`` (one place to draw it)."""
     return gen.normal(0.0, 1.0, size=size) * std
 
@@ -324,8 +324,8 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability,
-         regularization, rng, statistic) -> PipelineRelease:
+def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
+         regularization: Any, rng: Any, statistic: Any) -> PipelineRelease:
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
     scaling = Scaling.parse(scaling)
@@ -454,22 +454,22 @@ _DOC_PARAMS = """
 """
 
 
-def private_mean(X: ArrayLike, *, domain, epsilon: float | None = None, delta: float | None = None,
+def private_mean(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                  rho: float | None = None, neighbouring: Neighbouring | str = "replace",
                  budget: Mapping | None = None, scaling: str = "scaled",
                  clip_probability: float | None = None,
-                 regularization: float = REGULARIZATION, rng=None) -> PipelineRelease:
+                 regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
                 statistic="mean")
 
 
-def private_sum(X: ArrayLike, *, domain, epsilon: float | None = None, delta: float | None = None,
+def private_sum(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                 rho: float | None = None, neighbouring: Neighbouring | str = "replace",
                 budget: Mapping | None = None, scaling: str = "scaled",
                 clip_probability: float | None = None,
-                regularization: float = REGULARIZATION, rng=None) -> PipelineRelease:
+                regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,

@@ -351,7 +351,7 @@ def _gaussian_epsilon_scalar(sigma: float, delta: float, sens: float) -> float:
 # ---------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------
-def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Noise level of the classic Gaussian mechanism (the classic calibration (``gaussian-thm-classic``)).
 
     Returns ``sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon``, the
@@ -410,7 +410,7 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     return V.scalar_or_array(sigma.reshape(shape), epsilon, delta, sensitivity)
 
 
-def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Exact privacy profile delta(epsilon) of the Gaussian mechanism.
 
     The left-hand side of the report's equation (2), for noise standard
@@ -461,7 +461,7 @@ def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike 
     return V.scalar_or_array(delta.reshape(shape), sigma, epsilon, sensitivity)
 
 
-def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest noise level making the Gaussian mechanism (epsilon, delta)-DP.
 
     The analytic Gaussian mechanism of Balle and Wang (2018), the report's
@@ -526,7 +526,7 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     return V.scalar_or_array(_analytic_sigma(e, d, s).reshape(shape), epsilon, delta, sensitivity)
 
 
-def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest epsilon for which the Gaussian mechanism is (epsilon, delta)-DP.
 
     The inverse in epsilon of :func:`gaussian_delta` (the report's
