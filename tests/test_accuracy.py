@@ -23,7 +23,7 @@ from scipy import stats
 import dpsum
 from dpsum import accuracy as acc
 from dpsum import binary
-from dpsum.accuracy import statements
+from dpsum.accuracy import clipping_loss
 from dpsum.kernels import grid
 from dpsum.release import noise, records
 from dpsum.kernels.clipping import clipped_sum
@@ -291,12 +291,12 @@ def test_loss_moment_exact_and_grouped():
     se = loss.std(ddof=1) / math.sqrt(loss.size)
     assert abs(loss.mean() - exact) < 4 * se
     # quadrature: the default nodes against 64
-    default = statements._LAGUERRE_NODES
+    default = clipping_loss.LAGUERRE_NODES
     try:
-        statements._LAGUERRE_NODES = 64
+        clipping_loss.LAGUERRE_NODES = 64
         fine = acc.clipping_loss_moment(stds, b, C, levels=6)
     finally:
-        statements._LAGUERRE_NODES = default
+        clipping_loss.LAGUERRE_NODES = default
     assert math.isclose(exact, fine, rel_tol=1e-6)
     # scale-free: stds and C scaled together (b fixed) scale the moment by the square
     assert math.isclose(acc.clipping_loss_moment(stds * 1e100, b, C * 1e100, levels=6),
