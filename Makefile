@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml book/helpers/pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy --config-file book/helpers/pyproject.toml book/helpers/dpsum_book
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --doctest-modules dpsum
 ifneq ($(strip $(CHAPTERS)),)
