@@ -459,13 +459,19 @@ def _cks_log_delta(rho: float, eps: float) -> float:
         u = math.exp(t)
         return (2.0 * u + 1.0) * rho - eps - math.log1p(1.0 / u)
 
-    lo, hi = -700.0, math.log(max(eps / (2.0 * rho), 1.0)) + 2.0
+    # the minimiser is near u = eps / (2 rho); in logs, so that a subnormal
+    # rho does not overflow, and at most e^700 (any u > 0 gives a valid bound)
+    lo = -700.0
+    hi = min(700.0, max(math.log(eps) - math.log(2.0 * rho), 0.0) + 2.0)
     if dg(lo) >= 0.0:
         return 0.0  # the bound is trivial (delta = 1)
-    while dg(hi) <= 0.0:  # pragma: no cover - the bracket above already suffices
-        hi += 1.0
-    u = math.exp(brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15))
-    return min(0.0, g(u))
+    if dg(hi) <= 0.0:
+        t = hi       # minimiser beyond e^700 (rho below ~1e-300): a valid bound anyway
+    else:
+        t = brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15)
+    with np.errstate(over="ignore"):
+        value = g(math.exp(t))
+    return min(0.0, value) if value == value else -math.inf
 
 
 def _cks_epsilon(rho: float, delta: float) -> float:
@@ -482,7 +488,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
         u = math.exp(t)
         return rho * u * u + math.log1p(u) - L
 
-    hi = 0.5 * math.log(L / rho) + 1.0
+    hi = 0.5 * (math.log(L) - math.log(rho)) + 1.0    # in logs: rho may be subnormal
     lo = -700.0
     while h(hi) <= 0.0:  # pragma: no cover
         hi += 1.0
@@ -529,7 +535,9 @@ def zcdp_delta(rho: float, epsilon: float, method: str = "cks") -> float:
             return 1.0
         return math.exp(-((e - r) ** 2) / (4.0 * r))
     tv = math.sqrt(-math.expm1(-r))
-    return min(tv, math.exp(_cks_log_delta(r, e)))
+    # conservative in the float range: a delta below it is rounded up to the
+    # smallest positive float, never to 0
+    return max(5e-324, min(tv, math.exp(_cks_log_delta(r, e))))
 
 
 def zcdp_epsilon(rho: float, delta: float, method: str = "cks") -> float:
@@ -1062,7 +1070,12 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
     >>> bool(abs(g.epsilon - gaussian_composition_epsilon([2.0, 2.0], 1e-6)) < 1e-9)
     True
     """
-    steps = tuple(steps) if not isinstance(steps, PrivacyStep) else (steps,)
+    if isinstance(steps, PrivacyStep):
+        steps = (steps,)
+    elif isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
+        raise TypeError("steps must be a sequence of PrivacyStep records (see gaussian_step, "
+                        f"pure_step), got {type(steps).__name__}")
+    steps = tuple(steps)
     if not steps:
         raise ValueError("steps must not be empty")
     if not all(isinstance(st, PrivacyStep) for st in steps):

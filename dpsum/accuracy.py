@@ -201,14 +201,23 @@ def _sidak(beta: float, m: int) -> float:
     return float(-np.expm1(np.log1p(-beta) / m))
 
 
+def _log_sidak(log_beta: float, m: int) -> float:
+    """``log`` of :func:`_sidak`, from ``log beta``; below 1e-300 it is the
+    conservative ``log(beta / m)`` (``1 - (1 - b)^(1/m) >= b / m``), so a
+    subnormal ``beta`` gives a finite ``z`` instead of an underflow to 0."""
+    b = math.exp(log_beta)
+    v = _sidak(b, m) if b > 1e-300 else 0.0
+    return math.log(v) if v >= 1e-300 else log_beta - math.log(m)
+
+
 def _pipeline_intervals(release: PipelineRelease, beta: float, simultaneous: bool):
     s, a = _pipeline_law(release)
-    b_nu = beta if a is None else beta * (1.0 - PIPELINE_COUNT_SHARE)
+    lb = math.log(beta) if a is None else math.log(beta) + math.log1p(-PIPELINE_COUNT_SHARE)
     if simultaneous:
-        b_nu = _sidak(b_nu, s.size)
-    half = s * _two_sided_z(b_nu)
+        lb = _log_sidak(lb, s.size)
+    half = s * _z_log(lb)
     if a is not None:  # |ñ - n| <= sigma_count z with probability 1 - share * beta
-        half = half + np.abs(a) * _two_sided_z(beta * PIPELINE_COUNT_SHARE)
+        half = half + np.abs(a) * _z_log(math.log(beta) + math.log(PIPELINE_COUNT_SHARE))
     est = np.asarray(release.estimate, dtype=float)
     return est - half, est + half
 
@@ -218,7 +227,7 @@ def _pipeline_radius(release: PipelineRelease, beta: float) -> float:
     if a is None:
         return noise_norm_quantile(s, beta)
     return (noise_norm_quantile(s, beta * (1.0 - PIPELINE_COUNT_SHARE))
-            + float(np.linalg.norm(a)) * _two_sided_z(beta * PIPELINE_COUNT_SHARE))
+            + float(np.linalg.norm(a)) * _z_log(math.log(beta) + math.log(PIPELINE_COUNT_SHARE)))
 
 
 def _check_statistic(statistic: str) -> str:
@@ -273,7 +282,13 @@ def noise_norm_quantile(noise_std, beta: float) -> float:
 
 def _two_sided_z(beta: float) -> float:
     """``z`` with ``Pr[|Z| > z] = beta`` for a standard normal ``Z``."""
-    return float(-special.ndtri(beta / 2.0))
+    return _z_log(math.log(beta))
+
+
+def _z_log(log_beta: float) -> float:
+    """:func:`_two_sided_z` from ``log beta``: finite for every positive
+    float ``beta``, subnormal ones included (``beta / 2`` would underflow)."""
+    return float(-special.ndtri_exp(log_beta - math.log(2.0)))
 
 
 def noise_coordinate_quantile(noise_std, beta: float):
@@ -398,18 +413,19 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
     b = _check_beta(beta)
     simultaneous = V.check_bool(simultaneous, "simultaneous")
     s = np.asarray(rel.noise_std, dtype=float)
+    lb = math.log(b)
     if simultaneous:
-        b = _sidak(b, s.size)  # per-coordinate failure probability
+        lb = _log_sidak(lb, s.size)  # log of the per-coordinate failure probability
     grid = _grid_noise(rel)
     if rel.mechanism is Mechanism.LAPLACE:
         # Laplace noise of scale s / sqrt(2): Pr[|e_j| > t] = exp(-t sqrt(2) / s)
-        half = s / math.sqrt(2.0) * -math.log(b)
+        half = s / math.sqrt(2.0) * -lb
     elif grid is not None:
         # discrete Gaussian: Pr[|Z| > t] <= 2 Phi(-t / sigma) at integers t >= 0
         sigma, unit = grid
-        half = unit * math.ceil(sigma * _two_sided_z(b) * (1.0 + 1e-12))
+        half = unit * math.ceil(sigma * _z_log(lb) * (1.0 + 1e-12))
     else:
-        half = s * _two_sided_z(b)
+        half = s * _z_log(lb)
     est = np.asarray(rel.estimate, dtype=float)
     return est - half, est + half
 

@@ -62,6 +62,7 @@ GRID_CHARGE = 2.0 ** -20
 
 _U = 2.0 ** -53
 _FLOAT_MAX = np.finfo(np.float64).max
+_TINY = float(np.finfo(np.float64).tiny)   # smallest normal float
 # int64 block sums are flushed to Python integers before they could overflow
 _INT64_SAFE = 2 ** 62
 #: The grid kernel's blocks hold this many times the rows of the float
@@ -88,12 +89,20 @@ def grid_exponent(clip_norm: float, d: int, charge: float = GRID_CHARGE) -> int:
     -20
     """
     C = float(V.check_positive(clip_norm, "clip_norm"))
-    if not 0 < charge < 0.5:
-        raise ValueError("charge must lie in (0, 0.5)")
-    K = math.floor(math.log2(2 * charge * C / math.sqrt(d)))
-    while math.sqrt(d) * math.ldexp(1.0, K - 1) > charge * C:   # guard log2 rounding
+    dd = V.check_integer(d, "d", 1)
+    ch = float(V.check_open_interval(charge, "charge", 0.0, 0.5, scalar=True))
+    root = math.sqrt(dd)
+    # log2 C from the exponent and mantissa: exact scale even for subnormal C
+    mant, exp = math.frexp(C)
+    K = math.floor(math.log2(mant) + exp + math.log2(2 * ch) - math.log2(root))
+
+    def fits(k: int) -> bool:
+        """sqrt(d) 2^(k-1) <= charge C, compared without under- or overflow."""
+        return root <= math.ldexp(C, 1 - k) * ch
+
+    while not fits(K):                                  # guard log2 rounding
         K -= 1
-    while math.sqrt(d) * math.ldexp(1.0, K) <= charge * C:
+    while fits(K + 1):
         K += 1
     return K
 
@@ -115,7 +124,10 @@ def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
     >>> [int(v) for v in round_to_grid([0.3, 2.5, -1.75], -2)]  # multiples of 1/4, ties to even
     [1, 10, -7]
     """
-    x = np.asarray(value, dtype=np.float64)
+    x = V.as_real_array(value, "value")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("value contains NaN or infinite values")
+    K = V.check_integer(K, "K", None)
     with np.errstate(under="ignore", over="ignore"):
         q = np.clip(np.rint(np.ldexp(x, -K)), -_FLOAT_MAX, _FLOAT_MAX)
     return np.array([int(v) for v in q.ravel()], dtype=object).reshape(x.shape)
@@ -371,10 +383,12 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     >>> all(float(v / 2.0 ** K).is_integer() for v in y)  # on the grid 2^K
     True
     """
-    x = np.asarray(value, dtype=np.float64)
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    V.check_epsilon(epsilon, scalar=True)
+    V.check_delta(delta, scalar=True)
+    x = V.as_real_array(value, "value")
     if not np.all(np.isfinite(x)):
         raise ValueError("value contains NaN or infinite values")
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
     d = max(1, x.size)
     K = grid_exponent(sens, d)
     q = round_to_grid(x, K)
@@ -468,14 +482,7 @@ class _Bits:
     _CHUNK = 4096
 
     def __init__(self, rng):
-        if rng is None:
-            self._gen = None
-        elif isinstance(rng, np.random.Generator):
-            self._gen = rng
-        elif isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-            self._gen = np.random.default_rng(int(rng))
-        else:
-            raise TypeError("rng must be None (secure), a numpy.random.Generator or an int seed")
+        self._gen = V.check_secure_rng(rng)    # the one rng rule; None: os.urandom
         self.secure = self._gen is None
         self._words: list[int] = []
 
@@ -559,11 +566,19 @@ def _discrete_gaussian_one(p: int, q: int, bits: _Bits) -> int:
             return y
 
 
+def _shape(size: object) -> tuple[int, ...]:
+    """An output shape from ``size`` (an int >= 0 or a tuple of them; not a bool)."""
+    checked = V.check_size(size, "size")
+    if checked is None:
+        return ()
+    return (checked,) if isinstance(checked, int) else checked
+
+
 def _as_fraction(value: float | Fraction, name: str = "sigma2") -> Fraction:
     """A positive parameter as an exact rational (a float converts exactly)."""
     if isinstance(value, Fraction):
         out = value
-    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    elif isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         out = Fraction(int(value))
     else:
         out = Fraction(float(V.check_positive(value, name)))
@@ -612,8 +627,7 @@ def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = ()
     """
     s2 = _as_fraction(sigma2)
     bits = _Bits(rng)
-    shape: tuple[int, ...] = ((int(size),) if isinstance(size, numbers.Integral)
-                              else tuple(size))  # type: ignore[arg-type]
+    shape = _shape(size)
     count = math.prod(shape)
     out = [_discrete_gaussian_one(s2.numerator, s2.denominator, bits) for _ in range(count)]
     return np.array(out, dtype=object).reshape(shape)
@@ -660,10 +674,17 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1
     >>> bool(discrete_gaussian_delta(4.0, 1.0) < 1e-1)
     True
     """
-    s = float(V.check_positive(sigma, "sigma"))
-    eps = float(V.check_positive(epsilon, "epsilon"))
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
-    return float(zcdp_delta(sens * sens / (2 * s * s), eps, method="cks"))
+    s = float(V.check_positive(sigma, "sigma", scalar=True))
+    eps = float(V.check_positive(epsilon, "epsilon", scalar=True))
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    with np.errstate(over="ignore", under="ignore"):
+        ratio = sens / s
+        rho = 0.5 * ratio * ratio
+    if not rho < math.inf:
+        return 1.0          # sigma negligible against the sensitivity: no guarantee
+    # rho below the float range: the bound is increasing in rho, so the
+    # smallest positive float gives a valid (tiny) delta
+    return float(zcdp_delta(max(rho, 5e-324), eps, method="cks"))
 
 
 def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity: int) -> float:
@@ -707,8 +728,17 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     True
     """
     eps, dlt = V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
-    return _unit_sigma(float(eps), float(dlt)) * sens
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    with np.errstate(over="ignore"):
+        sigma = _unit_sigma(float(eps), float(dlt)) * sens
+    if not sigma < math.inf:
+        raise ValueError("sensitivity is too large for this epsilon and delta: the noise "
+                         "scale is not a finite float")
+    if sigma < _TINY:
+        raise ValueError("sensitivity is too small for this epsilon and delta: the noise "
+                         "scale would be a subnormal float (below 2.2e-308), which cannot "
+                         "hold the calibration to within 1e-9; rescale the statistic")
+    return sigma
 
 
 # ------------------------------------------------------- the discrete Laplace
@@ -745,8 +775,7 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
     """
     tau = _as_fraction(scale, "scale")
     bits = _Bits(rng)
-    shape: tuple[int, ...] = ((int(size),) if isinstance(size, numbers.Integral)
-                              else tuple(size))  # type: ignore[arg-type]
+    shape = _shape(size)
     t, s = tau.numerator, tau.denominator
     out = [_discrete_laplace(t, bits, s) for _ in range(math.prod(shape))]
     return np.array(out, dtype=object).reshape(shape)

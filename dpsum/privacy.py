@@ -117,9 +117,13 @@ def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, fl
     total_delta = math.fsum(dels)
     if total_delta >= 1:
         raise ValueError("the deltas sum to 1 or more: the composed guarantee is void")
-    total_eps = math.fsum(eps)
+    try:
+        total_eps = math.fsum(eps)
+    except OverflowError:   # fsum raises on an intermediate overflow
+        total_eps = math.inf
     if not math.isfinite(total_eps):
-        raise ValueError("the epsilons sum to more than the largest float")
+        raise ValueError("epsilons sum to more than the largest float: the composed "
+                         "epsilon is not a finite number")
     return total_eps, total_delta
 
 
@@ -128,7 +132,9 @@ def advanced_composition(epsilon: float, delta: float, k: int,
     """Advanced composition of ``k`` (epsilon, delta)-DP mechanisms.
 
     Returns ``(eps', k delta + delta')`` with
-    ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
+    ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``. The per-step
+    ``delta`` may be 0 (composing pure-DP steps, the theorem's most common
+    use); ``delta'`` must lie in (0, 1).
     (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, Theorem 3.20;
     book chapter 1, "Composition").
 
@@ -145,7 +151,7 @@ def advanced_composition(epsilon: float, delta: float, k: int,
     (1.7628, 2e-06)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    dlt = V.check_delta(delta, scalar=True)
+    dlt = V.check_delta(delta, scalar=True, allow_zero=True)   # pure-DP steps: delta = 0
     dp = V.check_delta(delta_prime, "delta_prime", scalar=True)
     k = V.check_integer(k, "k")
     delta_total = k * dlt + dp
