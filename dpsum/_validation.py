@@ -306,7 +306,7 @@ def check_integer(value: Any, name: str, minimum: int | None = 1, maximum: int |
                 isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
                 for v in arr.flat):
             if any(not -_INT_LIMIT < int(v) < _INT_LIMIT for v in arr.flat):
-                raise ValueError(f"{name} must hold integers of magnitude below 2^63")
+                raise ValueError(f"{name} must be an integer of magnitude below 2^63 (every entry)")
             arr = arr.astype(np.int64)
         if arr.dtype.kind == "f":
             if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
@@ -318,7 +318,7 @@ def check_integer(value: Any, name: str, minimum: int | None = 1, maximum: int |
             raise TypeError(f"{name} must be an integer or an array of integers, "
                             f"got dtype {arr.dtype}")
         elif arr.dtype.kind == "u" and arr.size and arr.max() >= _INT_LIMIT:
-            raise ValueError(f"{name} must hold integers of magnitude below 2^63")
+            raise ValueError(f"{name} must be an integer of magnitude below 2^63 (every entry)")
         if arr.ndim and not array:
             raise ValueError(f"{name} must be a scalar integer, got an array of shape {arr.shape}")
         _nonempty(arr, name)

@@ -465,6 +465,8 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     hi = min(700.0, max(math.log(eps) - math.log(2.0 * rho), 0.0) + 2.0)
     if dg(lo) >= 0.0:
         return 0.0  # the bound is trivial (delta = 1)
+    while dg(hi) <= 0.0 and hi < 700.0:   # small eps: the minimiser is near 1/sqrt(2 rho)
+        hi = min(700.0, hi + 2.0)
     if dg(hi) <= 0.0:
         t = hi       # minimiser beyond e^700 (rho below ~1e-300): a valid bound anyway
     else:
@@ -598,6 +600,9 @@ def zcdp_rho(epsilon: float, delta: float, method: str = "cks") -> float:
     L = -math.log(d)
     # sqrt(L + e) - sqrt(L) without cancellation
     standard = (e / (math.sqrt(L + e) + math.sqrt(L))) ** 2
+    if not standard >= np.finfo(np.float64).tiny:
+        raise ValueError("epsilon is too small for this delta: the zCDP parameter rho, "
+                         "about epsilon^2 / (4 ln(1/delta)), is below the normal float range")
     if _method(method) == "standard":
         while standard + 2.0 * math.sqrt(standard * L) > e:  # rounding guard
             standard *= 1.0 - 1e-15

@@ -391,6 +391,7 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
         raise ValueError("value contains NaN or infinite values")
     d = max(1, x.size)
     K = grid_exponent(sens, d)
+    _check_grid_exponent(K, "sensitivity")
     q = round_to_grid(x, K)
     grid_sens = math.ldexp(sens, -K) + math.sqrt(d)
     Y, _ = grid_gaussian_noise(q, 0, grid_sens, epsilon=epsilon, delta=delta, rng=rng)
@@ -445,6 +446,7 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
     eps = float(V.check_epsilon(epsilon, scalar=True))
     d = max(1, x.size)
     K = grid_exponent(sens, d * d)          # L1: sqrt(d^2) 2^(K-1) = d 2^(K-1)
+    _check_grid_exponent(K, "sensitivity")
     q = round_to_grid(x, K)
     D = math.floor(math.ldexp(sens, -K)) + d    # exact: a power-of-two rescaling
     scale = Fraction(D) / Fraction(eps)
@@ -455,6 +457,17 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
                          "deviation is not a finite float")
     Y = q + discrete_laplace(scale, size=x.shape, rng=rng)
     return _from_grid(Y, K), K, D, noise_std
+
+
+#: The grid path needs its grid 2^K to be a normal float (so that every
+#: released value is exactly an integer multiple of it).
+_MIN_GRID_EXPONENT = -1022
+
+
+def _check_grid_exponent(K: int, name: str) -> None:
+    if K < _MIN_GRID_EXPONENT:
+        raise ValueError(f"{name} is too small for the grid path: its grid 2^K would be "
+                         "below the normal float range (about 2.2e-308); rescale the statistic")
 
 
 def _from_grid(Y: np.ndarray, K: int) -> np.ndarray:
@@ -712,8 +725,10 @@ def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity:
 @lru_cache(maxsize=256)
 def _unit_sigma(eps: float, dlt: float) -> float:
     sigma = 1.0 / math.sqrt(2 * zcdp_rho(eps, dlt, method="cks")) * (1 + 1e-12)
+    step = 1e-10
     while discrete_gaussian_delta(sigma, eps) > dlt:     # confirm the forward check
-        sigma *= 1 + 1e-10
+        sigma *= 1 + step
+        step *= 2.0                                      # a few passes at most
     return sigma
 
 
