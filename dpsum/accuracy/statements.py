@@ -1,5 +1,5 @@
 """Total-error statements and planning: noise plus clipping loss, with the
-probability they hold (book chapter 'Accuracy you can publish').
+probability they hold (the chapter :ref:`Accuracy you can publish <accuracy>`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def clipping_loss_moment(stds, scaling, clip_norm: float, *, levels: int = 8) ->
 
     For a row ``x ~ N(c, diag(stds^2))`` with scaled norm
     ``R = ||(x - c) ⊙ b||``, clipping removes ``(1 - C/R)_+ (x - c)``
-    (book chapter 4, :ref:`gaussian-data-clip-bias`). By size-biasing,
+    (:ref:`gaussian-data-clip-bias`). By size-biasing,
     ``E[(x_j - c_j)^2 g(R^2)] = stds_j^2 E[g(Q_j)]`` where ``Q_j`` adds two
     more terms of weight ``w_j = (b_j stds_j)^2`` to ``R^2``, and
     ``E[g(Q_j)] = int_{C^2}^inf g'(q) Pr[Q_j > q] dq`` with
@@ -164,7 +164,7 @@ class _NoiseRadius:
 
     ``noise_std = s_max * shape`` with ``max(shape) = 1``; the radius at failure
     probability ``b`` is ``s_max * sqrt(isf(b))`` of the generalized chi-square
-    with weights ``shape^2``. the Gaussian-data mechanism's noise has the shape ``b_min / b``
+    with weights ``shape^2``. The Gaussian-data mechanism's noise has the shape ``b_min / b``
     whatever ``n`` and ``epsilon`` are, so a planner builds this once.
     """
 
@@ -360,8 +360,8 @@ def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, bet
     clip_probability : float, optional
         ``p_C``; ``1/n`` by default (replace-one only).
     scaling : {"scaled", "isotropic"} or array_like
-        the Gaussian-data mechanism (the scaling lemma (``gaussian-data-lem-scaling``)), the isotropic clipping baseline, or any
-        positive vector.
+        The scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`,
+        the isotropic clipping baseline, or any positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation.
     include_bias : bool
