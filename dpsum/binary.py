@@ -263,7 +263,7 @@ class BinaryRelease:
         return b * b + self.variance(k)
 
 
-def _check_k(k, n):
+def _check_k(k: Any, n: Any) -> Any:
     kk = _check_int(k, "k")
     if np.any(np.asarray(kk) > n):
         raise ValueError(f"k must be at most n = {n}, got {k!r}")
@@ -756,7 +756,7 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     return V.scalar_or_array(est)
 
 
-def _st_parameters(epsilon, delta, p, threshold):
+def _st_parameters(epsilon: Any, delta: Any, p: Any, threshold: Any) -> Any:
     """The (p, tau) of sample-and-threshold, defaults filled in (not checked
     against the privacy conditions: the closed forms hold for any p and tau)."""
     eps = V.check_epsilon(epsilon, scalar=True)
@@ -771,12 +771,12 @@ def _int_threshold(tau: float) -> int:
     return int(math.ceil(tau))
 
 
-def _st_release_probability(k, p, tau):
+def _st_release_probability(k: Any, p: Any, tau: Any) -> Any:
     t = _int_threshold(tau)
     return stats.binom.sf(t - 1, k, p)
 
 
-def _st_bias(k, p, tau):
+def _st_bias(k: Any, p: Any, tau: Any) -> Any:
     """Exact bias of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
 
     ``E[C 1{C >= t}] = k p P(Binomial(k-1, p) >= t-1)``, so the bias is
@@ -790,7 +790,7 @@ def _st_bias(k, p, tau):
     return V.scalar_or_array(out)
 
 
-def _st_variance(k, p, tau):
+def _st_variance(k: Any, p: Any, tau: Any) -> Any:
     """Exact variance of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
 
     With ``A1 = P(Bin(k-1, p) >= t-1)`` and ``A2 = P(Bin(k-2, p) >= t-2)``:
@@ -1107,7 +1107,7 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     half = float(V.check_probability(beta, "beta", scalar=True)) / 2.0
     y, n = int(release.output), int(release.n)
 
-    def first(pred) -> int:
+    def first(pred: Any) -> int:
         """Smallest k in [0, n + 1] with pred(k) true, for pred monotone false -> true."""
         lo, hi = -1, n + 1
         while hi - lo > 1:

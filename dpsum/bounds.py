@@ -92,11 +92,11 @@ _LIMIT_RTOL = 8 * np.finfo(float).eps
 
 
 # ----------------------------------------------------------------- helpers
-def _check_stds(stds) -> np.ndarray:
+def _check_stds(stds: Any) -> np.ndarray:
     return V.check_vector(stds, "stds", positive=True)
 
 
-def _scaled_stds(stds, scaling) -> np.ndarray:
+def _scaled_stds(stds: Any, scaling: Any) -> np.ndarray:
     """``s_j = b_j sigma_j``, the standard deviations of the scaled record."""
     sigma = _check_stds(stds)
     if scaling is None:
@@ -150,7 +150,7 @@ def _check_clip_probability(p: Any) -> float:
     return V.check_probability(p, "clip_probability", scalar=True)
 
 
-def _check_n(n):
+def _check_n(n: Any) -> Any:
     """``n >= 1`` (a dataset size, or ``1/p`` for a clipping probability ``p``)."""
     value = V.check_positive(n, "n")
     if not np.all(np.asarray(value) >= 1):
@@ -189,7 +189,7 @@ def bernstein_max_t(stds: ArrayLike) -> float:
     return math.sqrt(2.0 * pw.r4) / 6.0
 
 
-def _check_t(t, t_max: float, strict: bool):
+def _check_t(t: Any, t_max: float, strict: bool) -> Any:
     strict = V.check_bool(strict, "strict")
     tv = V.check_positive(t, "t", allow_zero=True)
     if strict and np.any(np.asarray(tv) > t_max * (1 + _LIMIT_RTOL)):
@@ -381,7 +381,7 @@ def bernstein_error_condition_holds(stds: ArrayLike, n: ArrayLike) -> bool | np.
     return bool(ok) if np.ndim(n) == 0 else ok
 
 
-def _bernstein_error_checked(stds, n, strict: bool):
+def _bernstein_error_checked(stds: Any, n: Any, strict: bool) -> Any:
     strict = V.check_bool(strict, "strict")
     pw = _Powers(_check_stds(stds))
     nv = np.asarray(_check_n(n), dtype=float)

@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
 from dpsum._validation import RandomLike
+from dpsum.distributions.discrete import discrete_gaussian_std
 from dpsum.engines import dask as dask_engine
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
@@ -163,11 +164,12 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
     if secure_:
         est, K, gstd = secure_gaussian(x, sensitivity=sens, epsilon=eps, delta=dlt,
                                        rng=V.check_secure_rng(rng))
-        return Release(estimate=est, noise_std=np.full(x.shape, gstd), scaling=None,
+        std = gstd * (discrete_gaussian_std(gstd / 2.0 ** K) / (gstd / 2.0 ** K))
+        return Release(estimate=est, noise_std=np.full(x.shape, std), scaling=None,
                        clip_norm=None, epsilon=eps, delta=dlt, neighbouring=relation,
                        sigma_opt=gstd / sens, sensitivity=sens,
                        mechanism=Mechanism.GAUSSIAN_ANALYTIC, calibration=Calibration.DISCRETE,
-                       secure=True, grid_exponent=K)
+                       secure=True, grid_exponent=K, discrete_scale=np.full(x.shape, gstd))
     gen = V.check_rng(rng)
     estimate = x + gen.normal(0.0, std, size=x.shape)
     return Release(
@@ -484,6 +486,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
             epsilon=eps, delta=0.0, neighbouring=relation, sigma_opt=std / grid_sens,
             sensitivity=grid_sens, mechanism=Mechanism.LAPLACE,
             calibration=Calibration.DISCRETE_LAPLACE, secure=True, grid_exponent=K)
+    assert gen is not None                      # the float path always has a Generator
     estimate = x + gen.laplace(0.0, scale, size=x.shape)
     return Release(
         estimate=estimate,

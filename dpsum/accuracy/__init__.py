@@ -4,6 +4,7 @@ statements with their probability, and planning before the release.
 
 from __future__ import annotations
 
+from dpsum.accuracy.clipping_loss import clipping_loss_moment
 from dpsum.accuracy.expected import (
     clipped_noise_error,
     elliptical_improvement_ratio,
@@ -15,7 +16,6 @@ from dpsum.accuracy.expected import (
 )
 from dpsum.accuracy.statements import (
     ErrorBound,
-    clipping_loss_moment,
     gaussian_data_error_bound,
     plan_d,
     plan_epsilon,

@@ -17,9 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
+from dpsum.accuracy.clipping_loss import clipping_loss_moment
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import elliptical_scaling
-from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
@@ -175,7 +175,6 @@ def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_prob
 #: Gauss–Laguerre nodes for the clipping-error integral: 24 agree with 64 to
 #: about 1e-13 relative on the case-study chapter's datasets; 16 can be off by
 #: 1e-6 (one coordinate, p_C = 0.05).
-_CLIP_ERROR_NODES = 24
 
 
 def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: float | None = None,
@@ -190,7 +189,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     ``B``. Evaluated with :prf:ref:`gaussian-data-prop-clip-error`:
     ``sum_j stds_j^2 E g(Q_j)``, each expectation a
     one-dimensional integral of a generalized chi-square survival function,
-    computed by Gauss–Laguerre quadrature.
+    computed by :func:`dpsum.accuracy.clipping_loss_moment` (exact).
 
     It is a statement about the model. On real data, compare it with the
     clipping error actually incurred (computable, non-privately, from
@@ -223,19 +222,7 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     setup = gaussian_data_setup(stds, clip_probability=clip_probability, n=nn,
                                 scaling=scaling)
     sd, b, C = setup.stds, setup.scaling, setup.clip_norm
-    w = (b * sd) ** 2
-    s_nodes, s_weights = np.polynomial.laguerre.laggauss(_CLIP_ERROR_NODES)
-    scale = 2.0 * float(w.max())  # Pr[Q_j > q] decays like exp(-q / scale)
-    q = C * C + scale * s_nodes
-    g_prime = C * (1.0 - C / np.sqrt(q)) * q ** -1.5  # derivative of (1 - C/sqrt(q))^2
-    per_record = 0.0
-    for j in np.unique(w, return_index=True)[1]:
-        # coordinates with equal weights share Q_j
-        same = w == w[j]
-        Q = GeneralizedChiSquare(np.append(w, [w[j], w[j]]))
-        # Gauss–Laguerre integrates e^{-s} h(s) with h(s) = scale g'(q) Pr[Q_j > q] e^{s}
-        integral = scale * float(np.dot(s_weights, g_prime * np.exp(Q.logsf(q) + s_nodes)))
-        per_record += float(np.sum(sd[same] ** 2)) * integral
+    per_record = clipping_loss_moment(sd, b, C)
     return _finite(nn * per_record, "stds are")
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from scipy import interpolate, optimize, special
 
 from dpsum import _validation as V
+from dpsum.accuracy.clipping_loss import clipping_loss_moment
 from dpsum.design.clip_radius import clip_radius
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import resolve_scaling
@@ -20,7 +21,6 @@ from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.release.records import Mechanism, Release, require_gaussian_noise
 
 __all__ = [
-    "clipping_loss_moment",
     "ErrorBound",
     "release_error_bound",
     "gaussian_data_error_bound",
@@ -34,92 +34,10 @@ __all__ = [
 _CLIPPED_MECHANISMS = frozenset({Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN})
 
 
-#: Gauss-Laguerre nodes of the clipping-loss integral (16 and 64 nodes agree
-#: to about 3e-7 relative or better; tests/test_accuracy.py checks it).
-_LAGUERRE_NODES = 16
 
 
 def _check_statistic(statistic: str) -> str:
     return V.check_choice(statistic, "statistic", ("sum", "mean"))
-
-
-def clipping_loss_moment(stds, scaling, clip_norm: float, *, levels: int = 8) -> float:
-    r"""Second moment of one row's clipping loss under the model, ``E[(1 - C/R)_+^2 ||x - c||^2]``.
-
-    For a row ``x ~ N(c, diag(stds^2))`` with scaled norm
-    ``R = ||(x - c) ⊙ b||``, clipping removes ``(1 - C/R)_+ (x - c)``
-    (:ref:`gaussian-data-clip-bias`). By size-biasing,
-    ``E[(x_j - c_j)^2 g(R^2)] = stds_j^2 E[g(Q_j)]`` where ``Q_j`` adds two
-    more terms of weight ``w_j = (b_j stds_j)^2`` to ``R^2``, and
-    ``E[g(Q_j)] = int_{C^2}^inf g'(q) Pr[Q_j > q] dq`` with
-    ``g(q) = (1 - C/sqrt(q))^2``; the integral is evaluated by Gauss-Laguerre
-    quadrature on the generalized chi-square tail.
-
-    ``Pr[Q_j > q]`` increases with the added weight, so when there are more than
-    ``levels`` distinct weights, each added weight is rounded *up* to one of
-    ``levels`` geometric levels: the result is then an upper bound, exact
-    otherwise (up to the quadrature, about 1e-7 relative).
-
-    Parameters
-    ----------
-    stds : array_like, shape (d,)
-        Public standard deviations of the model, all > 0.
-    scaling : array_like, shape (d,)
-        The scaling ``b`` (all > 0).
-    clip_norm : float
-        The clip radius ``C`` in the scaled space.
-    levels : int
-        Largest number of distinct added weights evaluated (cost grows linearly).
-
-    Returns
-    -------
-    float
-        The per-row moment; ``n`` rows give ``E||f(X) - clipped sum||^2 = n``
-        times it when the model's mean is the center.
-
-    Examples
-    --------
-    >>> m = clipping_loss_moment([1.0, 1.0], [1.0, 1.0], 3.0)  # chi-square 2 clipped at 9
-    >>> 0.0 < m < 0.01
-    True
-    """
-    sigma = V.check_vector(stds, "stds", positive=True)
-    b = V.check_vector(scaling, "scaling", sigma.size, positive=True)
-    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
-    levels = V.check_integer(levels, "levels")
-    s_top = float(np.max(sigma))
-    sig = sigma / s_top
-    u = b * sig
-    u_top = float(np.max(u))
-    w = (u / u_top) ** 2  # in (0, 1]; the loss is scale-free in (b, C) jointly
-    c2 = (float(C) / (s_top * u_top)) ** 2  # C^2 in the units of w
-    return float(_loss_moment(sig, w, c2, levels) * s_top**2)
-
-
-def _loss_moment(sig: np.ndarray, w: np.ndarray, c2: float, levels: int) -> float:
-    """``sum_j sig_j^2 E[g(Q_j)]`` for weights ``w`` (max 1) and ``C^2 = c2``."""
-    distinct = np.unique(w)
-    if distinct.size <= levels:
-        grid, idx = distinct, np.searchsorted(distinct, w)
-    else:
-        grid = np.geomspace(distinct[0], 1.0, levels)
-        grid[-1] = 1.0
-        idx = np.minimum(np.searchsorted(grid, w * (1.0 - 1e-12)), levels - 1)
-    per_level = np.zeros(grid.size)
-    np.add.at(per_level, idx, sig**2)
-    nodes, weights = np.polynomial.laguerre.laggauss(_LAGUERRE_NODES)
-    scale = 2.0  # Pr[Q_j > q] decays like exp(-q / (2 max w)), and max w = 1
-    q = c2 + scale * nodes
-    C = math.sqrt(c2)
-    g_prime = C * (1.0 - C / np.sqrt(q)) * q**-1.5
-    total = 0.0
-    for level, mass in zip(grid, per_level):
-        if mass == 0.0:
-            continue
-        Q = GeneralizedChiSquare(np.append(w, [level, level]))
-        tail = np.exp(Q.logsf(q) + nodes)
-        total += mass * scale * float(np.dot(weights, g_prime * tail))
-    return total
 
 
 @dataclass(frozen=True)
@@ -217,7 +135,7 @@ def _split_bound(noise_std: np.ndarray, loss_moment: float, beta: float,
     return _NoiseRadius(noise_std / s_max, beta).bound(s_max, loss_moment, bias_share)
 
 
-def release_error_bound(release: Release, beta: float, *, stds, n: int,
+def release_error_bound(release: Release, beta: float, *, stds: Any, n: int,
                         bias_share: float | None = None) -> ErrorBound:
     r"""``(1 - beta)`` bound on ``||estimate - f(X)||`` for a clipped release, ``f`` the true sum.
 
@@ -277,8 +195,8 @@ class _Planner:
     """The bound of :func:`gaussian_data_error_bound` as a function of one of
     ``n``, ``epsilon`` or ``d``, with every argument validated once."""
 
-    def __init__(self, stds, *, epsilon, delta, beta, center, clip_probability, scaling,
-                 neighbouring, include_bias, bias_share, statistic, n=None):
+    def __init__(self, stds: Any, *, epsilon: Any, delta: Any, beta: Any, center: Any, clip_probability: Any, scaling: Any,
+                 neighbouring: Any, include_bias: Any, bias_share: Any, statistic: Any, n: Any=None) -> None:
         self.sigma = V.check_vector(stds, "stds", positive=True)
         self.epsilon = None if epsilon is None else V.check_epsilon(epsilon, scalar=True)
         self.delta = V.check_delta(delta, scalar=True)
@@ -303,7 +221,7 @@ class _Planner:
         self._radius: dict = {}
         self._moment: dict = {}
 
-    def bound(self, *, n=None, epsilon=None, d=None) -> ErrorBound:
+    def bound(self, *, n: Any=None, epsilon: Any=None, d: Any=None) -> ErrorBound:
         n = self.n if n is None else n
         eps = self.epsilon if epsilon is None else epsilon
         d = self.sigma.size if d is None else d
@@ -320,7 +238,9 @@ class _Planner:
         if self.include_bias:
             key = (n, d)
             if key not in self._moment:  # the loss does not depend on epsilon
-                self._moment[key] = n * clipping_loss_moment(sigma, b, C)
+                # the planners search over many set-ups: the cheaper upper bound
+                # (conservative: a planned error is never below the exact one)
+                self._moment[key] = n * clipping_loss_moment(sigma, b, C, levels=8)
             moment = self._moment[key]
         else:
             moment = 0.0
@@ -332,9 +252,9 @@ class _Planner:
         return eb
 
 
-def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, beta: float,
-                              center=None, clip_probability: float | None = None,
-                              scaling="scaled", neighbouring: Neighbouring | str = "replace",
+def gaussian_data_error_bound(stds: Any, n: int, *, epsilon: float, delta: float, beta: float,
+                              center: Any=None, clip_probability: float | None = None,
+                              scaling: Any="scaled", neighbouring: Neighbouring | str = "replace",
                               include_bias: bool = True, bias_share: float | None = None,
                               statistic: str = "sum") -> ErrorBound:
     r"""The ``(1 - beta)`` error bound of the Gaussian-data mechanism before any data is touched.
@@ -385,16 +305,16 @@ def gaussian_data_error_bound(stds, n: int, *, epsilon: float, delta: float, bet
     return planner.bound(n=n)
 
 
-def _check_target(target) -> float:
+def _check_target(target: Any) -> float:
     return float(V.check_positive(target, "target", scalar=True))
 
 
-def _check_share(share) -> float:
+def _check_share(share: Any) -> float:
     return float(V.check_probability(share, "bias_share", scalar=True))
 
 
-def plan_n(target: float, *, stds, epsilon: float, delta: float, beta: float,
-           center=None, clip_probability: float | None = None, scaling="scaled",
+def plan_n(target: float, *, stds: Any, epsilon: float, delta: float, beta: float,
+           center: Any=None, clip_probability: float | None = None, scaling: Any="scaled",
            neighbouring: Neighbouring | str = "replace", include_bias: bool = True,
            bias_share: float | None = None, n_max: int = 10**12) -> int:
     r"""Smallest ``n`` whose ``(1 - beta)`` bound on the error of the **mean** is at most ``target``.
@@ -438,7 +358,7 @@ def plan_n(target: float, *, stds, epsilon: float, delta: float, beta: float,
     return _solve_decreasing(f, t, lo, n_max)
 
 
-def _solve_decreasing(f, t: float, lo: int, hi_max: int) -> int:
+def _solve_decreasing(f: Any, t: float, lo: int, hi_max: int) -> int:
     """Smallest integer ``x`` in ``[lo, hi_max]`` with ``f(x) <= t``, for ``f`` decreasing.
 
     A bracket grows geometrically, then shrinks by interpolation in
@@ -480,8 +400,8 @@ def _solve_decreasing(f, t: float, lo: int, hi_max: int) -> int:
     return int(b)
 
 
-def plan_epsilon(target: float, *, stds, n: int, delta: float, beta: float,
-                 center=None, clip_probability: float | None = None, scaling="scaled",
+def plan_epsilon(target: float, *, stds: Any, n: int, delta: float, beta: float,
+                 center: Any=None, clip_probability: float | None = None, scaling: Any="scaled",
                  neighbouring: Neighbouring | str = "replace", include_bias: bool = True,
                  bias_share: float | None = None, statistic: str = "sum",
                  epsilon_max: float = 1e3) -> float:
@@ -530,8 +450,8 @@ def plan_epsilon(target: float, *, stds, n: int, delta: float, beta: float,
     return float(eps)
 
 
-def plan_d(target: float, *, stds, n: int, epsilon: float, delta: float, beta: float,
-           center=None, clip_probability: float | None = None, scaling="scaled",
+def plan_d(target: float, *, stds: Any, n: int, epsilon: float, delta: float, beta: float,
+           center: Any=None, clip_probability: float | None = None, scaling: Any="scaled",
            neighbouring: Neighbouring | str = "replace", include_bias: bool = True,
            bias_share: float | None = None, statistic: str = "sum") -> int:
     r"""Largest ``d`` such that releasing the first ``d`` coordinates meets ``target``.

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
 from dpsum import _validation as V
 
 
-def _check_alpha(alpha) -> float:
+def _check_alpha(alpha: Any) -> float:
     return V.check_probability(alpha, "alpha", scalar=True)
 
 
-def _check_count(k, n, name: str):
+def _check_count(k: Any, n: Any, name: str) -> Any:
     return V.check_count(k, n, name)
 
 
-def _cp_lower(k, n: int, level: float):
+def _cp_lower(k: Any, n: int, level: float) -> Any:
     """Clopper-Pearson lower bound for real-valued k in [0, n] (no validation)."""
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(invalid="ignore"):
@@ -24,7 +26,7 @@ def _cp_lower(k, n: int, level: float):
     return np.where(k <= 0, 0.0, out)
 
 
-def _cp_upper(k, n: int, level: float):
+def _cp_upper(k: Any, n: int, level: float) -> Any:
     """Clopper-Pearson upper bound for real-valued k in [0, n] (no validation)."""
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(invalid="ignore"):
@@ -32,7 +34,7 @@ def _cp_upper(k, n: int, level: float):
     return np.where(k >= n, 1.0, out)
 
 
-def _epsilon_bound(p_lo, q_hi, delta: float):
+def _epsilon_bound(p_lo: Any, q_hi: Any, delta: float) -> Any:
     """``max(0, ln((p_lo - delta) / q_hi))``, 0 when ``p_lo <= delta``."""
     p_lo = np.asarray(p_lo, dtype=np.float64)
     q_hi = np.asarray(q_hi, dtype=np.float64)
@@ -42,12 +44,12 @@ def _epsilon_bound(p_lo, q_hi, delta: float):
     return np.where((num > 0) & (q_hi > 0), np.maximum(val, 0.0), 0.0)
 
 
-def _check_delta_audit(delta) -> float:
+def _check_delta_audit(delta: Any) -> float:
     # delta = 0 is legitimate here: pure epsilon-DP mechanisms are audited too
     return V.check_delta(delta, allow_zero=True, scalar=True)
 
 
-def _check_laws(first, second):
+def _check_laws(first: Any, second: Any) -> Any:
     P = V.check_finite_array(first, "first", ndim=1)
     Q = V.check_finite_array(second, "second", ndim=1)
     if P.shape != Q.shape:

@@ -90,7 +90,7 @@ class AuditResult:
     delta: float
 
 
-def _as_output(value) -> np.ndarray:
+def _as_output(value: Any) -> np.ndarray:
     """A release's output as a float array: a :class:`Release` gives its estimate."""
     est = getattr(value, "estimate", value)
     arr = np.asarray(est)
@@ -100,7 +100,7 @@ def _as_output(value) -> np.ndarray:
     return arr.astype(np.float64, copy=False)
 
 
-def _sample(release, dataset, m: int, gen, batched: bool, shape) -> np.ndarray:
+def _sample(release: Any, dataset: Any, m: int, gen: Any, batched: bool, shape: Any) -> np.ndarray:
     """``m`` releases on ``dataset`` as an ``(m, k)`` float array."""
     if batched:
         out = _as_output(release(dataset, gen, size=m))
@@ -378,9 +378,9 @@ class AuditSimulation:
                 float(_cp_upper(self.rejections, self.runs, a)))
 
 
-def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, delta: float,
-                    n_samples: int, runs: int, rng=None, alpha: float = 1e-3,
-                    n_pilot: int | None = None, direction=None,
+def simulate_audits(release: Callable, dataset: Any, neighbour: Any, *, epsilon: float, delta: float,
+                    n_samples: int, runs: int, rng: Any=None, alpha: float = 1e-3,
+                    n_pilot: int | None = None, direction: Any=None,
                     batched: bool = False) -> AuditSimulation:
     """Run ``runs`` independent audits, pilot included, and count rejections.
 
@@ -421,7 +421,7 @@ def simulate_audits(release: Callable, dataset, neighbour, *, epsilon: float, de
                            alpha=last.alpha)
 
 
-def discrete_law_release(first, second) -> Callable:
+def discrete_law_release(first: Any, second: Any) -> Callable:
     """A batched release that samples two discrete output laws exactly.
 
     ``first`` and ``second`` are probability vectors over the outputs
@@ -437,7 +437,7 @@ def discrete_law_release(first, second) -> Callable:
     P, Q = _check_laws(first, second)
     cdfs = {1: np.cumsum(P), 0: np.cumsum(Q)}
 
-    def release(dataset, rng, size):
+    def release(dataset: Any, rng: Any, size: Any) -> Any:
         if dataset not in (0, 1):
             raise ValueError("dataset must be 1 (the first law) or 0 (the second)")
         cdf = cdfs[int(dataset)]
@@ -485,17 +485,17 @@ class _BatchGenerator(np.random.Generator):
 
     __str__ = __repr__
 
-    def _shape(self, size):
+    def _shape(self, size: Any) -> Any:
         if size is None:
             return (self._batch,)
         return (self._batch,) + tuple(np.atleast_1d(np.asarray(size, dtype=np.int64)).tolist())
 
-    def normal(self, loc=0.0, scale=1.0, size=None):
+    def normal(self, loc: Any=0.0, scale: Any=1.0, size: Any=None) -> Any:
         if size is None and (np.ndim(loc) or np.ndim(scale)):
             size = np.broadcast_shapes(np.shape(loc), np.shape(scale))
         return super().normal(loc, scale, size=self._shape(size))
 
-    def standard_normal(self, size=None, dtype=np.float64, out=None):
+    def standard_normal(self, size: Any=None, dtype: Any=np.float64, out: Any=None) -> Any:
         if out is not None:
             raise TypeError("the batched path does not support standard_normal(out=...)")
         return super().standard_normal(size=self._shape(size), dtype=dtype)
@@ -507,15 +507,15 @@ def _refusal(name: str) -> TypeError:
         "batch (it batches only normal and standard_normal); audit it with batched=False")
 
 
-def _refuse(name: str):
-    def method(self, *args, **kwargs):
+def _refuse(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> None:
         raise _refusal(name)
     method.__name__ = name
     return method
 
 
-def _refuse_attribute(name: str):
-    def getter(self):
+def _refuse_attribute(name: str) -> Any:
+    def getter(self: Any) -> None:
         raise _refusal(name)
     return property(getter)
 
@@ -560,7 +560,7 @@ def batched_gaussian_release(release: Callable) -> Callable:
     """
     V.check_callable(release, "release", "release(dataset, rng)")
 
-    def batched(dataset, rng, size):
+    def batched(dataset: Any, rng: Any, size: Any) -> Any:
         m = V.check_integer(size, "size")
         gen = _BatchGenerator(V.check_rng(rng), m)
         out = _as_output(release(dataset, gen))

@@ -6,6 +6,7 @@ of counts certifies, and the power of the test (the chapter
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -238,7 +239,7 @@ def discrete_audit_power(first: ArrayLike, second: ArrayLike, n_samples: int, *,
                                     alpha=alpha)))
 
 
-def pair_epsilon(first, second, delta: float) -> float:
+def pair_epsilon(first: Any, second: Any, delta: float) -> float:
     """Exact ``epsilon(delta)`` of one pair of discrete output laws.
 
     The smallest ``epsilon >= 0`` with :func:`pair_delta` at most ``delta``:

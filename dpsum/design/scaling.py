@@ -246,9 +246,9 @@ def _error_factor(sigma: np.ndarray, p: float, b: np.ndarray) -> float:
     return float(C * C * np.sum(b ** -2.0))
 
 
-def _make_objective(sigma: np.ndarray, p: float, exact: bool):
+def _make_objective(sigma: np.ndarray, p: float, exact: bool) -> Any:
     """``F(b)``, exact or from the saddlepoint quantile (falling back to exact)."""
-    def F(b):
+    def F(b: Any) -> Any:
         if not exact:
             q = _GeneralizedChiSquare((b * sigma) ** 2).saddlepoint_isf(p)
             if np.isfinite(q):
@@ -257,7 +257,7 @@ def _make_objective(sigma: np.ndarray, p: float, exact: bool):
     return F
 
 
-def _minimise_family(member, lo: float, hi: float, F, exact_F, exact: bool):
+def _minimise_family(member: Any, lo: float, hi: float, F: Any, exact_F: Any, exact: bool) -> Any:
     """Minimise ``F(member(t))`` over ``t`` in ``[lo, hi]``: a grid, then
     bounded Brent around the best grid point; optionally polished against
     the exact objective. Returns the parameter."""
@@ -296,7 +296,7 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
     ``d log F / d v_j = (w_j g_j S - q / u_j) / (q S)`` (``u = b^2``, ``S = sum 1/u``)."""
     sigma2 = sigma * sigma
 
-    def fun(v):
+    def fun(v: Any) -> Any:
         v = v - v.max()  # F is scale invariant; keep the numbers moderate
         u = np.exp(v)
         w = u * sigma2
@@ -387,14 +387,14 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
         # to ~whitening (kappa sigma_min = 1e4)
         lo, hi = np.log(1e-4), np.log(1e4 * smax / smin)
 
-        def member(t):
+        def member(t: Any) -> Any:
             return tilted_scaling(sigma, np.exp(t) / smax)
 
         t = _minimise_family(member, lo, hi, F, exact_F, exact)
         candidates += [member(t), tilted_scaling(sigma, 0.0), tilted_scaling(sigma, np.inf)]
     if family in ("power", "all"):
-        def member(a):
-            return power_scaling(sigma, a)
+        def member(t: Any) -> Any:
+            return power_scaling(sigma, t)
 
         a = _minimise_family(member, -0.5, 2.0, F, exact_F, exact)
         candidates += [member(a)] + [power_scaling(sigma, x) for x in (0.0, 0.5, 1.0)]

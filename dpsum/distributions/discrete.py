@@ -9,6 +9,7 @@ import math
 import numbers
 import os
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -16,6 +17,7 @@ from numpy.typing import ArrayLike
 from dpsum import _validation as V
 
 __all__ = [
+    "discrete_gaussian_std",
     "discrete_gaussian",
     "discrete_gaussian_pmf",
     "discrete_laplace",
@@ -32,7 +34,7 @@ class _Bits:
 
     _CHUNK = 4096
 
-    def __init__(self, rng):
+    def __init__(self, rng: Any) -> None:
         if rng is None:
             self._gen = None
         elif isinstance(rng, np.random.Generator):
@@ -255,6 +257,31 @@ def discrete_laplace_pmf(x: ArrayLike, scale: float) -> np.ndarray:
     xs = np.abs(np.asarray(x, dtype=np.float64))
     log_norm = math.log(-math.expm1(-1.0 / tau)) - math.log1p(math.exp(-1.0 / tau))
     return np.exp(log_norm - xs / tau)
+
+
+def discrete_gaussian_std(sigma: float) -> float:
+    """Standard deviation of the discrete Gaussian ``N_Z(0, sigma^2)`` with
+    scale parameter ``sigma > 0`` (a little below ``sigma`` for small ``sigma``).
+
+    For ``sigma >= 4`` Poisson summation gives
+    ``Var = sigma^2 (1 - 4 pi^2 sigma^2 e^{-2 pi^2 sigma^2} + ...)``, equal to
+    ``sigma^2`` in double precision; below, the variance is summed over
+    ``|y| <= 40 sigma + 40``.
+
+    Examples
+    --------
+    >>> discrete_gaussian_std(10.0)
+    10.0
+    >>> 0.5 < discrete_gaussian_std(0.6) < 0.6
+    True
+    """
+    sig = float(V.check_positive(sigma, "sigma", scalar=True))
+    if sig >= 4.0:
+        return sig
+    half = int(40 * sig) + 40
+    ys = np.arange(-half, half + 1, dtype=np.float64)
+    w = np.exp(-ys * ys / (2 * sig * sig))
+    return float(math.sqrt(np.dot(w, ys * ys) / np.sum(w)))
 
 
 def discrete_laplace_std(scale: float | Fraction) -> float:

@@ -1,4 +1,4 @@
-"""The generalized chi-square distribution, accurate far into both tails.
+r"""The generalized chi-square distribution, accurate far into both tails.
 
 The Gaussian-data mechanism clips every transformed record at the smallest
 radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where
@@ -471,7 +471,7 @@ class GeneralizedChiSquare:
         return max(1, _MAX_ELEMENTS // self._r.size)
 
     def _real_cumulants(self, c: np.ndarray, u: np.ndarray, scale: np.ndarray,
-                        third: bool = True, value: bool = True):
+                        third: bool = True, value: bool = True) -> Any:
         """K(c), K'(c), K''(c) scale^2 and K'''(c) scale^3 at real points c.
 
         Scaled units (weights relative to the largest); ``u = 1 - 2 r c`` is
@@ -527,7 +527,7 @@ class GeneralizedChiSquare:
                 K3[rows] = K3r
         return K, K1, K2, K3
 
-    def _point(self, v: np.ndarray, upper: bool):
+    def _point(self, v: np.ndarray, upper: bool) -> Any:
         """Crossing points c, u = 1 - 2 r c, tau and length scales for parameters v.
 
         Upper tail: v = log tau, c = (1 - tau)/2, and u = (1 - r) + r tau is
@@ -562,7 +562,7 @@ class GeneralizedChiSquare:
             lo = -np.log(x)
             hi = math.log(0.5 * (self._dof + self._total_nc) + 1.0) - np.log(x)
 
-        def fun(v: np.ndarray, idx: np.ndarray):
+        def fun(v: np.ndarray, idx: np.ndarray) -> Any:
             c, u, tau, scale = self._point(v, upper)
             _, K1, K2s, _ = self._real_cumulants(c, u, scale, third=False, value=False)
             g = K1 - 1.0 / c - x[idx]
@@ -599,7 +599,7 @@ class GeneralizedChiSquare:
         return S
 
     # ------------------------------------------------------- contour integral
-    def _log_integrand(self, S: _Saddle, point: np.ndarray, t: np.ndarray):
+    def _log_integrand(self, S: _Saddle, point: np.ndarray, t: np.ndarray) -> Any:
         """D = Psi(s(t)) - Psi(c) and s(t)/c for pairs (point index, t >= 0)."""
         c, x = S.c[point], S.x[point]
         dre = S.width[point] * S.beta[point] * t * t
@@ -662,7 +662,7 @@ class GeneralizedChiSquare:
             cache[j] = b
         return cache[j]
 
-    def _integrands(self, S: _Saddle, point: np.ndarray, t: np.ndarray, want_pdf: bool):
+    def _integrands(self, S: _Saddle, point: np.ndarray, t: np.ndarray, want_pdf: bool) -> Any:
         """Re of the integrand (and of its pdf twin) and a magnitude, at the pairs."""
         D, ratio = self._log_integrand(S, point, t)
         e = np.exp(D) * (1.0 - 2j * S.beta[point] * t)
@@ -705,7 +705,7 @@ class GeneralizedChiSquare:
             todo = np.setdiff1d(todo, usable[good], assume_unique=True)
         S.beta[todo] = last[todo]  # nothing passed: the flattest candidate, as tried last
 
-    def _integrate(self, S: _Saddle, want_pdf: bool):
+    def _integrate(self, S: _Saddle, want_pdf: bool) -> Any:
         """Trapezoid rule with step halving. Returns (log P, log pdf or nan) arrays.
 
         If the integrand along the parabola dips and then rises again before
@@ -727,7 +727,7 @@ class GeneralizedChiSquare:
             S.beta[todo] = 0.25 * S.beta[todo] if attempt < 2 else 0.0
         raise FloatingPointError("contour integral did not converge")  # pragma: no cover
 
-    def _trapezoid(self, S: _Saddle, idx: np.ndarray, want_pdf: bool):
+    def _trapezoid(self, S: _Saddle, idx: np.ndarray, want_pdf: bool) -> Any:
         """The trapezoid rule at the points ``idx`` of the batch, all with the same
         steps: returns (converged?, log P, log pdf) arrays over ``idx``."""
         n = idx.size
@@ -817,7 +817,7 @@ class GeneralizedChiSquare:
                 logpdf = np.full(n, np.nan)
         return ok, logp, logpdf
 
-    def _eval(self, x: np.ndarray, want_pdf: bool = False):
+    def _eval(self, x: np.ndarray, want_pdf: bool = False) -> Any:
         """(upper?, log P, log pdf) at scaled points x > 0 (finite), vectorised.
 
         log P is log sf where upper is True and log cdf elsewhere. Points are
@@ -859,7 +859,7 @@ class GeneralizedChiSquare:
             raise ValueError("x must not contain NaN")
         return arr
 
-    def _log_tails(self, x: Any):
+    def _log_tails(self, x: Any) -> Any:
         """(log sf, log cdf) arrays for the array x (original units)."""
         xa = self._x_array(x)
         flat = xa.ravel()
@@ -1000,7 +1000,7 @@ class GeneralizedChiSquare:
         return V.scalar_or_array(out.reshape(pa.shape) * self._wmax, p)
 
     # ------------------------------------------------------------- quantiles
-    def _approx_logp(self, v: np.ndarray, upper: bool):
+    def _approx_logp(self, v: np.ndarray, upper: bool) -> Any:
         """Saddlepoint approximation of log P at the crossing points v; returns (log P, x)."""
         c, u, tau, scale = self._point(v, upper)
         K, K1, K2s, _ = self._real_cumulants(c, u, scale, third=False)
@@ -1071,12 +1071,12 @@ class GeneralizedChiSquare:
         # In both parametrisations, increasing w moves x towards the far tail
         # (upper: v = log tau decreasing -> x increasing; we use w = -v there).
         if upper:
-            def f(w: np.ndarray, idx: np.ndarray):
+            def f(w: np.ndarray, idx: np.ndarray) -> Any:
                 lp, x = self._approx_logp(-w, True)
                 return lp - logp[idx], x
             a, b = np.full(n, 1e-12), np.full(n, 1.0)  # tau = e^-w from ~1 (c ~ 0) to e^-1
         else:
-            def f(w: np.ndarray, idx: np.ndarray):
+            def f(w: np.ndarray, idx: np.ndarray) -> Any:
                 lp, x = self._approx_logp(w, False)
                 return lp - logp[idx], x
             mu = self._mean_scaled
@@ -1249,7 +1249,7 @@ def _power_series(z: np.ndarray, coef: np.ndarray) -> np.ndarray:
     return coef[:, 0] + np.sum(powers * coef[:, 1:], axis=1)
 
 
-def _rtsafe_decreasing(fun, lo: np.ndarray, hi: np.ndarray, tol: float) -> np.ndarray:
+def _rtsafe_decreasing(fun: Any, lo: np.ndarray, hi: np.ndarray, tol: float) -> np.ndarray:
     """Roots of decreasing functions on [lo, hi] (fun(lo) >= 0 >= fun(hi)), entry by entry.
 
     Newton's method safeguarded by bisection; ``fun(v, idx)`` returns the

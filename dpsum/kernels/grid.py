@@ -26,6 +26,7 @@ information beyond the noisy integers.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -247,7 +248,7 @@ def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: i
     return total, n_clamped
 
 
-def _grid_factors(sq: np.ndarray, plan) -> np.ndarray:
+def _grid_factors(sq: np.ndarray, plan: Any) -> np.ndarray:
     """Clip factors for every row of a block by one formula,
     ``f = min(1, fl(fl(C_n / fl(sqrt(sq))) (1 - mu)))``, with the re-check of
     the float kernel's ``_shrink_until_bounded`` on every row.
@@ -263,7 +264,7 @@ def _grid_factors(sq: np.ndarray, plan) -> np.ndarray:
     return _shrink_until_bounded(f, _norm_upper_bound(nu, plan.d), plan.C_n)
 
 
-def accumulate_grid(X: np.ndarray, plan, k: int) -> tuple[np.ndarray, int]:
+def accumulate_grid(X: np.ndarray, plan: Any, k: int) -> tuple[np.ndarray, int]:
     """The grid kernel: a pure function of (rows, public plan, k) returning the
     exact integer sum (object array of Python ints) and the clipped count."""
     n, d = X.shape

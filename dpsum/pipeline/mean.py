@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -291,7 +291,7 @@ def _quantile_ratio(weights_bytes: bytes, p: float) -> float:
 # ---------------------------------------------------------------------------
 # the pipeline
 # ---------------------------------------------------------------------------
-def _total_rho(epsilon, delta, rho) -> tuple[float, float | None, float | None]:
+def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None, float | None]:
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise TypeError("give the budget either as (epsilon, delta) or as rho, not both")
@@ -315,7 +315,7 @@ def _compose_zcdp(steps: tuple, dlt: float) -> ComposedGuarantee:
     return compose(steps, delta=dlt, method="zcdp")
 
 
-def _gaussian_noise(gen: np.random.Generator, std, size=None):
+def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
     """Gaussian noise of standard deviation ``std`` (one place to draw it)."""
     return gen.normal(0.0, 1.0, size=size) * std
 
@@ -325,8 +325,8 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _run(X, *, domain, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability,
-         regularization, rng, statistic) -> PipelineRelease:
+def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
+         regularization: Any, rng: Any, statistic: Any) -> PipelineRelease:
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
     scaling = Scaling.parse(scaling)
@@ -455,22 +455,22 @@ _DOC_PARAMS = """
 """
 
 
-def private_mean(X: ArrayLike, *, domain, epsilon: float | None = None, delta: float | None = None,
+def private_mean(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                  rho: float | None = None, neighbouring: Neighbouring | str = "replace",
                  budget: Mapping | None = None, scaling: str = "scaled",
                  clip_probability: float | None = None,
-                 regularization: float = REGULARIZATION, rng=None) -> PipelineRelease:
+                 regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
                 statistic="mean")
 
 
-def private_sum(X: ArrayLike, *, domain, epsilon: float | None = None, delta: float | None = None,
+def private_sum(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                 rho: float | None = None, neighbouring: Neighbouring | str = "replace",
                 budget: Mapping | None = None, scaling: str = "scaled",
                 clip_probability: float | None = None,
-                regularization: float = REGULARIZATION, rng=None) -> PipelineRelease:
+                regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,

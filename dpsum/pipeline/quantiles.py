@@ -37,6 +37,8 @@ or removed row moves it by at most ``max(q, 1 - q)`` because the target rank
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtri
@@ -91,14 +93,14 @@ def quantile_sensitivity(quantile: float, neighbouring: Neighbouring | str = "re
     return max(q, 1.0 - q)
 
 
-def _quantile(quantile) -> float:
+def _quantile(quantile: Any) -> float:
     q = V.check_real(quantile, "quantile", scalar=True)
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile must be in [0, 1], got {q!r}")
     return float(q)
 
 
-def _bounds(lower, upper, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _bounds(lower: Any, upper: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
     lo = np.broadcast_to(V.check_real(lower, "lower"), (k,)).astype(np.float64)
     hi = np.broadcast_to(V.check_real(upper, "upper"), (k,)).astype(np.float64)
     if not np.all(lo < hi):
@@ -139,7 +141,7 @@ def _sample(values: np.ndarray, q: float, coef: float, lo: np.ndarray, hi: np.nd
 
 def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, lower: ArrayLike,
                          upper: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                         rng=None) -> np.ndarray | float:
+                         rng: Any=None) -> np.ndarray | float:
     """The exponential-mechanism quantile of each column of ``values``.
 
     The values of a column are clamped to ``[lower, upper]`` and sorted into
@@ -198,7 +200,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     return float(out[0]) if flat else out
 
 
-def check_domain(domain, d: int) -> tuple[np.ndarray, np.ndarray]:
+def check_domain(domain: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a public box ``(lo, hi)``: scalars or length-``d`` vectors, lo < hi."""
     if not isinstance(domain, (tuple, list)) or len(domain) != 2:
         raise TypeError("domain must be a pair (lower, upper) of numbers or length-d vectors")
@@ -217,14 +219,14 @@ def check_domain(domain, d: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def asinh_resolution(domain, d: int) -> np.ndarray:
+def asinh_resolution(domain: Any, d: int) -> np.ndarray:
     """The resolution ``w = (hi - lo) 2^-30`` of :func:`private_center`'s scale."""
     lo, hi = check_domain(domain, d)
     return (hi - lo) * ASINH_RESOLUTION
 
 
-def private_center(X: ArrayLike, *, epsilon: float, domain,
-                   neighbouring: Neighbouring | str = "replace", rng=None) -> np.ndarray:
+def private_center(X: ArrayLike, *, epsilon: float, domain: Any,
+                   neighbouring: Neighbouring | str = "replace", rng: Any=None) -> np.ndarray:
     """Coordinate-wise private median on the ``asinh`` scale.
 
     Coordinate ``j`` is mapped to ``t = asinh((x - m_j) / w_j)`` with ``m_j``
@@ -277,7 +279,7 @@ def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du
 
 def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale: ArrayLike,
                    max_scale: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                   rng=None) -> np.ndarray:
+                   rng: Any=None) -> np.ndarray:
     """Per-coordinate private scales: the median absolute deviation on the log scale.
 
     For coordinate ``j`` the values ``log |x_ij - c_j|``, clamped to
@@ -354,7 +356,7 @@ def _row_norms(data: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> 
 def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lower: float,
                           upper: float, center: ArrayLike | None = None,
                           scaling: ArrayLike | None = None,
-                          neighbouring: Neighbouring | str = "replace", rng=None) -> float:
+                          neighbouring: Neighbouring | str = "replace", rng: Any=None) -> float:
     """A private quantile of the row norms ``||(x_i - c) ⊙ b||`` on the log scale.
 
     The log norms, clamped to ``[log lower, log upper]``, enter the

@@ -1,4 +1,4 @@
-"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
+r"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
 
 The Gaussian mechanism releases ``f(X) + N(0, sigma^2 I)``. If ``f`` has L2
 sensitivity ``Delta`` then, writing ``r = Delta / sigma``, the smallest delta
@@ -349,7 +349,7 @@ def _gaussian_epsilon_scalar(sigma: float, delta: float, sens: float) -> float:
 # ---------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------
-def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Noise level of the classic Gaussian mechanism (:prf:ref:`the classic calibration <gaussian-thm-classic>`).
 
     Returns ``sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon``, the
@@ -408,7 +408,7 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     return V.scalar_or_array(sigma.reshape(shape), epsilon, delta, sensitivity)
 
 
-def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Exact privacy profile delta(epsilon) of the Gaussian mechanism.
 
     The privacy profile, for noise standard deviation ``sigma`` and L2
@@ -459,7 +459,7 @@ def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike 
     return V.scalar_or_array(delta.reshape(shape), sigma, epsilon, sensitivity)
 
 
-def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest noise level making the Gaussian mechanism (epsilon, delta)-DP.
 
     The analytic Gaussian mechanism of Balle and Wang (2018),
@@ -526,7 +526,7 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     return V.scalar_or_array(_analytic_sigma(e, d, s).reshape(shape), epsilon, delta, sensitivity)
 
 
-def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> Any:
+def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest epsilon for which the Gaussian mechanism is (epsilon, delta)-DP.
 
     The inverse in epsilon of :func:`gaussian_delta` (the profile equation

@@ -430,7 +430,7 @@ def zcdp_rho_pure(epsilon: ArrayLike) -> float | np.ndarray:
     return 0.5 * e * e
 
 
-def zcdp_rho_bounded_range(epsilon: ArrayLike) -> Any:
+def zcdp_rho_bounded_range(epsilon: ArrayLike) -> float | np.ndarray:
     """rho of an epsilon-bounded-range mechanism: ``epsilon^2 / 8``.
 
     A mechanism is epsilon-bounded-range when, for neighbouring datasets, the
@@ -476,10 +476,10 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     g'(u) = (2u+1) rho - eps + log(u/(u+1)); any u gives a valid bound, the
     root of g' the best one.
     """
-    def g(u):
+    def g(u: Any) -> Any:
         return u * ((u + 1.0) * rho - eps) + xlogy(u, u) - (u + 1.0) * math.log1p(u)
 
-    def dg(t):  # in t = log u
+    def dg(t: Any) -> Any:  # in t = log u
         u = math.exp(t)
         return (2.0 * u + 1.0) * rho - eps - math.log1p(1.0 / u)
 
@@ -502,7 +502,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
     """
     L = -math.log(delta)
 
-    def h(t):
+    def h(t: Any) -> Any:
         u = math.exp(t)
         return rho * u * u + math.log1p(u) - L
 
@@ -753,18 +753,18 @@ def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike
     if eps_i.size == 0:
         if s is None:
             return 0.0
-        return gaussian_epsilon(s, d)
+        return float(gaussian_epsilon(s, d))
     target = _core_target(d, dels)
     p, loss = _outcomes(eps_i)
 
-    def ok(e):
+    def ok(e: Any) -> Any:
         return _core_delta(s, p, loss, e) <= target * (1.0 - _MARGIN)
 
     if _core_delta(s, p, loss, 0.0) <= target * (1.0 - _MARGIN):
         return 0.0
     # At eps_G(target) + sum eps_i every term is at most target (book, proof of
     # theorem composition-thm-mixed), so this is private up to rounding.
-    hi = float(np.sum(eps_i)) + (gaussian_epsilon(s, target) if s is not None else 0.0)
+    hi = float(np.sum(eps_i)) + (float(gaussian_epsilon(s, target)) if s is not None else 0.0)
     step = 1e-12 * max(hi, 1.0)
     while not ok(hi):
         hi += step
@@ -796,7 +796,7 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
     d = V.check_delta(delta, scalar=True)
     eps_i, dels = _pure_steps(epsilons, deltas)
     if eps_i.size == 0:
-        return analytic_sigma(e, d)
+        return float(analytic_sigma(e, d))
     target = _core_target(d, dels)
     p, loss = _outcomes(eps_i)
     if _core_delta(None, p, loss, e) >= target * (1.0 - 1e-6):
@@ -804,12 +804,12 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
             "the non-Gaussian steps alone (nearly) reach delta at this epsilon: "
             "no Gaussian noise level is enough; give them a smaller share")
 
-    def ok(s):
+    def ok(s: Any) -> Any:
         return _core_delta(s, p, loss, e) <= target * (1.0 - _MARGIN)
 
     # Dropping the other steps' outputs is post-processing, so the composition
     # needs at least the noise of the Gaussian part alone.
-    lo = analytic_sigma(e, target)
+    lo = float(analytic_sigma(e, target))
     hi = 2.0 * lo
     while not ok(hi):
         lo, hi = hi, 2.0 * hi
@@ -819,7 +819,7 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
 # ---------------------------------------------------------------------------
 # monotone bisection that returns the end satisfying the predicate
 # ---------------------------------------------------------------------------
-def _bisect_log(ok, lo: float, hi: float, *, ok_at: str) -> float:
+def _bisect_log(ok: Any, lo: float, hi: float, *, ok_at: str) -> float:
     """Bisect in log x until hi/lo - 1 < rtol; return the end where ``ok`` holds.
 
     ``ok_at="hi"``: ok(x) is false below the threshold and true above it,
@@ -837,7 +837,7 @@ def _bisect_log(ok, lo: float, hi: float, *, ok_at: str) -> float:
     return good
 
 
-def _bisect_lin(ok, bad: float, good: float) -> float:
+def _bisect_lin(ok: Any, bad: float, good: float) -> float:
     """Bisect on [bad, good] (ok false at bad, true at good); return a good point."""
     for _ in range(200):
         if good - bad <= _BISECT_RTOL * max(good, 1e-300):
@@ -893,7 +893,7 @@ class PrivacyStep:
     count: int = 1
     bounded_range: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError("name must be a non-empty string")
         if (self.noise_multiplier is None) == (self.epsilon is None):

@@ -1,5 +1,5 @@
 """The privacy of the discrete Gaussian: its (epsilon, delta) profile and the
-scale that calibrates it (book chapter 'Floating point').
+scale that calibrates it (:ref:`fp-discrete-gaussian`).
 """
 
 from __future__ import annotations

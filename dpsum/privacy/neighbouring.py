@@ -1,4 +1,4 @@
-"""Neighbouring datasets and sensitivity (book chapter 'Differential privacy').
+"""Neighbouring datasets and sensitivity (:ref:`definitions-neighbouring`).
 """
 
 from __future__ import annotations

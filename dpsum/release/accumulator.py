@@ -39,6 +39,7 @@ from numpy.typing import ArrayLike
 from dpsum import _validation as V
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import elliptical_scaling
+from dpsum.distributions.discrete import discrete_gaussian_std
 from dpsum.kernels.clipping import (
     accumulate_clipped,
     clamped_sum,
@@ -425,9 +426,10 @@ def _grid_template(template: Release, K: int, units: float) -> Release:
     else:
         assert template.scaling is not None
         noise = scale / template.scaling
+    std = noise * (discrete_gaussian_std(sigma) / sigma)
     return dataclasses.replace(
-        template, noise_std=noise, sigma_opt=sigma / units, sensitivity=math.ldexp(units, K),
-        calibration=Calibration.DISCRETE, secure=True, grid_exponent=K)
+        template, noise_std=std, sigma_opt=sigma / units, sensitivity=math.ldexp(units, K),
+        calibration=Calibration.DISCRETE, secure=True, grid_exponent=K, discrete_scale=noise)
 
 
 def _clipped_grid_template(template: Release) -> Release:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special
 
 from dpsum import _validation as V
@@ -32,7 +33,7 @@ __all__ = [
 
 
 
-def _check_noise_std(noise_std) -> np.ndarray:
+def _check_noise_std(noise_std: Any) -> np.ndarray:
     return np.atleast_1d(np.asarray(V.check_positive(noise_std, "noise_std"), dtype=float))
 
 
@@ -42,12 +43,12 @@ def grid_noise_law(release: Any) -> tuple[float, np.ndarray] | None:
     Its noise is ``u_j Z_j`` with independent ``Z_j ~ N_Z(0, sigma^2)`` on the
     integers and ``u_j`` the grid unit of coordinate ``j`` in the units of the
     estimate; the release records ``sigma_opt * sensitivity = sigma 2^K`` and
-    ``noise_std = sigma u``.
+    ``discrete_scale = sigma u``.
     """
-    if not release.secure or release.grid_exponent is None:
+    if not release.secure or release.grid_exponent is None or release.discrete_scale is None:
         return None
     sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
-    return sigma, np.asarray(release.noise_std, dtype=float) / sigma
+    return sigma, np.asarray(release.discrete_scale, dtype=float) / sigma
 
 
 #: Share of ``beta`` that the add-remove statement for ``private_sum`` spends on
@@ -95,7 +96,8 @@ def sidak(beta: float, m: int) -> float:
     return float(-np.expm1(np.log1p(-beta) / m))
 
 
-def pipeline_intervals(release: Any, beta: float, simultaneous: bool):
+def pipeline_intervals(release: Any, beta: float, simultaneous: bool
+                       ) -> tuple[np.ndarray, np.ndarray]:
     s, a = pipeline_noise_law(release)
     b_nu = beta if a is None else beta * (1.0 - PIPELINE_COUNT_SHARE)
     if simultaneous:
@@ -125,7 +127,7 @@ def norm_noise_law(s: np.ndarray) -> tuple[GeneralizedChiSquare, float]:
     return GeneralizedChiSquare((s.ravel() / s_max) ** 2), s_max
 
 
-def noise_norm_quantile(noise_std, beta: float) -> float:
+def noise_norm_quantile(noise_std: Any, beta: float) -> float:
     r"""Exact ``(1 - beta)`` quantile of the L2 norm of the noise.
 
     ``||e||^2 = sum_j noise_std_j^2 Z_j^2`` is a generalized chi-square with
@@ -162,7 +164,7 @@ def two_sided_z(beta: float) -> float:
     return float(-special.ndtri(beta / 2.0))
 
 
-def noise_coordinate_quantile(noise_std, beta: float):
+def noise_coordinate_quantile(noise_std: ArrayLike, beta: float) -> float | np.ndarray:
     r"""``(1 - beta)`` quantile of ``|e_j|`` for each coordinate: ``noise_std_j z_{1-beta/2}``.
 
     Parameters
@@ -199,7 +201,7 @@ class ConfidenceBall:
     radius: float
     beta: float
 
-    def contains(self, point) -> bool:
+    def contains(self, point: Any) -> bool:
         """Whether ``point`` lies in the ball."""
         p = np.asarray(point, dtype=float)
         if p.shape != np.shape(self.center):

@@ -127,9 +127,10 @@ class Release:
         The noise multiplier for unit L2 sensitivity (:prf:ref:`gaussian-thm-analytic`, or
         :prf:ref:`gaussian-thm-classic` when the classic calibration was requested).
     sensitivity : float
-        The L2 sensitivity of the released statistic in the space where
-        isotropic noise ``sigma_opt * sensitivity`` is added (the L1
-        sensitivity for the Laplace mechanism).
+        The sensitivity of the released statistic in the space where the noise
+        is added, in the norm :attr:`sensitivity_norm` names: L2 (noise
+        ``sigma_opt * sensitivity``) for the Gaussian mechanisms, L1 for the
+        Laplace mechanism.
     mechanism : Mechanism
         The mechanism that produced the release (a ``str`` enum).
     center : numpy.ndarray or None
@@ -143,15 +144,21 @@ class Release:
     secure : bool
         True when the release took the grid path (``secure=True``): the
         statistic was rounded to the grid ``2^grid_exponent`` and summed
-        exactly in integers, and the noise is an exact discrete Gaussian
-        (``noise_std`` then holds its scale parameter ``sigma``, per
-        coordinate, in the units of ``estimate``). False: floating-point sum
-        and NumPy's Gaussian sampler, not safe against floating-point attacks.
+        exactly in integers, and the noise is exact discrete noise (its scale
+        parameter in :attr:`discrete_scale`; ``noise_std`` is still its
+        standard deviation). False: floating-point sum and NumPy's samplers,
+        not safe against floating-point attacks.
     grid_exponent : int or None
         ``K`` of the grid path: the noisy statistic in the space where the
         noise was added (``estimate`` times ``scaling``, less ``n * center``
         under replace-one) is an integer multiple of ``2^K``. None on the
         floating-point path.
+    discrete_scale : numpy.ndarray or None
+        On the grid path with discrete Gaussian noise: the noise of coordinate
+        ``j`` is ``u_j Z_j`` with ``Z_j ~ N_Z(0, sigma^2)``, and this field holds
+        ``sigma u_j`` (the scale parameter in the units of ``estimate``; the
+        standard deviation ``noise_std`` is slightly below it when ``sigma`` is
+        small). None otherwise.
 
     Examples
     --------
@@ -177,13 +184,20 @@ class Release:
     widths: np.ndarray | None = None
     secure: bool = False
     grid_exponent: int | None = None
+    discrete_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in ("estimate", "noise_std", "scaling", "center", "widths"):
+        for name in ("estimate", "noise_std", "scaling", "center", "widths", "discrete_scale"):
             object.__setattr__(self, name, _read_only(getattr(self, name)))
         object.__setattr__(self, "mechanism", Mechanism(self.mechanism))
         object.__setattr__(self, "calibration", Calibration(self.calibration))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+
+    @property
+    def sensitivity_norm(self) -> str:
+        """``"L1"`` for the Laplace mechanism, ``"L2"`` for the others: the norm
+        in which :attr:`sensitivity` is measured."""
+        return "L1" if self.mechanism is Mechanism.LAPLACE else "L2"
 
     @property
     def expected_squared_error(self) -> float:
@@ -200,12 +214,13 @@ class Release:
         """
         return float(np.sum(np.square(self.noise_std)))
 
-    def confidence_ball(self, beta: float):
+    def confidence_ball(self, beta: float) -> ConfidenceBall:
         """The simultaneous ``(1 - beta)`` ball around the estimate that covers the
         protected sum; see :func:`dpsum.release.confidence_ball`."""
         return confidence_ball(self, beta)
 
-    def confidence_intervals(self, beta: float, *, simultaneous: bool = False):
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
+                             ) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate ``(1 - beta)`` intervals for the protected sum; see
         :func:`dpsum.release.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
@@ -292,12 +307,13 @@ class PipelineRelease:
     steps: tuple = field(default=())
     guarantee: ComposedGuarantee | None = None
 
-    def confidence_intervals(self, beta: float, *, simultaneous: bool = False):
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
+                             ) -> tuple[np.ndarray, np.ndarray]:
         """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
         rows; see :func:`dpsum.release.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
 
-    def confidence_ball(self, beta: float):
+    def confidence_ball(self, beta: float) -> ConfidenceBall:
         """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
         clipped rows; see :func:`dpsum.release.confidence_ball`."""
         return confidence_ball(self, beta)
@@ -311,7 +327,7 @@ _GAUSSIAN_MECHANISMS = frozenset({
 })
 
 
-def require_gaussian_noise(release, *, laplace: bool = False) -> Release:
+def require_gaussian_noise(release: Any, *, laplace: bool = False) -> Release:
     """The release, if its noise law is one these statements cover: continuous
     Gaussian, or (``laplace=True``, per-coordinate statements) Laplace."""
     if not isinstance(release, Release):
@@ -482,9 +498,11 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
         return ConfidenceBall(center=np.asarray(release.estimate, dtype=float),
                               radius=pipeline_radius(release, b), beta=b)
     rel = require_gaussian_noise(release)
-    r = noise_norm_quantile(rel.noise_std, beta)
     grid = grid_noise_law(rel)
-    if grid is not None:  # |Z_j| is dominated by |X_j| + 1, X_j ~ N(0, sigma^2)
-        r += float(np.linalg.norm(grid[1]))
+    if grid is None:
+        r = noise_norm_quantile(rel.noise_std, beta)
+    else:  # |Z_j| is dominated by |X_j| + 1, X_j ~ N(0, sigma^2)
+        sigma, unit = grid
+        r = noise_norm_quantile(sigma * unit, beta) + float(np.linalg.norm(unit))
     return ConfidenceBall(center=np.asarray(rel.estimate, dtype=float), radius=r,
                           beta=float(V.check_probability(beta, "beta", scalar=True)))
