@@ -366,7 +366,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     --------
     >>> stds = np.array([4.0, 1.0, 0.25])
     >>> b = error_optimal_scaling(stds, 1e-6)
-    >>> round(float(np.sum((b * stds) ** 2)), 12)  # the constraint
+    >>> round(float(np.sum((b * stds) ** 2)), 12)  # the constraint sum_j (b_j sigma_j)^2 = 1
     1.0
     >>> from dpsum.design import clip_radius
     >>> F = lambda b: clip_radius(stds, 1e-6, b) ** 2 * np.sum(b ** -2.0)
