@@ -1,163 +1,32 @@
-"""dpsum: differentially private sums of vectors.
+"""dpsum: differentially private sums and means of vectors.
 
-The companion package of the book *Private Sums of Vectors*. Public names are
-re-exported here; each lives in the module of its idea:
+The companion package of the book *Private Sums of Vectors*. The top level
+holds what a reader of the book calls; everything else lives in the
+subpackage of its layer, from the bottom up:
 
-- :mod:`dpsum.privacy` — neighbouring relations, sensitivity, composition
-- :mod:`dpsum.calibration` — the Gaussian mechanism's noise (Theorems 2 and 3)
-- :mod:`dpsum.accounting` — composing Gaussian and pure-DP steps exactly; GDP and zCDP
-- :mod:`dpsum.gchisq` — the generalized chi-square distribution
-- :mod:`dpsum.scaling` — scaling vectors (Theorem 4, Lemma 3.1)
-- :mod:`dpsum.clipping` — the exact clip radius and the clipped sum
-- :mod:`dpsum.gaussian_data` — Algorithm 3's public set-up (scaling, clip radius, sensitivity, noise)
-- :mod:`dpsum.grid` — the grid path: exact integer sums and discrete Gaussian noise
-- :mod:`dpsum.mechanisms` — Algorithms 1, 2, 3, the clipping baseline and the Laplace mechanism
-- :mod:`dpsum.estimators` — private center, scales and norm quantiles (exponential mechanism)
-- :mod:`dpsum.pipeline` — Algorithm 3 with a private data model: ``private_mean``, ``private_sum``
-- :mod:`dpsum.release` — the release record
-- :mod:`dpsum.errors` — closed-form expected errors
-- :mod:`dpsum.bounds` — tail bounds on the clip radius (Lemma 3.2, Theorem 5, alternatives)
-- :mod:`dpsum.binary` — binary sums: randomized response, binomial noise, sample-and-threshold
-- :mod:`dpsum.audit` — empirical lower bounds on epsilon (privacy auditing)
-- :mod:`dpsum.pairs` — worst-case neighbouring datasets for the audits
-- :mod:`dpsum.accuracy` — publishable error statements and planning before the release
-- :mod:`dpsum.accumulator` — mergeable accumulators: the private pass split across machines
-- :mod:`dpsum.dask` — the mechanisms on dask arrays (optional extra ``dpsum[dask]``)
+- :mod:`dpsum.distributions` — the generalized chi-square; discrete Gaussian and Laplace
+- :mod:`dpsum.privacy` — neighbouring relations, calibration, composition
+- :mod:`dpsum.design` — scaling vectors, the exact clip radius, public set-ups
+- :mod:`dpsum.kernels` — the float and grid clipping kernels (beside design)
+- :mod:`dpsum.release` — release records, their noise intervals, the accumulator
+- :mod:`dpsum.engines` — the accumulator's pass on a dask cluster (extra ``dpsum[dask]``)
+- :mod:`dpsum.mechanisms`, :mod:`dpsum.binary`, :mod:`dpsum.pipeline` — the releases
+- :mod:`dpsum.accuracy`, :mod:`dpsum.audit`, :mod:`dpsum.bounds` — statements about them
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from .accounting import (
-    ComposedGuarantee,
-    PrivacyStep,
-    approximate_step,
-    bounded_range_step,
-    compose,
-    compose_gaussian_multipliers,
-    gaussian_composition_delta,
-    gaussian_composition_epsilon,
-    gaussian_profile,
-    gaussian_step,
-    gdp_compose,
-    gdp_delta,
-    gdp_epsilon,
-    gdp_multiplier,
-    gdp_mu,
-    mixed_delta,
-    mixed_epsilon,
-    mixed_gaussian_multiplier,
-    pure_step,
-    split_gaussian_multiplier,
-    zcdp_compose,
-    zcdp_delta,
-    zcdp_epsilon,
-    zcdp_gaussian_multiplier,
-    zcdp_rho,
-    zcdp_rho_bounded_range,
-    zcdp_rho_gaussian,
-    zcdp_rho_pure,
-)
-from .accuracy import (
-    ConfidenceBall,
-    ErrorBound,
-    clipping_loss_moment,
-    confidence_ball,
-    confidence_intervals,
-    count_interval,
-    gaussian_data_error_bound,
-    noise_coordinate_quantile,
-    noise_norm_quantile,
-    plan_d,
-    plan_epsilon,
-    plan_n,
-    release_error_bound,
-)
-from .accumulator import (
-    Accumulator,
-    clipped_gaussian_accumulator,
-    elliptical_gaussian_accumulator,
-    gaussian_data_accumulator,
-    merged_sum_rounding_bound,
-)
-from .audit import (
-    AuditResult,
-    audit_power,
-    batched_gaussian_release,
-    clopper_pearson_lower,
-    clopper_pearson_upper,
-    discrete_audit_power,
-    epsilon_from_counts,
-    epsilon_lower_bound,
-    pair_delta,
-    AuditSimulation,
-    pair_epsilon,
-    simulate_audits,
-)
-from .binary import (
-    BinaryMechanism,
+from dpsum.accuracy import gaussian_data_error_bound, plan_n, release_error_bound
+from dpsum.audit import AuditResult, epsilon_lower_bound
+from dpsum.binary import (
     BinaryRelease,
-    MAX_EPSILON,
-    WARNER_KEEP_PROBABILITY,
-    binary_mse,
-    binomial_conditions_hold,
-    binomial_estimate,
-    binomial_min_users,
     binomial_noise_mechanism,
-    binomial_noise_probability,
-    binomial_privacy_delta,
-    binomial_variance,
     randomized_response,
-    randomized_response_epsilon,
-    randomized_response_estimate,
-    randomized_response_keep_probability,
-    randomized_response_reports,
-    randomized_response_variance,
     sample_and_threshold,
-    sample_threshold_bias,
-    sample_threshold_conditions_hold,
-    sample_threshold_estimate,
-    sample_threshold_privacy_delta,
-    sample_threshold_probability,
-    sample_threshold_release_probability,
-    sample_threshold_tau,
-    sample_threshold_variance,
 )
-from .bounds import (
-    bernstein_clip_radius,
-    bernstein_max_t,
-    bernstein_tail_bound,
-    bernstein_tail_threshold,
-    chebyshev_clip_probability,
-    chebyshev_clip_radius,
-    extra_bernstein_alpha,
-    laurent_massart_clip_radius,
-    laurent_massart_threshold,
-    theorem5_clip_radius_squared,
-    theorem5_condition_holds,
-    theorem5_error_bound,
-    theorem5_max_log_n,
-)
-from .calibration import analytic_sigma, classic_sigma, gaussian_delta, gaussian_epsilon
-from .clipping import clip_radius, clipped_sum
-from .errors import (
-    clipped_noise_error,
-    elliptical_improvement_ratio,
-    elliptical_noise_error,
-    gaussian_data_clipping_error,
-    gaussian_data_error,
-    gaussian_sum_error,
-    isotropic_noise_error,
-)
-from .gchisq import GeneralizedChiSquare
-from .gaussian_data import GaussianDataSetup, gaussian_data_setup
-from .grid import (
-    discrete_gaussian,
-    discrete_gaussian_delta,
-    discrete_gaussian_sigma,
-    discrete_laplace,
-    grid_clipped_sum,
-)
-from .mechanisms import (
+from dpsum.design import Scaling, clip_radius, gaussian_data_setup
+from dpsum.distributions import GeneralizedChiSquare
+from dpsum.mechanisms import (
     clipped_gaussian_mechanism,
     elliptical_gaussian_mechanism,
     gaussian_data_mechanism,
@@ -165,208 +34,72 @@ from .mechanisms import (
     laplace_mechanism,
     release_diagnostics,
 )
-from .pairs import (
-    add_remove_pair,
-    binary_pair,
-    clipped_pair,
-    elliptical_pair,
-    gaussian_data_pair,
-    replace_one_pair,
-    statistic_pair,
-)
-from .estimators import (
-    exponential_quantile,
-    private_center,
-    private_norm_quantile,
-    private_scales,
-)
-from .pipeline import (
-    BudgetSplit,
-    PipelineRelease,
-    calibrated_clip_radius,
-    default_budget,
-    default_clip_probability,
-    private_mean,
-    private_sum,
-    robust_scaling,
-)
-from .privacy import (
+from dpsum.pipeline import private_mean, private_sum
+from dpsum.privacy import (
+    ComposedGuarantee,
     Neighbouring,
-    advanced_composition,
-    basic_composition,
-    clipped_sum_sensitivity,
-    group_privacy,
+    analytic_sigma,
+    approximate_step,
+    bounded_range_step,
+    classic_sigma,
+    compose,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_step,
+    pure_step,
 )
-from .release import Calibration, Mechanism, Release
-from .scaling import (
-    elliptical_scaling,
-    error_optimal_scaling,
-    gaussian_data_scaling,
-    power_scaling,
-    tilted_scaling,
-    whitening_scaling,
+from dpsum.release import (
+    Accumulator,
+    PipelineRelease,
+    Release,
+    clipped_gaussian_accumulator,
+    confidence_ball,
+    confidence_intervals,
+    elliptical_gaussian_accumulator,
+    gaussian_data_accumulator,
 )
 
+__version__ = "0.1.0"
+
 __all__ = [
-    "discrete_gaussian",
-    "discrete_gaussian_delta",
-    "discrete_gaussian_sigma",
-    "grid_clipped_sum",
-    "bernstein_clip_radius",
-    "bernstein_max_t",
-    "bernstein_tail_bound",
-    "bernstein_tail_threshold",
-    "chebyshev_clip_probability",
-    "chebyshev_clip_radius",
-    "extra_bernstein_alpha",
-    "laurent_massart_clip_radius",
-    "laurent_massart_threshold",
-    "theorem5_clip_radius_squared",
-    "theorem5_condition_holds",
-    "theorem5_error_bound",
-    "theorem5_max_log_n",
+    "Accumulator",
     "AuditResult",
-    "audit_power",
-    "batched_gaussian_release",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "discrete_audit_power",
-    "epsilon_from_counts",
-    "epsilon_lower_bound",
-    "pair_delta",
-    "AuditSimulation",
-    "pair_epsilon",
-    "simulate_audits",
-    "BinaryMechanism",
     "BinaryRelease",
-    "MAX_EPSILON",
-    "WARNER_KEEP_PROBABILITY",
-    "binary_mse",
-    "binomial_conditions_hold",
-    "binomial_estimate",
-    "binomial_min_users",
-    "binomial_noise_mechanism",
-    "binomial_noise_probability",
-    "binomial_privacy_delta",
-    "binomial_variance",
-    "randomized_response",
-    "randomized_response_epsilon",
-    "randomized_response_estimate",
-    "randomized_response_keep_probability",
-    "randomized_response_reports",
-    "randomized_response_variance",
-    "sample_and_threshold",
-    "sample_threshold_bias",
-    "sample_threshold_conditions_hold",
-    "sample_threshold_estimate",
-    "sample_threshold_privacy_delta",
-    "sample_threshold_probability",
-    "sample_threshold_release_probability",
-    "sample_threshold_tau",
-    "sample_threshold_variance",
+    "ComposedGuarantee",
     "GeneralizedChiSquare",
     "Neighbouring",
+    "PipelineRelease",
     "Release",
-    "advanced_composition",
+    "Scaling",
     "analytic_sigma",
-    "basic_composition",
+    "approximate_step",
+    "binomial_noise_mechanism",
+    "bounded_range_step",
     "classic_sigma",
     "clip_radius",
+    "clipped_gaussian_accumulator",
     "clipped_gaussian_mechanism",
-    "clipped_noise_error",
-    "clipped_sum",
-    "clipped_sum_sensitivity",
+    "compose",
+    "confidence_ball",
+    "confidence_intervals",
+    "elliptical_gaussian_accumulator",
     "elliptical_gaussian_mechanism",
-    "elliptical_improvement_ratio",
-    "elliptical_noise_error",
-    "elliptical_scaling",
-    "error_optimal_scaling",
-    "gaussian_data_clipping_error",
-    "gaussian_data_error",
+    "epsilon_lower_bound",
+    "gaussian_data_accumulator",
+    "gaussian_data_error_bound",
     "gaussian_data_mechanism",
-    "gaussian_data_scaling",
+    "gaussian_data_setup",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_mechanism",
-    "gaussian_sum_error",
-    "group_privacy",
-    "isotropic_noise_error",
-    "laplace_mechanism",
-    "power_scaling",
-    "tilted_scaling",
-    "whitening_scaling",
-    # accounting
-    "ComposedGuarantee",
-    "PrivacyStep",
-    "approximate_step",
-    "bounded_range_step",
-    "compose",
-    "compose_gaussian_multipliers",
-    "gaussian_composition_delta",
-    "gaussian_composition_epsilon",
-    "gaussian_profile",
     "gaussian_step",
-    "gdp_compose",
-    "gdp_delta",
-    "gdp_epsilon",
-    "gdp_multiplier",
-    "gdp_mu",
-    "mixed_delta",
-    "mixed_epsilon",
-    "mixed_gaussian_multiplier",
-    "pure_step",
-    "split_gaussian_multiplier",
-    "zcdp_compose",
-    "zcdp_delta",
-    "zcdp_epsilon",
-    "zcdp_gaussian_multiplier",
-    "zcdp_rho",
-    "zcdp_rho_bounded_range",
-    "zcdp_rho_gaussian",
-    "zcdp_rho_pure",
-    "Calibration",
-    "GaussianDataSetup",
-    "Mechanism",
-    "gaussian_data_setup",
-    "release_diagnostics",
-    # private data model and pipeline
-    "BudgetSplit",
-    "PipelineRelease",
-    "calibrated_clip_radius",
-    "default_budget",
-    "default_clip_probability",
-    "exponential_quantile",
-    "private_center",
-    "private_mean",
-    "private_norm_quantile",
-    "private_scales",
-    "private_sum",
-    "robust_scaling",
-    "add_remove_pair",
-    "binary_pair",
-    "clipped_pair",
-    "elliptical_pair",
-    "gaussian_data_pair",
-    "replace_one_pair",
-    "statistic_pair",
-    # accuracy
-    "ConfidenceBall",
-    "ErrorBound",
-    "clipping_loss_moment",
-    "confidence_ball",
-    "confidence_intervals",
-    "count_interval",
-    "gaussian_data_error_bound",
-    "noise_coordinate_quantile",
-    "noise_norm_quantile",
-    "plan_d",
-    "plan_epsilon",
+    "laplace_mechanism",
     "plan_n",
+    "private_mean",
+    "private_sum",
+    "pure_step",
+    "randomized_response",
+    "release_diagnostics",
     "release_error_bound",
-    "Accumulator",
-    "clipped_gaussian_accumulator",
-    "elliptical_gaussian_accumulator",
-    "gaussian_data_accumulator",
-    "merged_sum_rounding_bound",
-    "discrete_laplace",
+    "sample_and_threshold",
 ]

@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import erfcx, log_ndtr as _log_ndtr
+from scipy.special import erfcx
+from scipy.special import log_ndtr as _log_ndtr
 
 __all__ = [
     "LOG_SQRT_2PI",

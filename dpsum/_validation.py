@@ -477,3 +477,4 @@ def check_callable(value: Any, name: str, how: str) -> Any:
     if not callable(value):
         raise TypeError(f"{name} must be callable as {how}")
     return value
+

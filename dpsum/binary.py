@@ -1,14 +1,13 @@
 """Binary sums: randomized response, additive binomial noise and sample-and-threshold.
 
 Each of ``n`` users holds a bit ``x_i`` in ``{0, 1}`` and the analyst wants the
-count ``k = sum_i x_i`` (book chapter 7, "Binary sums", which follows the
-binary-sums notes of the seeds). Three mechanisms are implemented, each with
+count ``k = sum_i x_i`` (the chapter :ref:`Binary sums <ch-binary>`). Three mechanisms are implemented, each with
 its privacy condition, its estimator of ``k`` and the closed-form bias and
 variance of that estimator:
 
 * :func:`randomized_response` -- every user reports their bit, flipped with
-  probability ``1 / (1 + e^epsilon)`` (Warner 1965; the fair-coin scheme of the
-  DP background chapter is ``epsilon = ln 3``). Pure ``epsilon``-DP, unbiased
+  probability ``1 / (1 + e^epsilon)`` (Warner 1965; the fair-coin scheme, a
+  truthful answer with probability 3/4, is ``epsilon = ln 3``). Pure ``epsilon``-DP, unbiased
   estimator, variance ``n e^eps / (e^eps - 1)^2``.
 * :func:`binomial_noise_mechanism` -- the count plus ``Binomial(n, p)`` noise
   with ``p = 50 ln(2/delta) / (epsilon^2 n)``, valid for
@@ -42,16 +41,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
-from . import _validation as V
-from ._validation import RandomLike
-from .privacy import Neighbouring
-from .release import _StrEnum
+from dpsum import _validation as V
+from dpsum._enums import _StrEnum
+from dpsum._validation import RandomLike
+from dpsum.privacy.neighbouring import Neighbouring
 
 __all__ = [
     "BinaryRelease",
@@ -87,8 +86,8 @@ __all__ = [
 
 #: Largest epsilon the published conditions of the binomial mechanism and of
 #: sample-and-threshold allow (both papers state ``epsilon <= 1``); the
-#: mechanisms refuse larger values. The arguments of book chapter 7 reach
-#: further: the binomial argument holds for every ``epsilon <= sqrt(5)``
+#: mechanisms refuse larger values. The book's proofs reach
+#: further (:prf:ref:`binary-prop-binomial-range`, :prf:ref:`binary-prop-st-range`): the binomial argument holds for every ``epsilon <= sqrt(5)``
 #: (:data:`BINOMIAL_PROOF_EPSILON`; it needs ``epsilon / (2 sqrt 5) + 1/mu <=
 #: tanh(epsilon / 2)``, not the stronger ``epsilon / sqrt 5 <= tanh(epsilon / 2)``,
 #: which fails beyond 1.204), and the sample-and-threshold argument holds
@@ -108,8 +107,7 @@ SAMPLE_THRESHOLD_PROOF_EPSILON = float(
     3.0 / math.expm1(1.0)
     + special.lambertw(-3.0 / math.expm1(1.0) * math.exp(-3.0 / math.expm1(1.0))).real)
 
-#: Keep probability of the fair-coin randomized response of the DP background
-#: chapter: truthful with probability 1/2, otherwise a second fair coin, so the
+#: Keep probability of the fair-coin randomized response: truthful with probability 1/2, otherwise a second fair coin, so the
 #: true answer is reported with probability 3/4 (``epsilon = ln 3``).
 WARNER_KEEP_PROBABILITY = 0.75
 
@@ -155,7 +153,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
     if epsilon > MAX_EPSILON:
         raise ValueError(
             f"epsilon must be <= {MAX_EPSILON:g} for the {mechanism}: its privacy proof "
-            f"covers epsilon in (0, 1] only (book chapter 7), got {V.describe(epsilon)}"
+            f"covers epsilon in (0, 1] only, got {V.describe(epsilon)}"
         )
 
 
@@ -265,7 +263,7 @@ class BinaryRelease:
         return b * b + self.variance(k)
 
 
-def _check_k(k, n):
+def _check_k(k: Any, n: Any) -> Any:
     kk = _check_int(k, "k")
     if np.any(np.asarray(kk) > n):
         raise ValueError(f"k must be at most n = {n}, got {V.describe(k)}")
@@ -315,7 +313,7 @@ def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
 
 def randomized_response_keep_probability(epsilon: ArrayLike) -> float | np.ndarray:
     """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
-    reports the true bit (book chapter 7, "Randomized response").
+    reports the true bit (:prf:ref:`binary-def-rr`).
 
     The likelihood ratio of a report under the two values of a user's bit is
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
@@ -378,7 +376,7 @@ def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -
 
     With keep probability ``q``, ``E[output] = q k + (1 - q)(n - k)``, so
     ``k_hat = (output - (1 - q) n) / (2 q - 1)``. For ``epsilon = ln 3``
-    (``q = 3/4``) this is the seed's ``2 n_obs - N / 2``.
+    (``q = 3/4``, the fair-coin scheme) this is ``2 n_obs - n / 2``.
 
     Examples
     --------
@@ -554,8 +552,9 @@ def binomial_min_users(epsilon: ArrayLike, delta: ArrayLike) -> int | np.ndarray
     ``ceil(100 ln(2/delta) / epsilon^2)``, where ``p`` reaches 1/2.
 
     Vectorised over ``epsilon`` and ``delta`` (returns an int for scalars).
-    The condition is the seed's; it does not depend on ``epsilon <= 1``, which
-    the mechanism checks separately.
+    The condition is the one under which the binomial mechanism is private
+    (:prf:ref:`binary-thm-binomial`); it does not depend on
+    ``epsilon <= 1``, which the mechanism checks separately.
 
     Examples
     --------
@@ -637,7 +636,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
 def binomial_variance(n: int, epsilon: float, delta: float, p: float | None = None) -> float:
     """Variance ``n p (1 - p)`` of the binomial estimator, whatever ``k`` is.
 
-    With the seed's ``p`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
+    With the default ``p = 50 ln(2/delta) / (epsilon^2 n)`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
     least noise is at the smallest admissible ``n`` (``p = 1/2``) and it grows
     towards ``50 ln(2/delta) / epsilon^2`` as ``n`` grows.
 
@@ -698,11 +697,12 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     In the shuffle model every user sends their bit and, with probability
     ``p``, one extra 1-message; the shuffler hides who sent what, so the
     analyst sees ``k + Binomial(n, p)`` (Ghazi et al. 2021; Balcer and Cheu
-    2020). The seed's calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
+    2020). The calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
     (epsilon, delta)-DP when ``p <= 1/2`` (``n >= 100 ln(2/delta) / epsilon^2``,
-    :func:`binomial_min_users`) and ``epsilon <= 1`` (book chapter 7: the
-    Chernoff bound is applied with ``alpha = epsilon / sqrt(5)``, which must
-    not exceed ``tanh(epsilon / 2)``). The estimate ``output - n p`` is unbiased
+    :func:`binomial_min_users`) and ``epsilon <= 1``
+    (:prf:ref:`binary-thm-binomial`; the proof's Chernoff step needs
+    ``epsilon / (2 sqrt 5) + 1/mu <= tanh(epsilon / 2)``, which holds up to
+    ``epsilon = sqrt 5``, :prf:ref:`binary-prop-binomial-range`). The estimate ``output - n p`` is unbiased
     with variance ``n p (1 - p)``.
 
     Parameters
@@ -772,7 +772,7 @@ def sample_threshold_tau(delta: ArrayLike) -> float | np.ndarray:
 
     The logarithm is natural: the bad event is bounded by a Chernoff bound
     ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
-    (book chapter 7). Vectorised over ``delta``.
+    (:prf:ref:`binary-thm-st`). Vectorised over ``delta``.
 
     Examples
     --------
@@ -835,7 +835,7 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     return V.scalar_or_array(est)
 
 
-def _st_parameters(epsilon, delta, p, threshold):
+def _st_parameters(epsilon: Any, delta: Any, p: Any, threshold: Any) -> Any:
     """The (p, tau) of sample-and-threshold, defaults filled in (not checked
     against the privacy conditions: the closed forms hold for any p and tau)."""
     eps = V.check_epsilon(epsilon, scalar=True)
@@ -850,12 +850,12 @@ def _int_threshold(tau: float) -> int:
     return int(math.ceil(tau))
 
 
-def _st_release_probability(k, p, tau):
+def _st_release_probability(k: Any, p: Any, tau: Any) -> Any:
     t = _int_threshold(tau)
     return stats.binom.sf(t - 1, k, p)
 
 
-def _st_bias(k, p, tau):
+def _st_bias(k: Any, p: Any, tau: Any) -> Any:
     """Exact bias of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
 
     ``E[C 1{C >= t}] = k p P(Binomial(k-1, p) >= t-1)``, so the bias is
@@ -869,7 +869,7 @@ def _st_bias(k, p, tau):
     return V.scalar_or_array(out)
 
 
-def _st_variance(k, p, tau):
+def _st_variance(k: Any, p: Any, tau: Any) -> Any:
     """Exact variance of ``C 1{C >= t} / p`` with ``C ~ Binomial(k, p)``.
 
     With ``A1 = P(Bin(k-1, p) >= t-1)`` and ``A2 = P(Bin(k-2, p) >= t-2)``:
@@ -1010,7 +1010,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     variance are :func:`sample_threshold_bias` and
     :func:`sample_threshold_variance`.
 
-    Privacy (book chapter 7): (epsilon, delta)-DP for ``epsilon <= 1``,
+    Privacy (:prf:ref:`binary-thm-st`): (epsilon, delta)-DP for ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``, under
     replace-one and add-remove alike.
 
@@ -1090,7 +1090,7 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
     ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
-    ``"binomial"``: ``n p (1 - p)`` with the seed's ``p``, and ``inf`` where
+    ``"binomial"``: ``n p (1 - p)`` with the default ``p``, and ``inf`` where
     ``n < 100 ln(2/delta) / epsilon^2`` (the mechanism is not available);
     ``"sample_and_threshold"``: ``bias^2 + variance`` (depends on ``k`` only).
     Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are
@@ -1126,3 +1126,83 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
         out = bias * bias + np.asarray(_st_variance(kk, pp, tau))
     out = np.asarray(out, dtype=float)
     return V.scalar_or_array(out)
+
+
+def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
+    """``(Pr_k[Y <= y], Pr_k[Y >= y])`` for the released count ``Y`` when the true count is ``k``."""
+    n, p = release.n, release.probability
+    if release.mechanism == "binomial":  # Y = k + Binomial(n, p)
+        return float(stats.binom.cdf(y - k, n, p)), float(stats.binom.sf(y - k - 1, n, p))
+    if release.mechanism == "randomized_response":  # Y = Binomial(k, q) + Binomial(n - k, 1 - q)
+        a = np.arange(k + 1)
+        pa = stats.binom.pmf(a, k, p)
+        le = float(np.dot(pa, stats.binom.cdf(y - a, n - k, 1.0 - p)))
+        ge = float(np.dot(pa, stats.binom.sf(y - a - 1, n - k, 1.0 - p)))
+        return min(le, 1.0), min(ge, 1.0)
+    # sample-and-threshold: S ~ Binomial(k, p), Y = S if S >= t else 0
+    t = math.ceil(float(cast(float, release.threshold)) - 1e-9)
+    if y < t:  # suppressed: the lowest outcome
+        return float(stats.binom.cdf(t - 1, k, p)), 1.0
+    return float(stats.binom.cdf(y, k, p)), float(stats.binom.sf(y - 1, k, p))
+
+
+def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
+    r"""Exact ``(1 - beta)`` confidence interval for the true count ``k`` of a binary sum.
+
+    For each mechanism the released count ``Y`` has a known law given ``k``
+    (randomized response: ``Binomial(k, q) + Binomial(n - k, 1 - q)``;
+    binomial noise: ``k + Binomial(n, p)``; sample-and-threshold:
+    ``Binomial(k, p)`` suppressed below the threshold), stochastically
+    increasing in ``k``. The interval is every ``k`` in ``{0, ..., n}`` for
+    which neither tail at the observed ``y`` is at most ``beta / 2``, the
+    Clopper-Pearson construction, or the nearest end of ``{0, ..., n}`` when
+    that set is empty (an output improbable under every ``k``). It covers the
+    true ``k`` with probability at least ``1 - beta`` for every ``k``
+    (:prf:ref:`accuracy-thm-binary`).
+
+    Parameters
+    ----------
+    release : BinaryRelease
+        A release of :func:`~dpsum.binary.randomized_response`,
+        :func:`~dpsum.binary.binomial_noise_mechanism` or
+        :func:`~dpsum.binary.sample_and_threshold`.
+    beta : float
+        Failure probability in (0, 1).
+
+    Returns
+    -------
+    (int, int)
+        ``lower <= k <= upper`` with probability at least ``1 - beta``.
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> bits = np.r_[np.ones(30, dtype=int), np.zeros(70, dtype=int)]
+    >>> count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
+    (20, 35)
+    """
+    if not isinstance(release, BinaryRelease):
+        raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")
+    half = float(V.check_probability(beta, "beta", scalar=True)) / 2.0
+    y, n = int(release.output), int(release.n)
+
+    def first(pred: Any) -> int:
+        """Smallest k in [0, n + 1] with pred(k) true, for pred monotone false -> true."""
+        lo, hi = -1, n + 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if pred(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    lower = first(lambda k: _count_tails(release, k, y)[1] > half)  # Pr_k[Y >= y] increases in k
+    upper = first(lambda k: _count_tails(release, k, y)[0] <= half) - 1  # Pr_k[Y <= y] decreases
+    # An output improbable under every k leaves one condition false for all k; the
+    # set is then empty, and the nearest end of {0, ..., n} is returned instead
+    # (adding points to a confidence set never lowers its coverage).
+    lower, upper = min(lower, n), max(upper, 0)
+    if lower > upper:  # cannot happen here (one more 1-bit moves Y by at most one
+        lower, upper = upper, lower  # outcome), and widening keeps the coverage
+    return int(lower), int(upper)

@@ -17,9 +17,9 @@ from scipy import stats
 
 import dpsum
 from dpsum import bounds as B
-from dpsum.clipping import clip_radius
-from dpsum.gchisq import GeneralizedChiSquare
-from dpsum.scaling import gaussian_data_scaling
+from dpsum.design.clip_radius import clip_radius
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.design.scaling import gaussian_data_scaling
 
 RTOL = 1e-12
 # the exact clip radius is rounded up by a relative 1e-12 (dpsum.clipping)
@@ -103,9 +103,9 @@ def test_lemma32_range_is_enforced():
     s = CONFIGS["power-1"]
     t_max = B.bernstein_max_t(s)
     assert B.bernstein_tail_threshold(s, t_max) > 0  # the limit itself is allowed
-    with pytest.raises(ValueError, match="Lemma 3.2"):
+    with pytest.raises(ValueError, match="Bernstein tail lemma"):
         B.bernstein_tail_threshold(s, 1.01 * t_max)
-    with pytest.raises(ValueError, match="Lemma 3.2"):
+    with pytest.raises(ValueError, match="Bernstein tail lemma"):
         B.bernstein_tail_threshold(s, [0.0, 2 * t_max])
     loose = B.bernstein_tail_threshold(s, 3.0, strict=False)
     assert loose == pytest.approx(3 * math.sqrt(8 * np.sum(s**4)) + np.sum(s**2), rel=RTOL)
@@ -154,7 +154,7 @@ def test_bernstein_clip_radius(name):
         C = B.bernstein_clip_radius(s, p, b)
         assert C**2 == pytest.approx(B.bernstein_tail_threshold(s * b, t), rel=RTOL)
         assert C >= dpsum.clip_radius(s, p, b)
-    with pytest.raises(ValueError, match="clip_probability = .* outside the range of Lemma 3.2"):
+    with pytest.raises(ValueError, match="clip_probability = .* outside the range of the Bernstein tail lemma"):
         B.bernstein_clip_radius(s, math.exp(-4 * t_max**2), b)
     assert B.bernstein_clip_radius(s, math.exp(-t_max**2), b) > 0  # the limit itself is allowed
 
@@ -193,7 +193,7 @@ def test_moment_constants():
     ratios = []
     for k in range(2, 31):
         m = _abs_central_moment(k)
-        assert m <= B.REPORT_MOMENT_CONSTANT ** (k - 2) * mpmath.factorial(k)
+        assert m <= B.BERNSTEIN_MOMENT_CONSTANT ** (k - 2) * mpmath.factorial(k)
         assert m <= B.SMALLEST_MOMENT_CONSTANT ** (k - 2) * mpmath.factorial(k)
         if k >= 3:
             ratios.append(float((m / mpmath.factorial(k)) ** (mpmath.mpf(1) / (k - 2))))
@@ -206,37 +206,37 @@ def test_theorem5_condition_is_lemma32_range(name):
     # the report's derivation: ln n <= t_max^2 for the scaled standard deviations
     s = CONFIGS[name]
     b = gaussian_data_scaling(s)
-    limit = B.theorem5_max_log_n(s)
+    limit = B.bernstein_error_max_log_n(s)
     assert limit == pytest.approx(np.sum(s**2) / (18 * np.max(s) ** 2), rel=RTOL)
     assert limit == pytest.approx(B.bernstein_max_t(s * b) ** 2, rel=RTOL)
     assert limit <= s.size / 18 * (1 + RTOL)
     n_edge = math.exp(limit)
-    assert B.theorem5_condition_holds(s, n_edge) is True
-    assert B.theorem5_condition_holds(s, 1.001 * n_edge) is False
-    np.testing.assert_array_equal(B.theorem5_condition_holds(s, [1, n_edge * 2]), [True, False])
+    assert B.bernstein_error_condition_holds(s, n_edge) is True
+    assert B.bernstein_error_condition_holds(s, 1.001 * n_edge) is False
+    np.testing.assert_array_equal(B.bernstein_error_condition_holds(s, [1, n_edge * 2]), [True, False])
 
 
 @pytest.mark.parametrize("name", ["iso-300", "iso-10", "one-large", "lognormal", "power-1"])
 def test_theorem5_clip_bound_is_lemma32(name):
     s = CONFIGS[name]
     b = gaussian_data_scaling(s)
-    ns = np.exp(np.linspace(0, B.theorem5_max_log_n(s), 6))
-    c2 = B.theorem5_clip_radius_squared(s, ns)
+    ns = np.exp(np.linspace(0, B.bernstein_error_max_log_n(s), 6))
+    c2 = B.bernstein_error_clip_radius_squared(s, ns)
     direct = np.sqrt(8 * np.log(ns) * np.sum(s**2)) / np.sum(s) + 1
     np.testing.assert_allclose(c2, direct, rtol=RTOL)
     for n, v in zip(ns[1:], c2[1:]):
         assert v == pytest.approx(B.bernstein_clip_radius(s, 1 / n, b) ** 2, rel=RTOL)
-    assert B.theorem5_clip_radius_squared(s, 1) == 1.0  # t = 0: the mean, E||x_hat||^2 = 1
+    assert B.bernstein_error_clip_radius_squared(s, 1) == 1.0  # t = 0: the mean, E||x_hat||^2 = 1
 
 
 @pytest.mark.parametrize("d", [100, 300, 2000])
 def test_theorem5_bounds_exact_clip_radius(d):
     for s in (np.ones(d), np.linspace(1, 2, d)):
         b = gaussian_data_scaling(s)
-        for log_n in np.linspace(0.5, 1, 4) * B.theorem5_max_log_n(s):
+        for log_n in np.linspace(0.5, 1, 4) * B.bernstein_error_max_log_n(s):
             n = math.exp(log_n)
             exact = dpsum.clip_radius(s, 1 / n, b) ** 2
-            assert B.theorem5_clip_radius_squared(s, n) >= exact
+            assert B.bernstein_error_clip_radius_squared(s, n) >= exact
 
 
 def test_theorem5_error_bound():
@@ -245,36 +245,36 @@ def test_theorem5_error_bound():
     b = gaussian_data_scaling(s)
     sopt = dpsum.analytic_sigma(eps, delta)
     for n in (10, 1e3, 1e4):
-        assert B.theorem5_condition_holds(s, n)
-        bound = B.theorem5_error_bound(s, n, eps, delta)
+        assert B.bernstein_error_condition_holds(s, n)
+        bound = B.bernstein_error_bound(s, n, eps, delta)
         report = 4 * sopt**2 * np.sum(s) * (math.sqrt(8 * math.log(n) * np.sum(s**2)) + np.sum(s))
         assert bound == pytest.approx(report, rel=RTOL)
         # equation (20) with C^2 replaced by the bound: (2 C sigma_opt)^2 sum b^-2
-        c2 = B.theorem5_clip_radius_squared(s, n)
+        c2 = B.bernstein_error_clip_radius_squared(s, n)
         assert bound == pytest.approx(4 * sopt**2 * c2 * np.sum(b**-2.0), rel=1e-12)
-        exact = dpsum.gaussian_data_error(s, eps, delta, 1 / n)
+        exact = dpsum.accuracy.gaussian_data_error(s, eps, delta, 1 / n)
         assert bound >= exact
         exact_c2 = dpsum.clip_radius(s, 1 / n, b) ** 2
         assert bound / exact == pytest.approx(c2 / exact_c2, rel=EXACT_MARGIN)
-        add_remove = B.theorem5_error_bound(s, n, eps, delta, neighbouring="add-remove")
+        add_remove = B.bernstein_error_bound(s, n, eps, delta, neighbouring="add-remove")
         assert add_remove == pytest.approx(bound / 4, rel=RTOL)
-    vec = B.theorem5_error_bound(s, [10, 1e3], eps, delta)
+    vec = B.bernstein_error_bound(s, [10, 1e3], eps, delta)
     assert vec.shape == (2,)
 
 
 def test_theorem5_condition_is_enforced():
     s = CONFIGS["power-1"]  # sum sigma^2 / (18 sigma_*^2) < ln 2: no n >= 2 qualifies
-    assert B.theorem5_max_log_n(s) < math.log(2)
-    with pytest.raises(ValueError, match="Theorem 5"):
-        B.theorem5_clip_radius_squared(s, 100)
-    with pytest.raises(ValueError, match="Theorem 5"):
-        B.theorem5_error_bound(s, 100, 1.0, 1e-6)
+    assert B.bernstein_error_max_log_n(s) < math.log(2)
+    with pytest.raises(ValueError, match="Bernstein error bound"):
+        B.bernstein_error_clip_radius_squared(s, 100)
+    with pytest.raises(ValueError, match="Bernstein error bound"):
+        B.bernstein_error_bound(s, 100, 1.0, 1e-6)
     # beyond the condition the formula can fall below the exact C^2: not a bound
     b = gaussian_data_scaling(s)
     n = 1e6
-    assert B.theorem5_clip_radius_squared(s, n, strict=False) < dpsum.clip_radius(s, 1 / n, b) ** 2
-    loose = B.theorem5_error_bound(s, n, 1.0, 1e-6, strict=False)
-    assert loose < dpsum.gaussian_data_error(s, 1.0, 1e-6, 1 / n)
+    assert B.bernstein_error_clip_radius_squared(s, n, strict=False) < dpsum.clip_radius(s, 1 / n, b) ** 2
+    loose = B.bernstein_error_bound(s, n, 1.0, 1e-6, strict=False)
+    assert loose < dpsum.accuracy.gaussian_data_error(s, 1.0, 1e-6, 1 / n)
 
 
 # ------------------------------------------------------------- Chebyshev
@@ -330,7 +330,7 @@ def test_extra_alpha_as_written_matches_report(name):
         C = np.max(s) * 16 / np.sum(s)  # the report's "C", a per-coordinate bound
         lg = math.log(p / 2)
         t = -(C * lg - math.sqrt(lg * (-18 * var + C**2 * lg))) / 3
-        assert B.extra_bernstein_alpha(s, p, as_written=True) == pytest.approx(1 + t, rel=RTOL)
+        assert B.bernstein_alpha(s, p, as_written=True) == pytest.approx(1 + t, rel=RTOL)
 
 
 @pytest.mark.parametrize("name", IDS)
@@ -340,7 +340,7 @@ def test_extra_alpha_corrected_solves_bernstein(name):
     s_star2 = np.max(s) / np.sum(s)
     for L in (2.0, 3.0):
         for p in (1e-2, 1e-6, 1e-12):
-            t = B.extra_bernstein_alpha(s, p, moment_constant=L) - 1
+            t = B.bernstein_alpha(s, p, moment_constant=L) - 1
             c = L * s_star2
             assert math.exp(-(t * t / 2) / (var + c * t)) == pytest.approx(p, rel=1e-9)
 
@@ -352,15 +352,15 @@ def test_extra_alpha_orderings_and_validity(name):
     for p in (0.05, 1e-4, 1e-8, 1e-12):
         exact = dpsum.clip_radius(s, p, b) ** 2
         lm = B.laurent_massart_clip_radius(s, p, b) ** 2
-        sharp = B.extra_bernstein_alpha(s, p, moment_constant=2.0)
-        report_L = B.extra_bernstein_alpha(s, p)
-        written = B.extra_bernstein_alpha(s, p, as_written=True)
+        sharp = B.bernstein_alpha(s, p, moment_constant=2.0)
+        report_L = B.bernstein_alpha(s, p)
+        written = B.bernstein_alpha(s, p, as_written=True)
         assert exact <= lm <= sharp < report_L < written
 
 
 def test_extra_alpha_rejects_too_small_constant():
     with pytest.raises(ValueError, match="moment_constant"):
-        B.extra_bernstein_alpha(np.ones(5), 0.01, moment_constant=1.9)
+        B.bernstein_alpha(np.ones(5), 0.01, moment_constant=1.9)
 
 
 # -------------------------------------------------------- Laurent--Massart
@@ -402,10 +402,10 @@ def test_scale_covariance_without_overflow():
         assert B.chebyshev_clip_radius(k * s, 1e-6) == pytest.approx(k * B.chebyshev_clip_radius(s, 1e-6), rel=1e-12)
         assert B.chebyshev_clip_probability(k * s, k * 30.0) == pytest.approx(B.chebyshev_clip_probability(s, 30.0), rel=1e-12)
     for k in (1e-300, 1e300):
-        assert B.theorem5_max_log_n(k * s) == pytest.approx(B.theorem5_max_log_n(s), rel=1e-12)
-        assert B.extra_bernstein_alpha(k * s, 1e-4) == pytest.approx(B.extra_bernstein_alpha(s, 1e-4), rel=1e-12)
-    assert B.theorem5_clip_radius_squared(1e300 * np.ones(400), 100) == pytest.approx(
-        B.theorem5_clip_radius_squared(np.ones(400), 100), rel=1e-12)
+        assert B.bernstein_error_max_log_n(k * s) == pytest.approx(B.bernstein_error_max_log_n(s), rel=1e-12)
+        assert B.bernstein_alpha(k * s, 1e-4) == pytest.approx(B.bernstein_alpha(s, 1e-4), rel=1e-12)
+    assert B.bernstein_error_clip_radius_squared(1e300 * np.ones(400), 100) == pytest.approx(
+        B.bernstein_error_clip_radius_squared(np.ones(400), 100), rel=1e-12)
 
 
 # ------------------------------------------------------------ validation
@@ -428,13 +428,13 @@ def test_bad_stds(stds, exc):
         lambda: B.bernstein_tail_threshold(stds, 0.1),
         lambda: B.bernstein_tail_bound(stds, 1.0),
         lambda: B.bernstein_clip_radius(stds, 0.99),
-        lambda: B.theorem5_max_log_n(stds),
-        lambda: B.theorem5_condition_holds(stds, 2),
-        lambda: B.theorem5_clip_radius_squared(stds, 2),
-        lambda: B.theorem5_error_bound(stds, 2, 1.0, 1e-6),
+        lambda: B.bernstein_error_max_log_n(stds),
+        lambda: B.bernstein_error_condition_holds(stds, 2),
+        lambda: B.bernstein_error_clip_radius_squared(stds, 2),
+        lambda: B.bernstein_error_bound(stds, 2, 1.0, 1e-6),
         lambda: B.chebyshev_clip_radius(stds, 0.1),
         lambda: B.chebyshev_clip_probability(stds, 1.0),
-        lambda: B.extra_bernstein_alpha(stds, 0.1),
+        lambda: B.bernstein_alpha(stds, 0.1),
         lambda: B.laurent_massart_threshold(stds, 1.0),
         lambda: B.laurent_massart_clip_radius(stds, 0.1),
     ]
@@ -446,7 +446,7 @@ def test_bad_stds(stds, exc):
 @pytest.mark.parametrize("p", [0.0, 1.0, -0.1, 1.5, np.nan, [0.1, 0.2]])
 def test_bad_clip_probability(p):
     s = np.ones(4)
-    for f in (B.bernstein_clip_radius, B.chebyshev_clip_radius, B.extra_bernstein_alpha,
+    for f in (B.bernstein_clip_radius, B.chebyshev_clip_radius, B.bernstein_alpha,
               B.laurent_massart_clip_radius):
         with pytest.raises(ValueError, match="clip_probability"):
             f(s, p)
@@ -464,11 +464,11 @@ def test_bad_other_arguments():
         B.laurent_massart_threshold(s, -1.0)
     for n in (0.5, 0, -3, np.nan, np.inf):
         with pytest.raises(ValueError, match="n must"):
-            B.theorem5_clip_radius_squared(np.ones(400), n)
+            B.bernstein_error_clip_radius_squared(np.ones(400), n)
         with pytest.raises(ValueError, match="n must"):
-            B.theorem5_condition_holds(s, n)
+            B.bernstein_error_condition_holds(s, n)
     with pytest.raises(TypeError):
-        B.theorem5_clip_radius_squared(np.ones(400), True)
+        B.bernstein_error_clip_radius_squared(np.ones(400), True)
     with pytest.raises(ValueError, match="scaling"):
         B.chebyshev_clip_radius(s, 0.1, scaling=np.ones(3))
     with pytest.raises(ValueError, match="scaling"):
@@ -478,13 +478,13 @@ def test_bad_other_arguments():
     with pytest.raises(TypeError, match="one_sided"):
         B.chebyshev_clip_radius(s, 0.1, one_sided="yes")
     with pytest.raises(TypeError, match="as_written"):
-        B.extra_bernstein_alpha(s, 0.1, as_written=1)
+        B.bernstein_alpha(s, 0.1, as_written=1)
     with pytest.raises(ValueError, match="epsilon"):
-        B.theorem5_error_bound(np.ones(400), 10, 0.0, 1e-6)
+        B.bernstein_error_bound(np.ones(400), 10, 0.0, 1e-6)
     with pytest.raises(ValueError, match="delta"):
-        B.theorem5_error_bound(np.ones(400), 10, 1.0, 1.0)
+        B.bernstein_error_bound(np.ones(400), 10, 1.0, 1.0)
     with pytest.raises(ValueError, match="neighbouring"):
-        B.theorem5_error_bound(np.ones(400), 10, 1.0, 1e-6, neighbouring="swap")
+        B.bernstein_error_bound(np.ones(400), 10, 1.0, 1e-6, neighbouring="swap")
 
 
 def test_strict_must_be_boolean():
@@ -493,7 +493,7 @@ def test_strict_must_be_boolean():
     with pytest.raises(TypeError, match="strict"):
         B.bernstein_clip_radius(np.ones(4), 0.99, strict=0)
     with pytest.raises(TypeError, match="strict"):
-        B.theorem5_clip_radius_squared(np.ones(400), 10, strict=None)
+        B.bernstein_error_clip_radius_squared(np.ones(400), 10, strict=None)
 
 
 def test_overflowing_results_raise():

@@ -16,8 +16,10 @@ import pytest
 
 import dpsum
 from dpsum import _validation as V
-from dpsum import accounting, accuracy, binary, calibration, clipping, estimators, grid, privacy
-from dpsum.gchisq import GeneralizedChiSquare
+from dpsum import binary, distributions, kernels, pipeline, privacy, release
+from dpsum.distributions import GeneralizedChiSquare
+from dpsum.privacy import calibration, composition
+from dpsum.release import discrete_noise
 
 SECRET = "271828.1828"
 
@@ -31,9 +33,9 @@ def test_data_given_as_text_is_never_echoed(data):
         lambda: V.check_finite_array(data, "value"),
         lambda: V.check_bits(data),
         lambda: binary.randomized_response(data, epsilon=1.0, rng=0),
-        lambda: estimators.private_center(data, epsilon=1.0, domain=(0, 1), rng=0),
-        lambda: grid.secure_gaussian(data, sensitivity=1.0, epsilon=1.0, delta=1e-6, rng=0),
-        lambda: grid.round_to_grid(data, 0),
+        lambda: pipeline.private_center(data, epsilon=1.0, domain=(0, 1), rng=0),
+        lambda: discrete_noise.secure_gaussian(data, sensitivity=1.0, epsilon=1.0, delta=1e-6, rng=0),
+        lambda: kernels.round_to_grid(data, 0),
     ]
     for call in calls:
         with pytest.raises((TypeError, ValueError)) as info:
@@ -82,63 +84,63 @@ def test_counts_beyond_int64_get_a_clear_error():
 # ---------------------------------------------------------------------- rng
 def test_one_rng_rule_seed_sequence_everywhere():
     seq = np.random.SeedSequence(0)
-    a = grid.discrete_gaussian(4.0, size=5, rng=np.random.SeedSequence(0))
-    b = grid.discrete_gaussian(4.0, size=5, rng=np.random.default_rng(np.random.SeedSequence(0)))
+    a = distributions.discrete_gaussian(4.0, size=5, rng=np.random.SeedSequence(0))
+    b = distributions.discrete_gaussian(4.0, size=5, rng=np.random.default_rng(np.random.SeedSequence(0)))
     assert a.tolist() == b.tolist()
-    grid.discrete_laplace(2.0, size=2, rng=seq)
-    grid.secure_gaussian([1.0], sensitivity=1.0, epsilon=1.0, delta=1e-6, rng=seq)
+    distributions.discrete_laplace(2.0, size=2, rng=seq)
+    discrete_noise.secure_gaussian([1.0], sensitivity=1.0, epsilon=1.0, delta=1e-6, rng=seq)
     for bad in (1.5, "0", True, np.random.RandomState(0)):
         with pytest.raises(TypeError, match="rng"):
-            grid.discrete_gaussian(4.0, size=1, rng=bad)
+            distributions.discrete_gaussian(4.0, size=1, rng=bad)
     with pytest.raises(ValueError, match="rng"):
-        grid.discrete_gaussian(4.0, size=1, rng=-1)
+        distributions.discrete_gaussian(4.0, size=1, rng=-1)
     assert V.check_secure_rng(None) is None
 
 
 # ---------------------------------------------------------- grid helpers
 def test_grid_samplers_and_helpers_check_their_arguments():
     with pytest.raises(ValueError, match="size"):
-        grid.discrete_gaussian(4.0, size=-1, rng=0)
+        distributions.discrete_gaussian(4.0, size=-1, rng=0)
     with pytest.raises(TypeError, match="size"):
-        grid.discrete_gaussian(4.0, size=True, rng=0)
+        distributions.discrete_gaussian(4.0, size=True, rng=0)
     with pytest.raises(ValueError, match="size"):
-        grid.discrete_laplace(4.0, size=(2, -1), rng=0)
+        distributions.discrete_laplace(4.0, size=(2, -1), rng=0)
     with pytest.raises(ValueError, match="K must be a whole number"):
-        grid.round_to_grid([0.3], 2.5)
+        kernels.round_to_grid([0.3], 2.5)
     with pytest.raises(ValueError, match="d must be a positive integer"):
-        grid.grid_exponent(1.0, 0)
+        kernels.grid_exponent(1.0, 0)
     with pytest.raises(ValueError, match="charge"):
-        grid.grid_exponent(1.0, 1, charge=0.7)
+        kernels.grid_exponent(1.0, 1, charge=0.7)
     # sigma negligible against the sensitivity: the trivial guarantee, no ZeroDivisionError
-    assert grid.discrete_gaussian_delta(1e-300, 1.0) == 1.0
-    assert 0.0 < grid.discrete_gaussian_delta(1e300, 1.0) < 1e-300
+    assert privacy.discrete_gaussian_delta(1e-300, 1.0) == 1.0
+    assert 0.0 < privacy.discrete_gaussian_delta(1e300, 1.0) < 1e-300
 
 
 def test_grid_exponent_is_exact_for_subnormal_and_huge_radii():
     for C, d in [(5e-324, 1), (1e-310, 7), (1.0, 4), (1e308, 10**6), (3.0, 2)]:
-        K = grid.grid_exponent(C, d)
+        K = kernels.grid_exponent(C, d)
         # sqrt(d) 2^(K-1) <= charge C < sqrt(d) 2^K, in exact arithmetic
         lhs = Fraction(math.sqrt(d)) * Fraction(2) ** (K - 1)
-        assert lhs <= Fraction(grid.GRID_CHARGE) * Fraction(C) < 2 * lhs
+        assert lhs <= Fraction(kernels.GRID_CHARGE) * Fraction(C) < 2 * lhs
 
 
 def test_secure_path_refuses_a_subnormal_grid_and_names_the_argument():
     with pytest.raises(ValueError, match="sensitivity is too small for the grid path"):
-        grid.secure_gaussian([1.0], sensitivity=5e-324, epsilon=1.0, delta=1e-6, rng=0)
+        discrete_noise.secure_gaussian([1.0], sensitivity=5e-324, epsilon=1.0, delta=1e-6, rng=0)
     with pytest.raises(ValueError, match="sensitivity is too small for the grid path"):
-        grid.secure_laplace([1.0], sensitivity=5e-324, epsilon=1.0, rng=0)
+        discrete_noise.secure_laplace([1.0], sensitivity=5e-324, epsilon=1.0, rng=0)
     with pytest.raises(ValueError, match="epsilon is too small"):
-        grid.discrete_gaussian_sigma(1e-300, 1e-6)
+        privacy.discrete_gaussian_sigma(1e-300, 1e-6)
 
 
 def test_sum_rounding_bound_checks_its_arguments():
     for bad, err in [(2.5, ValueError), (True, TypeError), (1e308, ValueError), (-1, ValueError)]:
         with pytest.raises(err, match="n_rows"):
-            clipping.sum_rounding_bound(bad, 3)
+            kernels.sum_rounding_bound(bad, 3)
     for bad in (float("nan"), 0, 2.5):
         with pytest.raises(ValueError, match="d"):
-            clipping.sum_rounding_bound(10, bad)
-    assert 0 < clipping.sum_rounding_bound(10**6, 100) < 1e-6
+            kernels.sum_rounding_bound(10, bad)
+    assert 0 < kernels.sum_rounding_bound(10**6, 100) < 1e-6
 
 
 # -------------------------------------------------------------- calibration
@@ -147,7 +149,7 @@ def test_subnormal_noise_levels_are_refused_naming_the_sensitivity():
         with pytest.raises(ValueError, match="sensitivity is too small"):
             f(1.0, 1e-6, 5e-324)
     with pytest.raises(ValueError, match="sensitivity is too small"):
-        grid.discrete_gaussian_sigma(1.0, 1e-6, 5e-324)
+        privacy.discrete_gaussian_sigma(1.0, 1e-6, 5e-324)
     # the smallest normal noise levels are still served, within the rule
     s = calibration.analytic_sigma(1.0, 1e-6, 1e-307)
     assert s == pytest.approx(1e-307 * calibration.analytic_sigma(1.0, 1e-6), rel=1e-12)
@@ -208,36 +210,36 @@ def test_composition_overflow_and_bad_steps_get_clear_errors():
         privacy.basic_composition([1e308, 1e308], [1e-6, 1e-6])
     for bad in (None, 3, "gaussian"):
         with pytest.raises(TypeError, match="steps must be a sequence of PrivacyStep"):
-            accounting.compose(bad, delta=1e-6)
+            composition.compose(bad, delta=1e-6)
 
 
 @pytest.mark.parametrize("rho", [5e-324, 1e-310, 1e-200, 1e-12, 1e-5])
 @pytest.mark.parametrize("eps", [1e-150, 1e-8, 1.0])
 def test_zcdp_delta_at_tiny_rho_and_epsilon(rho, eps):
-    d = accounting.zcdp_delta(rho, eps)
+    d = composition.zcdp_delta(rho, eps)
     assert 0 < d <= math.sqrt(-math.expm1(-rho)) or d == 5e-324
     # consistent with the inverse conversion where it is informative
     if 1e-300 < d < 0.5:
-        e2 = accounting.zcdp_epsilon(rho, d * (1 + 1e-9))
+        e2 = composition.zcdp_epsilon(rho, d * (1 + 1e-9))
         assert e2 <= eps * (1 + 1e-6) + 1e-12
 
 
 def test_discrete_gaussian_calibration_at_tiny_epsilon_terminates_and_holds():
     for eps in (1e-20, 1e-150):
-        sigma = grid.discrete_gaussian_sigma(eps, 1e-6)
-        assert grid.discrete_gaussian_delta(sigma, eps) <= 1e-6
+        sigma = privacy.discrete_gaussian_sigma(eps, 1e-6)
+        assert privacy.discrete_gaussian_delta(sigma, eps) <= 1e-6
 
 
 # ------------------------------------------------------- no NaN, no infinity
 def test_confidence_intervals_at_a_subnormal_beta_are_finite():
     rel = dpsum.gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
     for simultaneous in (False, True):
-        lo, hi = accuracy.confidence_intervals(rel, 5e-324, simultaneous=simultaneous)
+        lo, hi = release.confidence_intervals(rel, 5e-324, simultaneous=simultaneous)
         assert np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))
-    lo, hi = accuracy.confidence_intervals(rel, 5e-324)
+    lo, hi = release.confidence_intervals(rel, 5e-324)
     # z with 2 Phi(-z) = 5e-324 is 38.4854...
     np.testing.assert_allclose((hi - lo) / (2 * rel.noise_std), 38.48540833556734, rtol=1e-12)
-    lo2, hi2 = accuracy.confidence_intervals(rel, 5e-324, simultaneous=True)
+    lo2, hi2 = release.confidence_intervals(rel, 5e-324, simultaneous=True)
     assert np.all(hi2 - lo2 >= hi - lo)
 
 
@@ -251,6 +253,6 @@ def test_saddlepoint_isf_near_one_is_the_exact_quantile():
 def test_private_center_refuses_a_domain_too_narrow_for_its_scale():
     X = np.zeros((10, 2))
     with pytest.raises(ValueError, match="domain is too narrow"):
-        estimators.private_center(X, epsilon=1.0, domain=(0, 5e-324), rng=0)
-    c = estimators.private_center(X, epsilon=1.0, domain=(0, 1e-290), rng=0)
+        pipeline.private_center(X, epsilon=1.0, domain=(0, 5e-324), rng=0)
+    c = pipeline.private_center(X, epsilon=1.0, domain=(0, 1e-290), rng=0)
     assert np.all(np.isfinite(c)) and np.all((0 <= c) & (c <= 1e-290))

@@ -81,7 +81,8 @@ def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     commands = [line.strip() for line in ci.splitlines()
                 if line.strip() and not line.lstrip().startswith("#")]
-    assert "make test" in commands
+    # a command, possibly behind the timing wrapper of .ci/run ("step make test")
+    assert any(line.split()[-2:] == ["make", "test"] for line in commands)
     assert "make test" in (ROOT / "README.md").read_text()
 
 
@@ -93,6 +94,6 @@ def test_toc_lists_only_existing_pages():
     for entry in files:
         candidates = [ROOT / (entry + ext) for ext in (".md", ".ipynb")]
         assert any(c.exists() for c in candidates), f"{entry} is in _toc.yml but missing"
-    chapters = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    chapters = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
     listed = {Path(f).name for f in files}
     assert set(chapters) <= listed, f"chapters missing from _toc.yml: {set(chapters) - listed}"

@@ -1,0 +1,163 @@
+"""The dask path: the same releases on data that does not fit in one machine's memory.
+
+The vector mechanisms of :mod:`dpsum.mechanisms` accept a
+:class:`dask.array.Array` of shape ``(n, d)`` and come here. The pass over the
+rows runs where the data lives: every row chunk is folded into a fresh
+:class:`~dpsum.release.Accumulator` by one task (a map over the chunks),
+the partial results are merged by a tree of tasks (``split_every`` partials
+per merge), and only the merged accumulator, a few vectors of length ``d``,
+reaches the client, which adds the noise once (the appendix
+:ref:`At scale <at-scale>`). Nothing gathers the data on one machine. With a
+:class:`dask.distributed.Client` active the tasks run on its cluster; without
+one, on dask's default scheduler (threads).
+
+The release is the in-memory mechanism's: the same public set-up, the same
+noise from the same ``rng``, and a clipped sum that differs from the
+in-memory one only by the rounding of the different summation order
+(:func:`dpsum.release.merged_sum_rounding_bound`).
+
+dask is an optional dependency (``pip install "dpsum[dask]"``); this module
+imports it only when a dask array is actually released, so ``import dpsum``
+never needs it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from dpsum import _validation as V
+from dpsum.release.accumulator import Accumulator
+
+__all__ = [
+    "SPLIT_EVERY",
+    "is_dask_array",
+    "check_matrix",
+    "row_count",
+    "accumulate",
+]
+
+
+#: Partial results merged by one task of the reduction tree.
+SPLIT_EVERY = 8
+
+
+def is_dask_array(X: Any) -> bool:
+    """Whether ``X`` is a :class:`dask.array.Array` (without importing dask:
+    if ``dask.array`` was never imported, ``X`` cannot be one)."""
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(X, module.Array)
+
+
+def _dask() -> Any:
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        raise ImportError("the dask path needs dask: pip install 'dpsum[dask]'") from None
+    return dask
+
+
+def check_matrix(X: Any) -> Any:
+    """``X`` as a dask array of real rows, one chunk across the columns.
+
+    Checks only metadata (shape, dtype, chunks): nothing is computed. A
+    chunking along the columns is undone by a rechunk (each row must be
+    clipped as a whole), with the row chunks chosen by dask's
+    ``array.chunk-size`` setting.
+    """
+    if not is_dask_array(X):
+        raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+    if X.dtype == np.bool_ or X.dtype.kind not in "iuf":
+        raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
+    d = X.shape[1]
+    if math.isnan(d) or d == 0:
+        raise ValueError(f"X must have a known, positive number of columns, got shape {X.shape}")
+    if len(X.chunks[1]) > 1:
+        rows = "auto" if not any(math.isnan(c) for c in X.chunks[0]) else None
+        X = X.rechunk({0: rows, 1: -1}) if rows else X.rechunk({1: -1})
+    return X
+
+
+def row_count(X: Any) -> int | None:
+    """The number of rows of the dask array ``X``, None when its chunk sizes
+    are unknown (call ``X.compute_chunk_sizes()`` where ``n`` is public)."""
+    n = X.shape[0]
+    return None if math.isnan(n) else int(n)
+
+
+def _fold_chunk(empty: Accumulator, block: np.ndarray, index: int, start: float) -> Accumulator:
+    """The map task: one row chunk folded into the empty accumulator."""
+    try:
+        return empty.update(block)
+    except ValueError:
+        arr = np.asarray(block)
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            rows = "" if math.isnan(start) else \
+                f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"
+            raise ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}"
+                             ) from None
+        raise
+
+
+def _merge_all(parts: list[Accumulator]) -> Accumulator:
+    """The reduce task: merge a few partial results."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = total.merge(part)
+    return total
+
+
+def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVERY
+               ) -> Accumulator:
+    """Fold every row of the dask array ``X`` into ``accumulator``, on the cluster.
+
+    One task per row chunk calls ``accumulator.update(chunk)``; a tree of
+    tasks merges ``split_every`` partial results at a time; the merged
+    accumulator is computed and returned. Only accumulators (a few
+    ``d``-vectors each) move between workers and to the client.
+
+    Parameters
+    ----------
+    X : dask.array.Array, shape (n, d)
+        Real rows, chunked along the rows (a chunking along the columns is
+        rechunked).
+    accumulator : Accumulator
+        An accumulator with ``d`` columns, usually empty.
+    split_every : int
+        Fan-in of the merge tree, at least 2.
+
+    Returns
+    -------
+    Accumulator
+        ``accumulator`` merged with the accumulator of all rows of ``X``.
+        Its sums are private: call :meth:`~dpsum.release.Accumulator.release`.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` has the wrong number of columns, or a chunk holds NaN or
+        infinite values (the message names the chunk and its rows).
+    """
+    if not isinstance(accumulator, Accumulator):
+        raise TypeError(f"accumulator must be an Accumulator, got {type(accumulator).__name__}")
+    fan_in = V.check_integer(split_every, "split_every", minimum=2)
+    X = check_matrix(X)
+    if X.shape[1] != accumulator.d:
+        raise ValueError(f"X must have {accumulator.d} columns, as the accumulator, "
+                         f"got {X.shape[1]}")
+    dask = _dask()
+    empty = dask.delayed(accumulator.empty(), pure=True)
+    starts = np.concatenate([[0.0], np.cumsum(X.chunks[0], dtype=np.float64)])
+    fold = dask.delayed(_fold_chunk, pure=True)
+    parts = [fold(empty, block, i, starts[i])
+             for i, block in enumerate(X.to_delayed(optimize_graph=True)[:, 0])]
+    merge = dask.delayed(_merge_all, pure=True)
+    while len(parts) > 1:
+        parts = [merge(parts[i:i + fan_in]) for i in range(0, len(parts), fan_in)]
+    (total,) = dask.compute(parts[0])
+    return accumulator.merge(total)

@@ -1,0 +1,59 @@
+"""The private pipeline for data without a public model: private quantiles, center and
+scales, then a clipped release (``private_mean``, ``private_sum``).
+"""
+
+from __future__ import annotations
+
+from dpsum.pipeline.mean import (
+    CENTER_MARGIN,
+    MAX_COORDINATE_SHARE,
+    RADIUS_MARGIN,
+    REGULARIZATION,
+    SCALAR_SHARE,
+    SCALE_MARGIN,
+    calibrated_clip_radius,
+    default_budget,
+    default_clip_probability,
+    private_mean,
+    private_sum,
+    robust_scaling,
+)
+from dpsum.pipeline.quantiles import (
+    MAD_TO_STD,
+    asinh_resolution,
+    center_step,
+    check_domain,
+    exponential_quantile,
+    norm_quantile_step,
+    private_center,
+    private_norm_quantile,
+    private_scales,
+    quantile_sensitivity,
+    scales_step,
+)
+
+__all__ = [
+    "CENTER_MARGIN",
+    "MAD_TO_STD",
+    "MAX_COORDINATE_SHARE",
+    "RADIUS_MARGIN",
+    "REGULARIZATION",
+    "SCALAR_SHARE",
+    "SCALE_MARGIN",
+    "asinh_resolution",
+    "calibrated_clip_radius",
+    "center_step",
+    "check_domain",
+    "default_budget",
+    "default_clip_probability",
+    "exponential_quantile",
+    "norm_quantile_step",
+    "private_center",
+    "private_mean",
+    "private_norm_quantile",
+    "private_scales",
+    "private_sum",
+    "quantile_sensitivity",
+    "robust_scaling",
+    "scales_step",
+]

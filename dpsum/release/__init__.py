@@ -1,0 +1,74 @@
+"""The release layer: the records every mechanism returns, the intervals and balls for
+the noise they added, the discrete noise of the grid path, and the one accumulator that
+clips, sums and adds noise.
+"""
+
+from __future__ import annotations
+
+from dpsum.release.accumulator import (
+    Accumulator,
+    accumulator_for,
+    clipped_gaussian_accumulator,
+    elliptical_gaussian_accumulator,
+    gaussian_data_accumulator,
+    merged_sum_rounding_bound,
+)
+from dpsum.release.discrete_noise import (
+    grid_gaussian_noise,
+    secure_gaussian,
+    secure_laplace,
+)
+from dpsum.release.noise import (
+    PIPELINE_COUNT_SHARE,
+    ConfidenceBall,
+    grid_noise_law,
+    noise_coordinate_quantile,
+    noise_norm_quantile,
+    norm_noise_law,
+    pipeline_intervals,
+    pipeline_noise_law,
+    pipeline_radius,
+    sidak,
+    two_sided_z,
+)
+from dpsum.release.records import (
+    BudgetSplit,
+    Calibration,
+    Mechanism,
+    PipelineRelease,
+    Release,
+    confidence_ball,
+    confidence_intervals,
+    require_gaussian_noise,
+)
+
+__all__ = [
+    "Accumulator",
+    "BudgetSplit",
+    "Calibration",
+    "ConfidenceBall",
+    "Mechanism",
+    "PIPELINE_COUNT_SHARE",
+    "PipelineRelease",
+    "Release",
+    "accumulator_for",
+    "clipped_gaussian_accumulator",
+    "confidence_ball",
+    "confidence_intervals",
+    "elliptical_gaussian_accumulator",
+    "gaussian_data_accumulator",
+    "grid_gaussian_noise",
+    "grid_noise_law",
+    "merged_sum_rounding_bound",
+    "noise_coordinate_quantile",
+    "noise_norm_quantile",
+    "norm_noise_law",
+    "pipeline_intervals",
+    "pipeline_noise_law",
+    "pipeline_radius",
+    "require_gaussian_noise",
+    "secure_gaussian",
+    "secure_laplace",
+    "sidak",
+    "two_sided_z",
+]

@@ -1,0 +1,622 @@
+"""Mergeable accumulators: the private pass of a vector mechanism, split across machines.
+
+Every vector mechanism of :mod:`dpsum.mechanisms` that reads a dataset is the
+same two steps: a *pass* over the rows (clip or clamp each row, add it to a
+sum) and a *release* (add noise once, map back to the data's units). The pass
+is a sum, so it can be cut into pieces: an :class:`Accumulator` holds the
+partial result of some rows, ``update(block)`` adds a block of rows,
+``merge(other)`` adds two partial results, and ``release(rng)`` adds the
+noise, once, to the merged total (the appendix :ref:`At scale <at-scale>`,
+:prf:ref:`at-scale-def-accumulator`).
+
+Everything the pass needs is fixed before it starts and is public: the
+mechanism's scaling, clip radius or widths, sensitivity and noise level come
+from the same functions the in-memory mechanisms call
+(:func:`dpsum.design.gaussian_data_setup` for the Gaussian-data mechanism). The
+partial results hold private sums; they travel between the workers that
+hold the data and are never released. Only :meth:`Accumulator.release`
+produces something publishable, and it draws exactly the noise the
+in-memory mechanism draws, from the same ``rng`` in the same order, so the
+two releases agree up to the rounding of the sum
+(:func:`merged_sum_rounding_bound`).
+
+Accumulators are immutable values: ``update`` and ``merge`` return new
+accumulators, so a retried task of a distributed engine can never add a
+block twice into a shared object. They pickle, so dask, Spark or Beam can
+ship them; :mod:`dpsum.engines.dask` is the dask driver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpsum import _validation as V
+from dpsum.design.gaussian_data import gaussian_data_setup
+from dpsum.design.scaling import elliptical_scaling
+from dpsum.distributions.discrete import discrete_gaussian_std
+from dpsum.kernels.clipping import (
+    accumulate_clipped,
+    clamped_sum,
+    make_clip_plan,
+    rounding_gamma,
+    sum_rounding_bound,
+)
+from dpsum.kernels.grid import (
+    accumulate_grid,
+    grid_clamped_sum,
+    grid_exponent,
+    make_grid_plan,
+    round_to_grid,
+)
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.privacy.discrete import discrete_gaussian_sigma
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
+from dpsum.release.discrete_noise import grid_gaussian_noise
+from dpsum.release.records import Calibration, Mechanism, Release
+
+__all__ = [
+    "merged_sum_rounding_bound",
+    "Accumulator",
+    "gaussian_data_accumulator",
+    "clipped_gaussian_accumulator",
+    "elliptical_gaussian_accumulator",
+    "accumulator_for",
+]
+
+
+def merged_sum_rounding_bound(chunk_rows: Sequence[int], d: int) -> float:
+    """Relative rounding bound of a sum computed as merged partial sums.
+
+    Let the rows be cut into ``m`` pieces of ``n_k`` rows, each piece summed
+    by one pass of the clipping kernel (its computed partial ``P_k`` is
+    within ``rho_k C`` of the exact sum of its rows' contributions ``r_i``,
+    ``rho_k = sum_rounding_bound(n_k, d)``), and the ``m`` partials added in
+    any order (any binary tree: each passes through at most ``m - 1``
+    additions). Then the computed total ``T`` satisfies
+    ``||T - sum_i r_i|| <= rho C`` with
+
+    ``rho = sum_k rho_k + gamma_{m-1} n (1 + max_k rho_k) + sqrt(d) 2^-70``,
+
+    ``n = sum_k n_k``: the partials' own errors add up (triangle inequality);
+    the merge adds at most ``gamma_{m-1} sum_k |P_k|`` per coordinate
+    (Higham 2002, eq. 4.4), and ``||P_k|| <= n_k C (1 + rho_k)``; the last
+    term covers underflow in the final power-of-two rescaling. The same
+    ``rho`` bounds the clamped sum of the Elliptical Gaussian mechanism per coordinate, relative to
+    ``h_j`` instead of ``C``.
+
+    Two computations of the same clipped sum, one in memory
+    (``rho = sum_rounding_bound(n, d)``) and one merged (this ``rho``), are
+    therefore within ``(rho_memory + rho_merged) C`` of each other.
+
+    Parameters
+    ----------
+    chunk_rows : sequence of int
+        The number of rows ``n_k >= 0`` of each piece (at least one piece).
+    d : int
+        The number of columns.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> f"{merged_sum_rounding_bound([1000, 1000, 500], 10):.3g}"
+    '3.65e-09'
+    """
+    rows = [V.check_integer(k, "chunk_rows", minimum=0) for k in chunk_rows]
+    if not rows:
+        raise ValueError("chunk_rows must name at least one piece")
+    dd = V.check_integer(d, "d")
+    rhos = [sum_rounding_bound(k, dd) for k in rows]
+    n = sum(rows)
+    merge = rounding_gamma(len(rows) - 1) * n * (1.0 + max(rhos))
+    return math.fsum(rhos) + merge + math.sqrt(dd) * 2.0 ** -70
+
+
+def _same_public(a: Release, b: Release) -> bool:
+    """Whether two release templates fix the same public parameters."""
+    for field in dataclasses.fields(Release):
+        if field.name == "estimate":
+            continue
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+                    and x.shape == y.shape and np.array_equal(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+class Accumulator:
+    """The partial result of a vector mechanism's pass over some rows.
+
+    Build one with :func:`gaussian_data_accumulator`,
+    :func:`clipped_gaussian_accumulator` or
+    :func:`elliptical_gaussian_accumulator`: the empty accumulator of a
+    mechanism, with every public parameter fixed. Then
+
+    - ``acc.update(block)`` returns the accumulator with the rows of
+      ``block`` (shape ``(m, d)``, ``m >= 0``) added;
+    - ``acc.merge(other)`` returns the accumulator of the rows of both;
+    - ``acc.release(rng)`` adds the mechanism's noise to the total, once, and
+      returns the same :class:`~dpsum.release.Release` as the in-memory
+      mechanism on the same rows with the same ``rng`` (up to the rounding
+      of the sum, :func:`merged_sum_rounding_bound`).
+
+    The accumulated sum and row count are private: ship an accumulator
+    between the machines that hold the data, never publish it.
+    """
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        self._template = template
+        self._n = n                        # the public row count (replace-one), or None
+        self._d = int(template.noise_std.shape[0])
+        self._total: Any = self._zero()
+        self._rows = 0
+        self._count = 0                    # rows clipped / values clamped: not private
+
+    # -- to be provided by each kind of pass
+    def _zero(self) -> Any:
+        raise NotImplementedError
+
+    def _pass(self, block: np.ndarray) -> tuple[Any, int]:
+        raise NotImplementedError
+
+    def _estimate(self, gen: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def _generator(self, rng: Any) -> Any:
+        return V.check_rng(rng)
+
+    # -- the public interface
+    @property
+    def d(self) -> int:
+        """The number of columns."""
+        return self._d
+
+    @property
+    def mechanism(self) -> Mechanism:
+        """The mechanism whose pass this accumulates."""
+        return self._template.mechanism
+
+    @property
+    def rows(self) -> int:
+        """Rows accumulated so far. **Private** under add-remove neighbouring."""
+        return self._rows
+
+    @property
+    def diagnostic_count(self) -> int:
+        """Rows clipped (the Gaussian-data mechanism, clipping baseline) or values clamped
+        (the Elliptical Gaussian mechanism) so far. **Not differentially private**: do not publish."""
+        return self._count
+
+    def private_sum(self) -> np.ndarray:
+        """The accumulated statistic before noise: the clipped sum in the scaled
+        space (the Gaussian-data mechanism, clipping baseline) or the clamped sum (the Elliptical Gaussian mechanism);
+        on the grid path the exact integer sum (Python ints) in grid units.
+        **Private**: for tests and diagnostics only, never publish it."""
+        return self._statistic()
+
+    def _statistic(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def empty(self) -> Accumulator:
+        """The empty accumulator of the same set-up (no rows)."""
+        return self._with(self._zero(), 0, 0)
+
+    def _with(self, total: Any, rows: int, count: int) -> Accumulator:
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._total, new._rows, new._count = total, rows, count
+        return new
+
+    def update(self, block: ArrayLike) -> Accumulator:
+        """The accumulator with the rows of ``block`` added.
+
+        Parameters
+        ----------
+        block : array_like, shape (m, d)
+            Real rows (converted to float64); ``m = 0`` is allowed. NaN or
+            infinite values raise ``ValueError``.
+
+        Returns
+        -------
+        Accumulator
+            A new accumulator; ``self`` is unchanged.
+        """
+        arr = V.as_real_array(block, "block")
+        if arr.ndim != 2 or arr.shape[1] != self._d:
+            raise ValueError(f"block must be 2-dimensional with {self._d} columns, "
+                             f"got shape {arr.shape}")
+        if arr.shape[0] == 0:
+            return self
+        partial, count = self._pass(arr)
+        return self._with(self._total + partial, self._rows + arr.shape[0], self._count + count)
+
+    def merge(self, other: Accumulator) -> Accumulator:
+        """The accumulator of the rows of ``self`` and ``other``.
+
+        Both must come from the same mechanism with the same public
+        parameters. Returns a new accumulator; neither input changes.
+        """
+        if not isinstance(other, Accumulator):
+            raise TypeError(f"other must be an Accumulator, got {type(other).__name__}")
+        if type(other) is not type(self) or not _same_public(self._template, other._template) \
+                or self._n != other._n:
+            raise ValueError("other accumulates a different mechanism or different public "
+                             "parameters; only accumulators from one set-up can be merged")
+        return self._with(self._total + other._total, self._rows + other._rows,
+                          self._count + other._count)
+
+    def release(self, rng: Any = None) -> Release:
+        """Add the noise, once, and return the release.
+
+        Draws exactly what the in-memory mechanism draws (``d`` standard
+        normals from ``rng``, or on the grid path ``d`` discrete Gaussians),
+        so the same ``rng`` gives the same noise. On the grid path
+        ``rng=None`` draws from the operating system's secure generator.
+
+        Raises
+        ------
+        ValueError
+            Under replace-one, if no row was accumulated, or if the number of
+            rows differs from the ``n`` the accumulator was built with.
+        """
+        gen = self._generator(rng)
+        if self._template.neighbouring is Neighbouring.REPLACE:
+            if self._rows == 0:
+                raise ValueError("X must hold at least one row under replace-one "
+                                 "neighbouring (the empty dataset has no replace-one "
+                                 "neighbour); use neighbouring='add-remove'")
+            if self._n is not None and self._rows != self._n:
+                raise ValueError(f"the accumulator was built for n = {self._n} rows but "
+                                 f"accumulated {self._rows}")
+        return dataclasses.replace(self._template, estimate=self._estimate(gen))
+
+    def __repr__(self) -> str:
+        return f"<Accumulator of {self.mechanism}: d = {self._d}>"
+
+
+class _ClippedSum(Accumulator):
+    """The Gaussian-data mechanism and the clipping baseline: the clipping kernel's pass
+    (:func:`dpsum.kernels.clipped_sum`), partial sums in the kernel's
+    normalised units (``C`` scaled into ``[1, 2)`` by a power of two)."""
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        assert template.clip_norm is not None and template.scaling is not None
+        b = np.array(template.scaling)
+        c = None if template.center is None else np.array(template.center)
+        self._plan = make_clip_plan(float(template.clip_norm), b, c, b.size)
+        super().__init__(template, n)
+
+    def _zero(self) -> np.ndarray:
+        return np.zeros(self._plan.d)
+
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        acc, clipped = accumulate_clipped(block, self._plan)
+        return acc.total(), clipped
+
+    def _statistic(self) -> np.ndarray:
+        with np.errstate(over="ignore", under="ignore"):
+            T = np.ldexp(self._total, self._plan.e)
+        if not np.all(np.isfinite(T)):
+            raise ValueError("the clipped sum overflows float64: n * clip_norm is too large")
+        return T
+
+    def _estimate(self, gen: np.random.Generator) -> np.ndarray:
+        t = self._template
+        estimate = self._statistic() / t.scaling + gen.normal(0.0, 1.0, size=self._d) * t.noise_std
+        if t.center is not None:
+            # as in memory: each record contributes c + b^{-1} clip(x̂_i)
+            estimate = estimate + self._rows * t.center
+        return estimate
+
+
+class _ClampedSum(Accumulator):
+    """The Elliptical Gaussian mechanism: coordinate ``j`` clamped to ``[-Delta_j/2, Delta_j/2]``
+    (:func:`dpsum.kernels.clamped_sum`), partial sums in the data's units."""
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        assert template.widths is not None
+        self._half = np.array(template.widths) / 2.0
+        super().__init__(template, n)
+
+    def _zero(self) -> np.ndarray:
+        return np.zeros(self._half.size)
+
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        return clamped_sum(block, self._half)
+
+    def _statistic(self) -> np.ndarray:
+        return np.array(self._total, dtype=np.float64)
+
+    def _estimate(self, gen: np.random.Generator) -> np.ndarray:
+        return self._total + gen.normal(0.0, 1.0, size=self._d) * self._template.noise_std
+
+
+class _GridSum(Accumulator):
+    """The grid path (``secure=True``): integer partial sums on the public grid
+    ``2^K``, which merge exactly, and exact discrete Gaussian noise."""
+
+    def _zero(self) -> np.ndarray:
+        return np.array([0] * self._d, dtype=object)
+
+    def _statistic(self) -> np.ndarray:
+        return np.array(self._total, dtype=object)
+
+    def _generator(self, rng: Any) -> Any:
+        return V.check_secure_rng(rng)
+
+    def _noisy(self, S: np.ndarray, gen: Any) -> np.ndarray:
+        t = self._template
+        assert t.grid_exponent is not None
+        units = math.ldexp(t.sensitivity, -t.grid_exponent)      # exact: a power of two
+        Y, _ = grid_gaussian_noise(S, 0, units, epsilon=t.epsilon, delta=t.delta, rng=gen)
+        return Y
+
+
+class _GridClippedSum(_GridSum):
+    """The Gaussian-data mechanism and the clipping baseline on the grid path
+    (:func:`dpsum.kernels.grid_clipped_sum`)."""
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        assert template.clip_norm is not None and template.scaling is not None
+        b = np.array(template.scaling)
+        c = None if template.center is None else np.array(template.center)
+        self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size)
+        super().__init__(template, n)
+
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        return accumulate_grid(block, self._plan, self._k)
+
+    def _estimate(self, gen: Any) -> np.ndarray:
+        t = self._template
+        S = self._total
+        offset = t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None
+        if offset:
+            # as in memory: every record also contributes rint(b ⊙ c / 2^K)
+            S = S + self._rows * round_to_grid(np.asarray(t.scaling) * t.center, self._K)
+        Y = self._noisy(S, gen)
+        estimate = np.array([math.ldexp(float(y), self._K) for y in Y]) / t.scaling
+        if t.center is not None and not offset:
+            estimate = estimate + self._rows * t.center          # replace-one: n is public
+        return estimate
+
+
+class _GridClampedSum(_GridSum):
+    """The Elliptical Gaussian mechanism on the grid path (:func:`dpsum.kernels.grid_clamped_sum`)."""
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        assert template.widths is not None and template.scaling is not None
+        assert template.grid_exponent is not None
+        self._half = np.array(template.widths) / 2.0
+        self._unit = np.array(template.widths) / np.array(template.scaling)
+        self._K = int(template.grid_exponent)
+        super().__init__(template, n)
+
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        return grid_clamped_sum(block, self._half, self._unit, self._K)
+
+    def _estimate(self, gen: Any) -> np.ndarray:
+        Y = self._noisy(self._total, gen)
+        return np.array([float(v) for v in Y]) * np.ldexp(self._unit, self._K)
+
+
+def _norm_upper(v: np.ndarray) -> float:
+    """An upper bound on ``||v||`` (rounded up by a relative ``2^-50``)."""
+    return math.sqrt(math.fsum(float(x) * float(x) for x in v)) * (1 + 2.0 ** -50)
+
+
+def _grid_template(template: Release, K: int, units: float) -> Release:
+    """The grid path's release parameters: the discrete Gaussian calibrated to
+    the integer statistic's sensitivity ``units`` (grid units), as in memory."""
+    sigma = discrete_gaussian_sigma(template.epsilon, template.delta, units)
+    scale = math.ldexp(sigma, K)
+    if template.widths is not None:              # the Elliptical Gaussian mechanism: per-coordinate units
+        assert template.scaling is not None
+        noise = sigma * np.ldexp(template.widths / template.scaling, K)
+    else:
+        assert template.scaling is not None
+        noise = scale / template.scaling
+    std = noise * (discrete_gaussian_std(sigma) / sigma)
+    return dataclasses.replace(
+        template, noise_std=std, sigma_opt=sigma / units, sensitivity=math.ldexp(units, K),
+        calibration=Calibration.DISCRETE, secure=True, grid_exponent=K, discrete_scale=noise)
+
+
+def _clipped_grid_template(template: Release) -> Release:
+    """Grid units of the Gaussian-data mechanism and the clipping baseline (as
+    :func:`dpsum.mechanisms.gaussian_data_mechanism` with ``secure=True``)."""
+    assert template.clip_norm is not None and template.scaling is not None
+    K = grid_exponent(template.clip_norm, template.scaling.size)
+    units = math.ldexp(template.clip_norm, -K) * (1 + 2.0 ** -50)
+    if template.neighbouring is Neighbouring.REPLACE:
+        units *= 2
+    elif template.center is not None:
+        v = round_to_grid(template.scaling * template.center, K)
+        units += _norm_upper(np.array([float(x) for x in v]))
+    return _grid_template(template, K, units)
+
+
+def _clamped_grid_template(template: Release) -> Release:
+    """Grid units of the Elliptical Gaussian mechanism (as
+    :func:`dpsum.mechanisms.elliptical_gaussian_mechanism` with ``secure=True``)."""
+    assert template.scaling is not None
+    d = template.scaling.size
+    K = grid_exponent(1.0, d)               # a replaced row moves x ⊙ b / Delta by ||b|| = 1
+    units = math.ldexp(_norm_upper(template.scaling), -K) + math.sqrt(d)
+    return _grid_template(template, K, units)
+
+
+def _row_count(n: Any, relation: Neighbouring) -> int | None:
+    if n is None:
+        return None
+    if relation is Neighbouring.ADD_REMOVE:
+        raise ValueError("n must not be given under add-remove neighbouring: the number of "
+                         "rows is private there")
+    return V.check_integer(n, "n")
+
+
+def _privacy(epsilon: Any, delta: Any) -> tuple[float, float]:
+    return V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
+
+
+def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
+                              center: ArrayLike | None = None,
+                              clip_probability: float | None = None, n: int | None = None,
+                              scaling: str | ArrayLike = "scaled",
+                              neighbouring: Neighbouring | str = "replace",
+                              secure: bool = False) -> Accumulator:
+    """The empty accumulator of the Gaussian-data mechanism
+    (:func:`dpsum.mechanisms.gaussian_data_mechanism`).
+
+    The scaling ``b``, clip radius ``C``, sensitivity and noise come from
+    :func:`dpsum.design.gaussian_data_setup`, as in memory.
+
+    Parameters
+    ----------
+    stds, center, clip_probability, scaling, neighbouring, epsilon, delta
+        As for :func:`dpsum.mechanisms.gaussian_data_mechanism`; all public.
+    n : int, optional
+        The number of rows, public under replace-one: it gives the default
+        ``p_C = 1/n``, and :meth:`Accumulator.release` checks that exactly
+        ``n`` rows were accumulated. Refused under add-remove.
+    secure : bool
+        The grid path, as ``secure=True`` of the mechanism: rows rounded to a
+        public grid and summed exactly in integers (so merging is exact and
+        the release equals the in-memory one bit for bit), exact discrete
+        Gaussian noise.
+
+    Returns
+    -------
+    Accumulator
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(0.0, [4.0, 1.0], size=(1000, 2))
+    >>> acc = gaussian_data_accumulator([4.0, 1.0], epsilon=1.0, delta=1e-6, n=1000)
+    >>> left, right = acc.update(X[:600]), acc.update(X[600:])
+    >>> r = left.merge(right).release(rng=1)
+    >>> from dpsum.mechanisms import gaussian_data_mechanism
+    >>> m = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], rng=1)
+    >>> bool(np.allclose(r.estimate, m.estimate, rtol=0, atol=1e-9)), r.noise_std == m.noise_std
+    (True, array([ True,  True]))
+    """
+    _privacy(epsilon, delta)
+    relation = Neighbouring.parse(neighbouring)
+    secure_ = V.check_bool(secure, "secure")
+    nn = _row_count(n, relation)
+    setup = gaussian_data_setup(stds, epsilon=epsilon, delta=delta, center=center,
+                                clip_probability=clip_probability, n=nn, scaling=scaling,
+                                neighbouring=relation)
+    assert setup.noise_std is not None and setup.sigma_opt is not None
+    assert setup.epsilon is not None and setup.delta is not None
+    template = Release(
+        estimate=np.zeros(setup.scaling.size), noise_std=setup.noise_std,
+        scaling=setup.scaling, clip_norm=setup.clip_norm, epsilon=setup.epsilon,
+        delta=setup.delta, neighbouring=setup.neighbouring, sigma_opt=setup.sigma_opt,
+        sensitivity=setup.sensitivity, mechanism=Mechanism.GAUSSIAN_DATA,
+        center=setup.center, clip_probability=setup.clip_probability)
+    if secure_:
+        return _GridClippedSum(_clipped_grid_template(template), nn)
+    return _ClippedSum(template, nn)
+
+
+def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_norm: float,
+                                 neighbouring: Neighbouring | str = "replace",
+                                 n: int | None = None, secure: bool = False) -> Accumulator:
+    """The empty accumulator of the clipping baseline
+    (:func:`dpsum.mechanisms.clipped_gaussian_mechanism`) on ``d`` columns.
+
+    ``n`` (replace-one only) is checked at release and ``secure`` takes the
+    grid path, as in :func:`gaussian_data_accumulator`.
+
+    Examples
+    --------
+    >>> acc = clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    >>> acc.update([[3.0, 4.0]]).release(rng=0).sensitivity
+    2.0
+    """
+    eps, dlt = _privacy(epsilon, delta)
+    relation = Neighbouring.parse(neighbouring)
+    C = V.check_positive(clip_norm, "clip_norm", scalar=True)
+    dd = V.check_integer(d, "d")
+    secure_ = V.check_bool(secure, "secure")
+    nn = _row_count(n, relation)
+    sens = clipped_sum_sensitivity(C, relation)
+    sopt = float(analytic_sigma(eps, dlt))
+    noise = np.full(dd, sens * sopt)
+    if not np.all(np.isfinite(noise)):
+        raise ValueError("the noise standard deviation overflows: clip_norm is too large")
+    template = Release(
+        estimate=np.zeros(dd), noise_std=noise, scaling=np.ones(dd), clip_norm=float(C),
+        epsilon=eps, delta=dlt, neighbouring=relation, sigma_opt=sopt, sensitivity=sens,
+        mechanism=Mechanism.CLIPPED_GAUSSIAN)
+    if secure_:
+        return _GridClippedSum(_clipped_grid_template(template), nn)
+    return _ClippedSum(template, nn)
+
+
+def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta: float,
+                                    n: int | None = None, secure: bool = False) -> Accumulator:
+    """The empty accumulator of the Elliptical Gaussian mechanism
+    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`), replace-one;
+    ``n`` and ``secure`` as in :func:`gaussian_data_accumulator`.
+
+    Examples
+    --------
+    >>> acc = elliptical_gaussian_accumulator([1.0, 4.0], epsilon=1.0, delta=1e-6)
+    >>> r = acc.update([[0.2, 5.0]]).merge(acc.update([[-0.1, 0.3]])).release(rng=0)
+    >>> r.mechanism
+    <Mechanism.ELLIPTICAL_GAUSSIAN: 'elliptical gaussian'>
+    """
+    eps, dlt = _privacy(epsilon, delta)
+    width = V.check_vector(widths, "widths", positive=True)
+    secure_ = V.check_bool(secure, "secure")
+    nn = _row_count(n, Neighbouring.REPLACE)
+    sopt = float(analytic_sigma(eps, dlt))
+    with np.errstate(over="ignore"):             # an overflow is refused just below
+        b = elliptical_scaling(width)
+        noise = sopt * width / b
+    if not np.all(np.isfinite(noise)):
+        raise ValueError("the noise standard deviation overflows: widths is too large")
+    template = Release(
+        estimate=np.zeros(width.size), noise_std=noise, scaling=b, clip_norm=None,
+        epsilon=eps, delta=dlt, neighbouring=Neighbouring.REPLACE, sigma_opt=sopt,
+        sensitivity=1.0, mechanism=Mechanism.ELLIPTICAL_GAUSSIAN, widths=width)
+    if secure_:
+        return _GridClampedSum(_clamped_grid_template(template), nn)
+    return _ClampedSum(template, nn)
+
+
+def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
+    """The empty accumulator of the set-up recorded in ``release``.
+
+    A release of a dataset mechanism records every public parameter of its
+    pass, so the same pass can be run again (for
+    :func:`dpsum.mechanisms.release_diagnostics`).
+
+    Examples
+    --------
+    >>> acc = clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    >>> r = acc.update([[3.0, 4.0]]).release(rng=0)
+    >>> accumulator_for(r).update([[3.0, 4.0], [0.1, 0.0]]).diagnostic_count
+    1
+    """
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
+        return _GridClampedSum(release, n) if release.secure else _ClampedSum(release, n)
+    if release.mechanism in (Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN):
+        return _GridClippedSum(release, n) if release.secure else _ClippedSum(release, n)
+    raise ValueError(f"release comes from the {release.mechanism} mechanism, which does not "
+                     "read a dataset row by row: it has no accumulator")

@@ -1,0 +1,225 @@
+"""Intervals and balls for the noise a release added: exact statements about
+the quantity the mechanism protects (the chapter :ref:`Accuracy you can publish <accuracy>`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import special
+
+from dpsum import _validation as V
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
+
+__all__ = [
+    "PIPELINE_COUNT_SHARE",
+    "ConfidenceBall",
+    "grid_noise_law",
+    "noise_coordinate_quantile",
+    "noise_norm_quantile",
+    "norm_noise_law",
+    "pipeline_intervals",
+    "pipeline_noise_law",
+    "pipeline_radius",
+    "sidak",
+    "two_sided_z",
+]
+
+
+
+
+def _check_noise_std(noise_std: Any) -> np.ndarray:
+    return np.atleast_1d(np.asarray(V.check_positive(noise_std, "noise_std"), dtype=float))
+
+
+def grid_noise_law(release: Any) -> tuple[float, np.ndarray] | None:
+    """``(sigma, u)`` for a release of the grid path, None otherwise.
+
+    Its noise is ``u_j Z_j`` with independent ``Z_j ~ N_Z(0, sigma^2)`` on the
+    integers and ``u_j`` the grid unit of coordinate ``j`` in the units of the
+    estimate; the release records ``sigma_opt * sensitivity = sigma 2^K`` and
+    ``discrete_scale = sigma u``.
+    """
+    if not release.secure or release.grid_exponent is None or release.discrete_scale is None:
+        return None
+    sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
+    return sigma, np.asarray(release.discrete_scale, dtype=float) / sigma
+
+
+#: Share of ``beta`` that the add-remove statement for ``private_sum`` spends on
+#: the private count; the rest goes to the noise of the clipped sum.
+PIPELINE_COUNT_SHARE = 0.5
+
+
+def _pipeline_step(release: Any, name: str) -> float:
+    """The noise multiplier of the pipeline's Gaussian step ``name``."""
+    for step in release.steps:
+        if step.name == name and step.noise_multiplier is not None:
+            return float(step.noise_multiplier)
+    raise ValueError(f"release.steps has no Gaussian {name!r} step; the release was not made "
+                     "by dpsum.private_mean or dpsum.private_sum")
+
+
+def pipeline_noise_law(release: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(s, a)``: the error of a pipeline release against its protected quantity is
+    ``nu + Z a`` with ``nu_j ~ N(0, s_j^2)`` independent of everything before it,
+    and ``a = c`` with ``Z = ñ - n ~ N(0, sigma_count^2)`` (add-remove sum), or
+    no second term (``a`` None: replace-one).
+
+    Refuses the mean under add-remove, whose error is not of this form.
+    """
+    if release.neighbouring is Neighbouring.REPLACE:
+        return np.asarray(release.noise_std, dtype=float), None
+    if release.statistic == "mean":
+        raise ValueError(
+            "release is a private_mean under add-remove neighbouring: it divides by the "
+            "private count, so its error contains the unknown clipped sum times (1/ñ - 1/n) "
+            "and has no law in public quantities; state the error of private_sum instead, "
+            "or use replace-one neighbours (n public)")
+    # estimate = ñ c + b^{-1} (T + noise): error against n c + b^{-1} T is
+    # (ñ - n) c + b^{-1} noise; the sum's noise has std s_mean * Delta_2(C) / b
+    s_mean = _pipeline_step(release, "mean")
+    s_count = _pipeline_step(release, "count")
+    sens = clipped_sum_sensitivity(release.clip_norm, release.neighbouring)
+    s = s_mean * sens / np.asarray(release.scaling, dtype=float)
+    return s, s_count * np.asarray(release.center, dtype=float)
+
+
+def sidak(beta: float, m: int) -> float:
+    """Per-event failure probability ``1 - (1 - beta)^(1/m)`` of ``m`` independent events
+    that all hold with probability ``1 - beta`` (Šidák)."""
+    return float(-np.expm1(np.log1p(-beta) / m))
+
+
+def log_sidak(log_beta: float, m: int) -> float:
+    """``log`` of :func:`sidak`, from ``log beta``; below 1e-300 it is the
+    conservative ``log(beta / m)`` (``1 - (1 - b)^(1/m) >= b / m``), so a
+    subnormal ``beta`` gives a finite ``z`` instead of an underflow to 0."""
+    b = math.exp(log_beta)
+    v = sidak(b, m) if b > 1e-300 else 0.0
+    return math.log(v) if v >= 1e-300 else log_beta - math.log(m)
+
+
+def pipeline_intervals(release: Any, beta: float, simultaneous: bool
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    s, a = pipeline_noise_law(release)
+    lb = math.log(beta) if a is None else math.log(beta) + math.log1p(-PIPELINE_COUNT_SHARE)
+    if simultaneous:
+        lb = log_sidak(lb, s.size)
+    half = s * z_from_log(lb)
+    if a is not None:  # |ñ - n| <= sigma_count z with probability 1 - share * beta
+        half = half + np.abs(a) * z_from_log(math.log(beta) + math.log(PIPELINE_COUNT_SHARE))
+    est = np.asarray(release.estimate, dtype=float)
+    return est - half, est + half
+
+
+def pipeline_radius(release: Any, beta: float) -> float:
+    s, a = pipeline_noise_law(release)
+    if a is None:
+        return noise_norm_quantile(s, beta)
+    return (noise_norm_quantile(s, beta * (1.0 - PIPELINE_COUNT_SHARE))
+            + float(np.linalg.norm(a))
+            * z_from_log(math.log(beta) + math.log(PIPELINE_COUNT_SHARE)))
+
+
+def norm_noise_law(s: np.ndarray) -> tuple[GeneralizedChiSquare, float]:
+    """``||e||^2 / s_max^2`` as a generalized chi-square, and ``s_max``.
+
+    Working relative to the largest standard deviation keeps the weights in
+    ``(0, 1]`` for standard deviations anywhere in the floating-point range.
+    """
+    s_max = float(np.max(s))
+    return GeneralizedChiSquare((s.ravel() / s_max) ** 2), s_max
+
+
+def noise_norm_quantile(noise_std: Any, beta: float) -> float:
+    r"""Exact ``(1 - beta)`` quantile of the L2 norm of the noise.
+
+    ``||e||^2 = sum_j noise_std_j^2 Z_j^2`` is a generalized chi-square with
+    weights ``noise_std_j^2`` (:prf:ref:`accuracy-thm-noise`), so the
+    quantile is ``sqrt(isf(beta))`` of
+    :class:`~dpsum.distributions.GeneralizedChiSquare` (relative accuracy about 1e-15).
+
+    Parameters
+    ----------
+    noise_std : array_like
+        Per-coordinate noise standard deviations, all > 0 (a
+        ``Release.noise_std``; any shape, flattened).
+    beta : float
+        Failure probability in (0, 1).
+
+    Returns
+    -------
+    float
+        ``r`` with ``Pr[||e|| > r] = beta``.
+
+    Examples
+    --------
+    >>> round(noise_norm_quantile([1.0, 1.0], 0.05), 4)  # sqrt(-2 ln 0.05)
+    2.4477
+    """
+    s = _check_noise_std(noise_std)
+    b = float(V.check_probability(beta, "beta", scalar=True))
+    law, s_max = norm_noise_law(s)
+    return s_max * math.sqrt(float(law.isf(b)))
+
+
+def two_sided_z(beta: float) -> float:
+    """``z`` with ``Pr[|Z| > z] = beta`` for a standard normal ``Z``."""
+    return z_from_log(math.log(beta))
+
+
+def z_from_log(log_beta: float) -> float:
+    """:func:`two_sided_z` from ``log beta``: finite for every positive
+    float ``beta``, subnormal ones included (``beta / 2`` would underflow)."""
+    return float(-special.ndtri_exp(log_beta - math.log(2.0)))
+
+
+def noise_coordinate_quantile(noise_std: ArrayLike, beta: float) -> float | np.ndarray:
+    r"""``(1 - beta)`` quantile of ``|e_j|`` for each coordinate: ``noise_std_j z_{1-beta/2}``.
+
+    Parameters
+    ----------
+    noise_std : array_like
+        Per-coordinate noise standard deviations, all > 0.
+    beta : float
+        Failure probability in (0, 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Same shape as ``noise_std``.
+
+    Examples
+    --------
+    >>> round(noise_coordinate_quantile(2.0, 0.05), 4)
+    3.9199
+    """
+    s = V.check_positive(noise_std, "noise_std")
+    z = two_sided_z(float(V.check_probability(beta, "beta", scalar=True)))
+    return float(s * z) if np.ndim(s) == 0 else np.asarray(s) * z
+
+
+@dataclass(frozen=True)
+class ConfidenceBall:
+    """A confidence ball ``{y : ||y - center|| <= radius}`` of level ``1 - beta``.
+
+    ``radius`` is a function of public quantities only; ``center`` is the
+    private estimate.
+    """
+
+    center: np.ndarray
+    radius: float
+    beta: float
+
+    def contains(self, point: Any) -> bool:
+        """Whether ``point`` lies in the ball."""
+        p = np.asarray(point, dtype=float)
+        if p.shape != np.shape(self.center):
+            raise ValueError(f"point must have shape {np.shape(self.center)}, got {p.shape}")
+        return bool(np.linalg.norm((p - self.center).ravel()) <= self.radius)

@@ -1,0 +1,510 @@
+"""The :class:`Release` record returned by every vector mechanism of :mod:`dpsum`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpsum import _validation as V
+from dpsum._enums import _StrEnum
+from dpsum.privacy.composition import ComposedGuarantee
+from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.release.noise import (
+    ConfidenceBall,
+    grid_noise_law,
+    noise_norm_quantile,
+    pipeline_intervals,
+    pipeline_radius,
+    log_sidak,
+    z_from_log,
+)
+
+__all__ = [
+    "Mechanism",
+    "Calibration",
+    "Release",
+    "BudgetSplit",
+    "PipelineRelease",
+    "confidence_intervals",
+    "confidence_ball",
+    "require_gaussian_noise",
+]
+
+
+class Mechanism(_StrEnum):
+    """Which mechanism produced a :class:`Release`.
+
+    A ``str`` enum: ``release.mechanism == "clipped gaussian"`` still holds.
+
+    Examples
+    --------
+    >>> Mechanism.CLIPPED_GAUSSIAN == "clipped gaussian"
+    True
+    >>> str(Mechanism.GAUSSIAN_DATA)
+    'gaussian data'
+    """
+
+    #: the Gaussian mechanism with the analytic calibration (:prf:ref:`gaussian-thm-analytic`).
+    GAUSSIAN_ANALYTIC = "gaussian (analytic)"
+    #: the Gaussian mechanism with the classic calibration (:prf:ref:`gaussian-thm-classic`).
+    GAUSSIAN_CLASSIC = "gaussian (classic)"
+    #: the Elliptical Gaussian mechanism, the Elliptical Gaussian mechanism.
+    ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
+    #: the Gaussian-data mechanism, the Elliptical Gaussian mechanism for Gaussian data.
+    GAUSSIAN_DATA = "gaussian data"
+    #: The isotropic clipping baseline.
+    CLIPPED_GAUSSIAN = "clipped gaussian"
+    #: The Laplace mechanism (pure epsilon-DP, L1 sensitivity).
+    LAPLACE = "laplace"
+
+
+class Calibration(_StrEnum):
+    """Which theorem fixed the noise multiplier ``sigma_opt``.
+
+    Examples
+    --------
+    >>> Calibration("classic") is Calibration.CLASSIC
+    True
+    """
+
+    #: Balle and Wang's exact calibration (:prf:ref:`gaussian-thm-analytic`).
+    ANALYTIC = "analytic"
+    #: Dwork and Roth's classic calibration (:prf:ref:`gaussian-thm-classic`), epsilon < 1 only.
+    CLASSIC = "classic"
+    #: Laplace noise of scale L1-sensitivity / epsilon (pure DP; no delta).
+    LAPLACE = "laplace"
+    #: The grid path's discrete Gaussian: zCDP (Canonne, Kamath and Steinke
+    #: 2020, Theorem 14) converted with their Proposition 12.
+    DISCRETE = "discrete gaussian (zCDP)"
+    #: The grid path's discrete Laplace: scale (integer L1 sensitivity) /
+    #: epsilon on the grid, pure epsilon-DP.
+    DISCRETE_LAPLACE = "discrete laplace"
+
+
+def _read_only(value: Any) -> np.ndarray | None:
+    """A read-only float64 copy of ``value`` (None stays None)."""
+    if value is None:
+        return None
+    out = np.array(value, dtype=np.float64, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a mechanism releases, and the public parameters it used.
+
+    Every field is either the private output (``estimate``) or a function of
+    public inputs only, so the whole record may be published, and it holds
+    everything needed to recompute the guarantee. Data-dependent counts (rows
+    clipped, values clamped) are deliberately absent: they are not
+    differentially private and come only from an explicit call of
+    :func:`dpsum.mechanisms.release_diagnostics`.
+
+    The record is immutable in fact: array fields are read-only float64
+    copies, never the caller's arrays.
+
+    Attributes
+    ----------
+    estimate : numpy.ndarray
+        The differentially private estimate of the sum, shape ``(d,)``.
+    noise_std : numpy.ndarray
+        Standard deviation of the noise added to each coordinate (Gaussian,
+        or Laplace for :func:`dpsum.mechanisms.laplace_mechanism`).
+    scaling : numpy.ndarray or None
+        The scaling vector ``b`` (the Elliptical Gaussian and Gaussian-data mechanisms), or None.
+    clip_norm : float or None
+        The clip radius ``C`` in the scaled space, or None if nothing is clipped.
+    epsilon, delta : float
+        The privacy guarantee.
+    neighbouring : Neighbouring
+        The neighbouring relation the guarantee refers to.
+    sigma_opt : float
+        The noise multiplier for unit L2 sensitivity (:prf:ref:`gaussian-thm-analytic`, or
+        :prf:ref:`gaussian-thm-classic` when the classic calibration was requested).
+    sensitivity : float
+        The sensitivity of the released statistic in the space where the noise
+        is added, in the norm :attr:`sensitivity_norm` names: L2 (noise
+        ``sigma_opt * sensitivity``) for the Gaussian mechanisms, L1 for the
+        Laplace mechanism.
+    mechanism : Mechanism
+        The mechanism that produced the release (a ``str`` enum).
+    center : numpy.ndarray or None
+        The public center ``c`` of the Gaussian-data mechanism (None when zero or unused).
+    clip_probability : float or None
+        The clip probability ``p_C`` of the Gaussian-data mechanism (None otherwise).
+    calibration : Calibration
+        Which calibration gave ``sigma_opt``.
+    widths : numpy.ndarray or None
+        The box widths ``Delta_j`` of the Elliptical Gaussian mechanism (None otherwise).
+    secure : bool
+        True when the release took the grid path (``secure=True``): the
+        statistic was rounded to the grid ``2^grid_exponent`` and summed
+        exactly in integers, and the noise is exact discrete noise (its scale
+        parameter in :attr:`discrete_scale`; ``noise_std`` is still its
+        standard deviation). False: floating-point sum and NumPy's samplers,
+        not safe against floating-point attacks.
+    grid_exponent : int or None
+        ``K`` of the grid path: the noisy statistic in the space where the
+        noise was added (``estimate`` times ``scaling``, less ``n * center``
+        under replace-one) is an integer multiple of ``2^K``. None on the
+        floating-point path.
+    discrete_scale : numpy.ndarray or None
+        On the grid path with discrete Gaussian noise: the noise of coordinate
+        ``j`` is ``u_j Z_j`` with ``Z_j ~ N_Z(0, sigma^2)``, and this field holds
+        ``sigma u_j`` (the scale parameter in the units of ``estimate``; the
+        standard deviation ``noise_std`` is slightly below it when ``sigma`` is
+        small). None otherwise.
+
+    Examples
+    --------
+    >>> from dpsum.mechanisms import gaussian_mechanism
+    >>> r = gaussian_mechanism([1.0, 2.0], epsilon=1.0, delta=1e-5, sensitivity=1.0, rng=0)
+    >>> r.mechanism, r.estimate.flags.writeable
+    (<Mechanism.GAUSSIAN_ANALYTIC: 'gaussian (analytic)'>, False)
+    """
+
+    estimate: np.ndarray
+    noise_std: np.ndarray
+    scaling: np.ndarray | None
+    clip_norm: float | None
+    epsilon: float
+    delta: float
+    neighbouring: Neighbouring
+    sigma_opt: float
+    sensitivity: float
+    mechanism: Mechanism
+    center: np.ndarray | None = None
+    clip_probability: float | None = None
+    calibration: Calibration = Calibration.ANALYTIC
+    widths: np.ndarray | None = None
+    secure: bool = False
+    grid_exponent: int | None = None
+    discrete_scale: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("estimate", "noise_std", "scaling", "center", "widths", "discrete_scale"):
+            object.__setattr__(self, name, _read_only(getattr(self, name)))
+        object.__setattr__(self, "mechanism", Mechanism(self.mechanism))
+        object.__setattr__(self, "calibration", Calibration(self.calibration))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+
+    @property
+    def sensitivity_norm(self) -> str:
+        """``"L1"`` for the Laplace mechanism, ``"L2"`` for the others: the norm
+        in which :attr:`sensitivity` is measured."""
+        return "L1" if self.mechanism is Mechanism.LAPLACE else "L2"
+
+    @property
+    def expected_squared_error(self) -> float:
+        """Expected squared L2 norm of the added noise, ``sum_j noise_std_j^2``
+        (:prf:ref:`the expected-norm corollary <definitions-cor-expected-norm>`). This is the error against the clipped sum; clipping
+        bias comes on top of it.
+
+        Examples
+        --------
+        >>> from dpsum.mechanisms import gaussian_mechanism
+        >>> r = gaussian_mechanism([1.0, 2.0], epsilon=1.0, delta=1e-5, sensitivity=1.0, rng=0)
+        >>> round(r.expected_squared_error / r.noise_std[0] ** 2, 12)
+        np.float64(2.0)
+        """
+        return float(np.sum(np.square(self.noise_std)))
+
+    def confidence_ball(self, beta: float) -> ConfidenceBall:
+        """The simultaneous ``(1 - beta)`` ball around the estimate that covers the
+        protected sum; see :func:`dpsum.release.confidence_ball`."""
+        return confidence_ball(self, beta)
+
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-coordinate ``(1 - beta)`` intervals for the protected sum; see
+        :func:`dpsum.release.confidence_intervals`."""
+        return confidence_intervals(self, beta, simultaneous=simultaneous)
+
+
+_STEPS = ("count", "center", "radius", "scales", "clip", "mean")
+
+
+@dataclass(frozen=True)
+class BudgetSplit:
+    """Shares of a total zCDP budget ``rho`` over the pipeline's steps.
+
+    The shares are public (functions of ``n``, ``d``, ``rho`` and the
+    options), non-negative and sum to 1; a step that does not run has share
+    0. ``count`` runs only under add-remove, ``radius`` and ``scales`` only
+    with private scaling.
+    """
+
+    count: float
+    center: float
+    radius: float
+    scales: float
+    clip: float
+    mean: float
+
+    def as_dict(self) -> dict:
+        """The shares by step name."""
+        return {name: getattr(self, name) for name in _STEPS}
+
+
+@dataclass(frozen=True)
+class PipelineRelease:
+    """What :func:`~dpsum.pipeline.private_mean` / :func:`~dpsum.pipeline.private_sum` release.
+
+    Every field is a private output or a function of public inputs and
+    earlier private outputs; nothing is a non-private statistic of the data.
+
+    Attributes
+    ----------
+    estimate : numpy.ndarray, shape (d,)
+        The private mean or sum.
+    statistic : str
+        ``"mean"`` or ``"sum"``.
+    count : float
+        The number of rows: public ``n`` under replace-one, the private
+        Gaussian count under add-remove.
+    center : numpy.ndarray, shape (d,)
+        The private center (step 1).
+    scales : numpy.ndarray or None
+        The private per-coordinate scales (step 3); None for ``scaling="isotropic"``.
+    scaling : numpy.ndarray, shape (d,)
+        The scaling vector ``b`` (step 4; all ones for ``scaling="isotropic"``).
+    clip_norm : float
+        The clip radius ``C`` in the scaled space (step 5).
+    clip_probability : float
+        The model probability ``p_C`` that ``C`` targets.
+    noise_std : numpy.ndarray, shape (d,)
+        Standard deviation of the Gaussian noise in each coordinate of the
+        estimate (for the mean under add-remove, relative to ``count``).
+    neighbouring : Neighbouring
+    rho : float
+        The total zCDP of all steps.
+    budget : BudgetSplit
+        The shares of ``rho`` the steps used.
+    steps : tuple of PrivacyStep
+        Each step's mechanism parameters (``count`` = coordinates).
+    guarantee : ComposedGuarantee or None
+        The composed (epsilon, delta) guarantee when the budget was given as
+        (epsilon, delta); None for a ``rho`` budget.
+    """
+
+    estimate: np.ndarray
+    statistic: str
+    count: float
+    center: np.ndarray
+    scales: np.ndarray | None
+    scaling: np.ndarray
+    clip_norm: float
+    clip_probability: float
+    noise_std: np.ndarray
+    neighbouring: Neighbouring
+    rho: float
+    budget: BudgetSplit
+    steps: tuple = field(default=())
+    guarantee: ComposedGuarantee | None = None
+
+    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
+                             ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
+        rows; see :func:`dpsum.release.confidence_intervals`."""
+        return confidence_intervals(self, beta, simultaneous=simultaneous)
+
+    def confidence_ball(self, beta: float) -> ConfidenceBall:
+        """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
+        clipped rows; see :func:`dpsum.release.confidence_ball`."""
+        return confidence_ball(self, beta)
+
+
+#: Mechanism names of the releases whose noise is a continuous Gaussian with
+#: independent coordinates of standard deviation ``noise_std``.
+_GAUSSIAN_MECHANISMS = frozenset({
+    Mechanism.GAUSSIAN_ANALYTIC, Mechanism.GAUSSIAN_CLASSIC, Mechanism.ELLIPTICAL_GAUSSIAN,
+    Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN,
+})
+
+
+def require_gaussian_noise(release: Any, *, laplace: bool = False) -> Release:
+    """The release, if its noise law is one these statements cover: continuous
+    Gaussian, or (``laplace=True``, per-coordinate statements) Laplace."""
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    if laplace and release.mechanism is Mechanism.LAPLACE:
+        return release
+    if release.mechanism is Mechanism.LAPLACE:
+        raise ValueError("release comes from the Laplace mechanism: the norm of Laplace noise "
+                         "is not a generalized chi-square; use confidence_intervals, whose "
+                         "per-coordinate and simultaneous statements are exact for it")
+    if release.mechanism not in _GAUSSIAN_MECHANISMS:
+        raise ValueError(
+            f"release comes from mechanism {str(release.mechanism)!r}, whose noise is not a "
+            "continuous Gaussian; these intervals would not hold for it")
+    return release
+
+
+def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
+                         simultaneous: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per-coordinate ``(1 - beta)`` confidence intervals for the protected sum.
+
+    ``estimate_j +- noise_std_j z`` covers the quantity the mechanism adds
+    noise to (the clipped sum for the Gaussian-data mechanism and the clipping baseline, the
+    clamped sum for the Elliptical Gaussian mechanism, the exact statistic for the Gaussian mechanism) with
+    probability exactly ``1 - beta`` for every dataset. With
+    ``simultaneous=True`` each coordinate uses level ``(1 - beta)^(1/m)`` for
+    ``m`` coordinates (Šidák), so all ``m`` intervals cover at once with
+    probability exactly ``1 - beta``: the noise coordinates are independent
+    (:prf:ref:`accuracy-thm-noise`). For the Laplace mechanism (noise of scale
+    ``noise_std / sqrt(2)``) the half-width is ``scale ln(1/beta)``, exact in the
+    same way. For a release of the grid path (``secure=True``) the protected
+    quantity is the statistic rounded to the grid, the noise is ``u_j Z_j`` with
+    ``Z_j`` discrete Gaussian of scale ``sigma``, and the half-width is
+    ``u_j ceil(sigma z)``: at least ``1 - beta``, since
+    ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``
+    (:prf:ref:`accuracy-prop-grid`).
+
+    **The private pipeline** (a :class:`~dpsum.release.PipelineRelease` of
+    :func:`~dpsum.pipeline.private_sum` or :func:`~dpsum.pipeline.private_mean`).
+    The protected quantity is the sum (or mean) of the clipped rows in the
+    original units, ``theta = n c + b^{-1} ⊙ T`` (``theta = c + b^{-1} ⊙ T / n``
+    for the mean), where ``c``, ``b`` and ``C`` are the released ``center``,
+    ``scaling`` and ``clip_norm`` and ``T = sum_i min(1, C / ||x̂_i||) x̂_i``
+    with ``x̂_i = (x_i - c) ⊙ b`` (:func:`dpsum.kernels.clipped_sum`). The
+    center, scaling and clip radius are themselves private outputs of earlier
+    steps, computed from the data; they are released with the estimate, so
+    the statements are made conditionally on them, which is legitimate: the
+    last step's noise is drawn after them and independently of them and of the
+    data, so given ``(c, b, C)`` the noise is still Gaussian with the recorded,
+    public standard deviations (and a statement that holds conditionally on
+    every value of ``(c, b, C)`` also holds on average over them).
+
+    * Replace-one (``n`` public): ``estimate - theta`` has independent
+      ``N(0, noise_std_j^2)`` coordinates, and the intervals are exact,
+      marginal or Šidák-simultaneous, as for the Gaussian-data mechanism.
+    * Add-remove, ``private_sum``: the estimate is ``ñ c + b^{-1} ⊙ (T + noise)``
+      with the private count ``ñ = n + Z``, ``Z ~ N(0, sigma_count^2)``, so the
+      error is ``Z c + nu`` with ``nu_j ~ N(0, s_j^2)``,
+      ``s = sigma_mean Delta_2(C) / b`` (from ``release.steps``). ``c`` depends on
+      ``ñ`` (the default budget split and clip probability are functions of
+      ``ñ``), so ``Z c`` need not be Gaussian; instead a union bound spends
+      ``PIPELINE_COUNT_SHARE * beta`` on ``|Z| <= sigma_count z`` and the rest
+      on ``nu`` (marginal or Šidák), and the half-width is
+      ``|c_j| sigma_count z_count + s_j z_nu``: coverage at least ``1 - beta``.
+    * Add-remove, ``private_mean``: refused (``ValueError``). The estimate
+      divides by ``ñ``, so its error contains ``b^{-1} ⊙ T (1/ñ - 1/n)``, a
+      product of the unknown clipped sum with the count's error, whose law is
+      not a function of public quantities.
+
+    Parameters
+    ----------
+    release : Release or PipelineRelease
+        A release of a Gaussian vector mechanism, of the Laplace mechanism,
+        or of the private pipeline.
+    beta : float
+        Failure probability in (0, 1).
+    simultaneous : bool
+        Marginal intervals (default) or a simultaneous box.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        Lower and upper ends, shaped like ``release.estimate``.
+
+    Raises
+    ------
+    ValueError
+        For a noise law these statements do not cover, or a ``private_mean``
+        under add-remove.
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> from dpsum.release import noise_coordinate_quantile
+    >>> rel = dpsum.gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
+    >>> lo, hi = confidence_intervals(rel, 0.05)
+    >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(rel.noise_std, 0.05)))
+    True
+
+    A release of the private pipeline under replace-one: the same exact intervals
+    around its estimate, with its recorded ``noise_std``.
+
+    >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
+    >>> pm = dpsum.private_mean(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> lo, hi = confidence_intervals(pm, 0.05, simultaneous=True)
+    >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(pm.noise_std, 1 - 0.95 ** 0.5)))
+    True
+    """
+    if isinstance(release, PipelineRelease):
+        b = float(V.check_probability(beta, "beta", scalar=True))
+        return pipeline_intervals(release, b, V.check_bool(simultaneous, "simultaneous"))
+    rel = require_gaussian_noise(release, laplace=True)
+    b = float(V.check_probability(beta, "beta", scalar=True))
+    simultaneous = V.check_bool(simultaneous, "simultaneous")
+    s = np.asarray(rel.noise_std, dtype=float)
+    lb = math.log(b)
+    if simultaneous:
+        lb = log_sidak(lb, s.size)  # log of the per-coordinate failure probability
+    grid = grid_noise_law(rel)
+    if rel.mechanism is Mechanism.LAPLACE:
+        # Laplace noise of scale s / sqrt(2): Pr[|e_j| > t] = exp(-t sqrt(2) / s)
+        half = s / math.sqrt(2.0) * -lb
+    elif grid is not None:
+        # discrete Gaussian: Pr[|Z| > t] <= 2 Phi(-t / sigma) at integers t >= 0
+        sigma, unit = grid
+        half = unit * math.ceil(sigma * z_from_log(lb) * (1.0 + 1e-12))
+    else:
+        half = s * z_from_log(lb)
+    est = np.asarray(rel.estimate, dtype=float)
+    return est - half, est + half
+
+
+def confidence_ball(release: Release | PipelineRelease, beta: float) -> ConfidenceBall:
+    r"""The simultaneous ``(1 - beta)`` ball around the estimate.
+
+    Its radius is :func:`noise_norm_quantile` of the release's noise, so it
+    covers the protected sum with probability exactly ``1 - beta`` for every
+    dataset (:prf:ref:`accuracy-thm-noise`). For a release of the grid path the
+    radius is that quantile plus ``||u||``, the norm of one grid unit per
+    coordinate, and the coverage at least ``1 - beta``
+    (:prf:ref:`accuracy-prop-grid`).
+
+    For the private pipeline (a :class:`~dpsum.release.PipelineRelease`) the
+    ball covers the sum or mean of the clipped rows, ``theta`` of
+    :func:`confidence_intervals`, given the released center, scaling and clip
+    radius. Under replace-one its radius is the exact noise quantile
+    (coverage exactly ``1 - beta``). For ``private_sum`` under add-remove it is
+    ``sigma_count z ||c|| + q``, with ``|ñ - n| <= sigma_count z`` failing with
+    probability ``PIPELINE_COUNT_SHARE * beta`` and ``q`` the noise quantile at
+    the rest (coverage at least ``1 - beta``); ``private_mean`` under
+    add-remove is refused with a ``ValueError``.
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> rel = dpsum.gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
+    >>> ball = confidence_ball(rel, 0.05)
+    >>> ball.radius == noise_norm_quantile(rel.noise_std, 0.05), ball.contains(rel.estimate)
+    (True, True)
+
+    The private pipeline's sum under replace-one:
+
+    >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
+    >>> ps = dpsum.private_sum(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> confidence_ball(ps, 0.05).radius == noise_norm_quantile(ps.noise_std, 0.05)
+    True
+    """
+    if isinstance(release, PipelineRelease):
+        b = float(V.check_probability(beta, "beta", scalar=True))
+        return ConfidenceBall(center=np.asarray(release.estimate, dtype=float),
+                              radius=pipeline_radius(release, b), beta=b)
+    rel = require_gaussian_noise(release)
+    grid = grid_noise_law(rel)
+    if grid is None:
+        r = noise_norm_quantile(rel.noise_std, beta)
+    else:  # |Z_j| is dominated by |X_j| + 1, X_j ~ N(0, sigma^2)
+        sigma, unit = grid
+        r = noise_norm_quantile(sigma * unit, beta) + float(np.linalg.norm(unit))
+    return ConfidenceBall(center=np.asarray(rel.estimate, dtype=float), radius=r,
+                          beta=float(V.check_probability(beta, "beta", scalar=True)))
