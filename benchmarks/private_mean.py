@@ -27,7 +27,7 @@ sees the same data:
   scales (the same clip probability), calibrated to ``rho`` and, exactly, to
   ``(epsilon, delta)``: what the pipeline would do if the model were known;
 - ``iso rho``: isotropic clipping with a private radius
-  (``private_mean(..., scaling="none")``);
+  (``private_mean(..., scaling="isotropic")``);
 - ``mean``: the non-private empirical mean;
 - ``PLAN``: PLAN's published errors, read at run time from the repository.
 
@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 import dpsum
-from dpsum.accounting import zcdp_epsilon, zcdp_gaussian_multiplier
+from dpsum.privacy.composition import zcdp_epsilon, zcdp_gaussian_multiplier
 
 PLAN_FILES = {"A": "experiments_results/gaussianA/dataframe.csv",
               "B": "experiments_results/gaussianB/dataframe.csv",
@@ -157,7 +157,7 @@ def run_setting(setting, d, alpha, rho, runs, delta, seed, skip=()):
             "floor e,d": dpsum.gaussian_data_mechanism(
                 X, epsilon=eps, delta=delta, stds=stds, center=mean, clip_probability=p,
                 rng=gen).estimate / n,
-            "iso rho": dpsum.private_mean(X, domain=universe, rho=rho, scaling="none",
+            "iso rho": dpsum.private_mean(X, domain=universe, rho=rho, scaling="isotropic",
                                           rng=gen).estimate,
             "mean": X.mean(axis=0),
         }

@@ -112,7 +112,7 @@ def vector_center_shares(n: float, d: int, rho: float, relation: Neighbouring,
     A move adds to the center the clipped mean of the deviations at radius
     ``C`` with noise ``s Delta_2(C) / n`` per coordinate, about
     ``s Delta_2(C) sqrt(d) / n`` in norm; the share makes that
-    :data:`VECTOR_CONTRACTION` times ``C`` (``Delta_2(C) = 2C`` under
+    ``VECTOR_CONTRACTION`` times ``C`` (``Delta_2(C) = 2C`` under
     replace-one, ``C`` under add-remove): ``s = kappa n / (k sqrt(d))``,
     ``rho_move = 1 / (2 s^2)``; capped at ``cap``.
     """
@@ -159,7 +159,7 @@ def scaled_error_ratio(g: float, mean_scaled: float, mean_isotropic: float) -> f
 
 
 def prefer_scaled(g: float, mean_scaled: float, mean_isotropic: float) -> bool:
-    """Scaled clipping if its predicted error, with :data:`ISOTROPY_MARGIN`, is smaller."""
+    """Scaled clipping if its predicted error, with ``ISOTROPY_MARGIN``, is smaller."""
     return scaled_error_ratio(g, mean_scaled, mean_isotropic) * (1.0 + ISOTROPY_MARGIN) < 1.0
 
 
