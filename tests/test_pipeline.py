@@ -411,12 +411,18 @@ def test_small_data_strategies_spend_the_budget_exactly(n, d, half, relation, st
         # the box's noise is calibrated by the exact composition: tighter than
         # zCDP, so it spends more rho; an independent PLD accountant agrees
         pld = pytest.importorskip("dp_accounting.pld.pld_privacy_accountant")
-        acc = pld.PLDAccountant()
+        from dp_accounting.privacy_accountant import NeighboringRelation
+        acc = pld.PLDAccountant(NeighboringRelation.REPLACE_ONE if relation == "replace"
+                                else NeighboringRelation.ADD_OR_REMOVE_ONE)
         for st in r.steps:
-            event = (dp_event.GaussianDpEvent(st.noise_multiplier) if st.kind == "gaussian"
-                     else dp_event.EpsilonDeltaDpEvent(st.epsilon, 0.0))
+            # dp_accounting's Gaussian under replace-one has sensitivity 2; dpsum's
+            # multiplier is relative to the relation's own sensitivity
+            k = 2.0 if relation == "replace" else 1.0
+            event = (dp_event.GaussianDpEvent(k * st.noise_multiplier) if st.kind == "gaussian"
+                     else dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(st.epsilon)), 2))
             acc.compose(event, st.count)
-        # pure epsilon steps as (epsilon, 0) events: the worst case of epsilon-DP
+        # pure epsilon steps as two-bucket randomized response of the same
+        # epsilon: the worst case of epsilon-DP
         assert acc.get_epsilon(1e-6) <= 1.0 * 1.02
         assert r.rho >= zcdp_rho(1.0, 1e-6)
         return
