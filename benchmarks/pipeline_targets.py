@@ -119,6 +119,7 @@ def run_small(runs, seed, kinds):
             strategies = []
             for _ in range(runs):
                 X, mean = _rows(kind, gen, n, d, 3.0)
+                mean = np.full(d, mean)
                 a = private_mean(X, domain=(-half, half), rho=rho, rng=gen)
                 i = private_mean(X, domain=(-half, half), rho=rho, scaling="isotropic", rng=gen)
                 # the true-scale floor: the Gaussian-data mechanism with the true center and
