@@ -302,7 +302,7 @@ def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
 
     Examples
     --------
-    >>> from dpsum.clipping import clip_radius
+    >>> from dpsum.design import clip_radius
     >>> bool(bernstein_clip_radius(np.ones(200), 1e-3) >= clip_radius(np.ones(200), 1e-3))
     True
     """
@@ -465,7 +465,7 @@ def bernstein_error_bound(stds: ArrayLike, n: ArrayLike, epsilon: float, delta: 
 
     Examples
     --------
-    >>> from dpsum.errors import gaussian_data_error
+    >>> from dpsum.accuracy import gaussian_data_error
     >>> stds = np.ones(100)
     >>> bool(bernstein_error_bound(stds, 100, 1.0, 1e-6) >= gaussian_data_error(stds, 1.0, 1e-6, 1 / 100))
     True
@@ -710,7 +710,7 @@ def laurent_massart_clip_radius(stds: ArrayLike, clip_probability: float,
 
     Examples
     --------
-    >>> from dpsum.clipping import clip_radius
+    >>> from dpsum.design import clip_radius
     >>> bool(laurent_massart_clip_radius(np.ones(10), 1e-6) >= clip_radius(np.ones(10), 1e-6))
     True
     >>> laurent_massart_clip_radius([1e-300] * 3, 1e-6) > 0  # relative to the largest std: no underflow

@@ -165,6 +165,7 @@ def release_error_bound(release: Release, beta: float, *, stds: Any, n: int,
     Examples
     --------
     >>> import dpsum
+    >>> from dpsum.release import noise_norm_quantile
     >>> X = np.random.default_rng(0).normal(0.0, [1.0, 0.5], size=(1000, 2))
     >>> rel = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 0.5], rng=0)
     >>> eb = release_error_bound(rel, 0.05, stds=[1.0, 0.5], n=1000)

@@ -364,7 +364,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     >>> b = error_optimal_scaling(stds, 1e-6)
     >>> round(float(np.sum((b * stds) ** 2)), 12)  # constraint (10)
     1.0
-    >>> from dpsum.clipping import clip_radius
+    >>> from dpsum.design import clip_radius
     >>> F = lambda b: clip_radius(stds, 1e-6, b) ** 2 * np.sum(b ** -2.0)
     >>> bool(F(b) <= F(gaussian_data_scaling(stds)))
     True

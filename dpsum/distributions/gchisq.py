@@ -304,7 +304,7 @@ class GeneralizedChiSquare:
 
     Examples
     --------
-    >>> from dpsum.gchisq import GeneralizedChiSquare
+    >>> from dpsum.distributions import GeneralizedChiSquare
     >>> X = GeneralizedChiSquare([4.0, 1.0, 0.25])
     >>> X.mean()
     5.25

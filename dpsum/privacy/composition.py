@@ -250,7 +250,7 @@ def gaussian_composition_delta(multipliers: ArrayLike, epsilon: ArrayLike) -> fl
 
     Examples
     --------
-    >>> from dpsum.calibration import gaussian_delta
+    >>> from dpsum.privacy import gaussian_delta
     >>> bool(abs(gaussian_composition_delta([2.0, 2.0], 1.0) / gaussian_delta(2.0 ** 0.5, 1.0) - 1) < 1e-12)
     True
     """
@@ -715,7 +715,7 @@ def mixed_delta(multiplier: float | None, epsilon: float, *, epsilons: ArrayLike
 
     Examples
     --------
-    >>> from dpsum.calibration import gaussian_delta
+    >>> from dpsum.privacy import gaussian_delta
     >>> bool(abs(mixed_delta(2.0, 1.0) / gaussian_delta(2.0, 1.0) - 1) < 1e-12)  # no other step
     True
     """

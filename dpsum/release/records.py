@@ -421,6 +421,7 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
     Examples
     --------
     >>> import dpsum
+    >>> from dpsum.release import noise_coordinate_quantile
     >>> rel = dpsum.gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
     >>> lo, hi = confidence_intervals(rel, 0.05)
     >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(rel.noise_std, 0.05)))
