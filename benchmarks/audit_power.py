@@ -45,8 +45,9 @@ from typing import Callable
 import numpy as np
 from scipy import optimize, special, stats
 
-from dpsum import audit, pairs
-from dpsum.calibration import analytic_sigma
+from dpsum import audit
+from dpsum.audit import pairs
+from dpsum.privacy.calibration import analytic_sigma
 from dpsum.mechanisms import gaussian_mechanism
 
 DATA = Path(__file__).resolve().parent.parent / "book" / "data"

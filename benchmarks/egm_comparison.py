@@ -68,7 +68,7 @@ from pathlib import Path
 import numpy as np
 from scipy import integrate, stats
 
-from dpsum.gchisq import GeneralizedChiSquare
+from dpsum.distributions.gchisq import GeneralizedChiSquare
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "book" / "data" / "egm_comparison.csv"

@@ -47,9 +47,9 @@ from scipy import optimize
 
 import dpsum
 from dpsum import bounds
-from dpsum.clipping import clip_radius
-from dpsum.gchisq import GeneralizedChiSquare
-from dpsum.scaling import error_optimal_scaling
+from dpsum.design.clip_radius import clip_radius
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.design.scaling import error_optimal_scaling
 
 DATA = Path(__file__).resolve().parent.parent / "book" / "data"
 SEED = 20231106
@@ -84,8 +84,8 @@ def contenders(stds, p: float) -> dict:
     d = len(stds)
     return {
         "isotropic": np.ones(d),
-        "Lemma 3.1": dpsum.gaussian_data_scaling(stds),
-        "whitening": dpsum.whitening_scaling(stds),
+        "Lemma 3.1": dpsum.design.gaussian_data_scaling(stds),
+        "whitening": dpsum.design.whitening_scaling(stds),
         "best b": error_optimal_scaling(stds, p),
     }
 
@@ -171,7 +171,7 @@ def zipf_row(a: float, d: int, k: float) -> dict:
     shape, p = zipf_stds(d, a), 10.0**-k
     F = {name: error_factor(shape, p, b) for name, b in contenders(shape, p).items()}
     return {"a": a, "d": d, "k": k, "C2_isotropic": clip_radius(shape, p) ** 2,
-            "C2_lemma": clip_radius(shape, p, dpsum.gaussian_data_scaling(shape)) ** 2,
+            "C2_lemma": clip_radius(shape, p, dpsum.design.gaussian_data_scaling(shape)) ** 2,
             **{f"F_{name}": F[name] for name in NAMES}}
 
 
@@ -202,7 +202,7 @@ def optimum_row(d: int, a: float, p: float) -> dict:
     F_all = error_factor(sigma, p, error_optimal_scaling(sigma, p, family="all"))
     b_pow = error_optimal_scaling(sigma, p, family="power")
     return {"d": d, "a": a, "p": p,
-            "lemma_over_all": error_factor(sigma, p, dpsum.gaussian_data_scaling(sigma)) / F_all,
+            "lemma_over_all": error_factor(sigma, p, dpsum.design.gaussian_data_scaling(sigma)) / F_all,
             "power_over_all": error_factor(sigma, p, b_pow) / F_all,
             "alpha": np.log(b_pow[0] / b_pow[-1]) / np.log(sigma[-1] / sigma[0]),
             "tilted_over_all": error_factor(sigma, p, error_optimal_scaling(sigma, p)) / F_all}
@@ -227,7 +227,7 @@ def measured_errors(R: int = 300) -> list[dict]:
             nb, nb_se = bias_cache[a, n, name]
             e = simulate_errors(sigma, b, n, eps, p, R, rng)
             rows.append({"a": a, "n": n, "epsilon": eps, "scaling": name,
-                         "noise": dpsum.gaussian_data_error(sigma, eps, DELTA, p, scaling=b),
+                         "noise": dpsum.accuracy.gaussian_data_error(sigma, eps, DELTA, p, scaling=b),
                          "bias": nb, "bias_se": nb_se, "releases": R,
                          "mean": e.mean(), "se": e.std(ddof=1) / math.sqrt(R)})
     return rows
@@ -241,7 +241,7 @@ def full_datasets(R: int = 250) -> list[dict]:
     for p in (1.0 / n, 0.1):
         for name, b in contenders(sigma, p).items():
             nb, nb_se = bias_term(sigma, b, clip_radius(sigma, p, b), n, 4000, rng)
-            plans.append((p, name, b, dpsum.gaussian_data_error(sigma, eps, DELTA, p, scaling=b),
+            plans.append((p, name, b, dpsum.accuracy.gaussian_data_error(sigma, eps, DELTA, p, scaling=b),
                           nb, nb_se))
     errors = np.empty((len(plans), R))
     for r in range(R):
