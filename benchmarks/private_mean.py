@@ -130,7 +130,7 @@ def floor_release(X, mean, stds, rho, p, gen):
     """Algorithm 3 with the true model, its Gaussian noise calibrated to rho-zCDP."""
     n, d = X.shape
     setup = dpsum.gaussian_data_setup(stds, center=mean, clip_probability=p)
-    total, _ = dpsum.clipped_sum(X, setup.clip_norm, setup.scaling, mean)
+    total, _ = dpsum.kernels.clipped_sum(X, setup.clip_norm, setup.scaling, mean)
     s = zcdp_gaussian_multiplier(rho)
     noise = gen.standard_normal(d) * s * 2 * setup.clip_norm     # replace-one: 2C
     return mean + (total + noise) / setup.scaling / n
@@ -140,7 +140,7 @@ def run_setting(setting, d, alpha, rho, runs, delta, seed, skip=()):
     n, mean, stds, universe = model(setting, d, alpha)
     gen = np.random.default_rng([seed, ord(setting), d, int(alpha * 10), int(rho * 10_000)])
     eps = zcdp_epsilon(rho, delta)
-    p = dpsum.default_clip_probability(n)
+    p = dpsum.pipeline.default_clip_probability(n)
     errors = defaultdict(list)
     for _ in range(runs):
         X = mean + gen.standard_normal((n, d)) * stds

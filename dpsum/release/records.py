@@ -60,6 +60,8 @@ class Mechanism(_StrEnum):
     CLIPPED_GAUSSIAN = "clipped gaussian"
     #: The Laplace mechanism (pure epsilon-DP, L1 sensitivity).
     LAPLACE = "laplace"
+    #: The shaped Laplace mechanism: Laplace noise shaped to a box (pure epsilon-DP).
+    SHAPED_LAPLACE = "shaped laplace"
 
 
 class Calibration(_StrEnum):
