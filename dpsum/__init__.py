@@ -34,7 +34,12 @@ from dpsum.mechanisms import (
     laplace_mechanism,
     release_diagnostics,
 )
-from dpsum.pipeline import private_mean, private_sum
+from dpsum.pipeline import (
+    adaptive_clip_update,
+    private_mean,
+    private_norm_quantile,
+    private_sum,
+)
 from dpsum.privacy import (
     ComposedGuarantee,
     Neighbouring,
@@ -47,6 +52,8 @@ from dpsum.privacy import (
     gaussian_epsilon,
     gaussian_step,
     pure_step,
+    subsampled_gaussian_epsilon,
+    subsampled_gaussian_step,
 )
 from dpsum.release import (
     Accumulator,
@@ -71,6 +78,7 @@ __all__ = [
     "PipelineRelease",
     "Release",
     "Scaling",
+    "adaptive_clip_update",
     "analytic_sigma",
     "approximate_step",
     "binomial_noise_mechanism",
@@ -96,10 +104,13 @@ __all__ = [
     "laplace_mechanism",
     "plan_n",
     "private_mean",
+    "private_norm_quantile",
     "private_sum",
     "pure_step",
     "randomized_response",
     "release_diagnostics",
     "release_error_bound",
     "sample_and_threshold",
+    "subsampled_gaussian_epsilon",
+    "subsampled_gaussian_step",
 ]
