@@ -68,6 +68,7 @@ TAIL_MASS = 1e-15
 #: the Rényi orders of :func:`subsampled_gaussian_rdp_epsilon`
 RDP_ORDERS = tuple(range(2, 257))
 
+_MAX_MULTIPLIER = 1e6  # beyond it the loss grid's inverse overflows
 _MAX_GRID = 1 << 23  # points of the composed grid (64 MiB of complex128)
 _LAMBDAS = np.array([0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 
@@ -250,6 +251,8 @@ def _parse_steps(noise_multiplier: Any, sampling_rate: Any, steps: Any
                          "broadcastable shapes") from None
     if z.ndim != 1:
         raise ValueError("noise_multiplier, sampling_rate and steps must be scalars or 1-d")
+    if np.any(z > _MAX_MULTIPLIER):
+        raise ValueError(f"noise_multiplier must be at most {_MAX_MULTIPLIER:g}")
     return [(float(zi), check_sampling_rate(qi), V.check_integer(ti, "steps", 1))
             for zi, qi, ti in zip(z, q, t)]
 
