@@ -1,14 +1,13 @@
 """Binary sums: randomized response, additive binomial noise and sample-and-threshold.
 
 Each of ``n`` users holds a bit ``x_i`` in ``{0, 1}`` and the analyst wants the
-count ``k = sum_i x_i`` (book chapter "Binary sums", which follows the
-binary-sums notes of the seeds). Three mechanisms are implemented, each with
+count ``k = sum_i x_i`` (the chapter :ref:`Binary sums <ch-binary>`). Three mechanisms are implemented, each with
 its privacy condition, its estimator of ``k`` and the closed-form bias and
 variance of that estimator:
 
 * :func:`randomized_response` -- every user reports their bit, flipped with
-  probability ``1 / (1 + e^epsilon)`` (Warner 1965; the fair-coin scheme of the
-  DP background chapter is ``epsilon = ln 3``). Pure ``epsilon``-DP, unbiased
+  probability ``1 / (1 + e^epsilon)`` (Warner 1965; the fair-coin scheme, a
+  truthful answer with probability 3/4, is ``epsilon = ln 3``). Pure ``epsilon``-DP, unbiased
   estimator, variance ``n e^eps / (e^eps - 1)^2``.
 * :func:`binomial_noise_mechanism` -- the count plus ``Binomial(n, p)`` noise
   with ``p = 50 ln(2/delta) / (epsilon^2 n)``, valid for
@@ -87,8 +86,8 @@ __all__ = [
 
 #: Largest epsilon the published conditions of the binomial mechanism and of
 #: sample-and-threshold allow (both papers state ``epsilon <= 1``); the
-#: mechanisms refuse larger values. The arguments of the book's chapter "Binary sums" reach
-#: further: the binomial argument holds for every ``epsilon <= sqrt(5)``
+#: mechanisms refuse larger values. The book's proofs reach
+#: further (:prf:ref:`binary-prop-binomial-range`, :prf:ref:`binary-prop-st-range`): the binomial argument holds for every ``epsilon <= sqrt(5)``
 #: (:data:`BINOMIAL_PROOF_EPSILON`; it needs ``epsilon / (2 sqrt 5) + 1/mu <=
 #: tanh(epsilon / 2)``, not the stronger ``epsilon / sqrt 5 <= tanh(epsilon / 2)``,
 #: which fails beyond 1.204), and the sample-and-threshold argument holds
@@ -108,8 +107,7 @@ SAMPLE_THRESHOLD_PROOF_EPSILON = float(
     3.0 / math.expm1(1.0)
     + special.lambertw(-3.0 / math.expm1(1.0) * math.exp(-3.0 / math.expm1(1.0))).real)
 
-#: Keep probability of the fair-coin randomized response of the DP background
-#: chapter: truthful with probability 1/2, otherwise a second fair coin, so the
+#: Keep probability of the fair-coin randomized response: truthful with probability 1/2, otherwise a second fair coin, so the
 #: true answer is reported with probability 3/4 (``epsilon = ln 3``).
 WARNER_KEEP_PROBABILITY = 0.75
 
@@ -155,7 +153,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
     if epsilon > MAX_EPSILON:
         raise ValueError(
             f"epsilon must be <= {MAX_EPSILON:g} for the {mechanism}: its privacy proof "
-            f"covers epsilon in (0, 1] only (book chapter 'Binary sums'), got {epsilon!r}"
+            f"covers epsilon in (0, 1] only, got {epsilon!r}"
         )
 
 
@@ -315,7 +313,7 @@ def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
 
 def randomized_response_keep_probability(epsilon: ArrayLike) -> float | np.ndarray:
     """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
-    reports the true bit (book chapter "Differential privacy", randomized response).
+    reports the true bit (:prf:ref:`binary-def-rr`).
 
     The likelihood ratio of a report under the two values of a user's bit is
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
@@ -378,7 +376,7 @@ def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -
 
     With keep probability ``q``, ``E[output] = q k + (1 - q)(n - k)``, so
     ``k_hat = (output - (1 - q) n) / (2 q - 1)``. For ``epsilon = ln 3``
-    (``q = 3/4``) this is the seed's ``2 n_obs - N / 2``.
+    (``q = 3/4``, the fair-coin scheme) this is ``2 n_obs - n / 2``.
 
     Examples
     --------
@@ -475,8 +473,9 @@ def binomial_min_users(epsilon: ArrayLike, delta: ArrayLike) -> int | np.ndarray
     ``ceil(100 ln(2/delta) / epsilon^2)``, where ``p`` reaches 1/2.
 
     Vectorised over ``epsilon`` and ``delta`` (returns an int for scalars).
-    The condition is the seed's; it does not depend on ``epsilon <= 1``, which
-    the mechanism checks separately.
+    The condition is the one under which the binomial mechanism is private
+    (:prf:ref:`binary-thm-binomial`); it does not depend on
+    ``epsilon <= 1``, which the mechanism checks separately.
 
     Examples
     --------
@@ -558,7 +557,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
 def binomial_variance(n: int, epsilon: float, delta: float, p: float | None = None) -> float:
     """Variance ``n p (1 - p)`` of the binomial estimator, whatever ``k`` is.
 
-    With the seed's ``p`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
+    With the default ``p = 50 ln(2/delta) / (epsilon^2 n)`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
     least noise is at the smallest admissible ``n`` (``p = 1/2``) and it grows
     towards ``50 ln(2/delta) / epsilon^2`` as ``n`` grows.
 
@@ -619,11 +618,12 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     In the shuffle model every user sends their bit and, with probability
     ``p``, one extra 1-message; the shuffler hides who sent what, so the
     analyst sees ``k + Binomial(n, p)`` (Ghazi et al. 2021; Balcer and Cheu
-    2020). The seed's calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
+    2020). The calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
     (epsilon, delta)-DP when ``p <= 1/2`` (``n >= 100 ln(2/delta) / epsilon^2``,
-    :func:`binomial_min_users`) and ``epsilon <= 1`` (the book's chapter "Binary sums": the
-    Chernoff bound is applied with ``alpha = epsilon / sqrt(5)``, which must
-    not exceed ``tanh(epsilon / 2)``). The estimate ``output - n p`` is unbiased
+    :func:`binomial_min_users`) and ``epsilon <= 1``
+    (:prf:ref:`binary-thm-binomial`; the proof's Chernoff step needs
+    ``epsilon / (2 sqrt 5) + 1/mu <= tanh(epsilon / 2)``, which holds up to
+    ``epsilon = sqrt 5``, :prf:ref:`binary-prop-binomial-range`). The estimate ``output - n p`` is unbiased
     with variance ``n p (1 - p)``.
 
     Parameters
@@ -693,7 +693,7 @@ def sample_threshold_tau(delta: ArrayLike) -> float | np.ndarray:
 
     The logarithm is natural: the bad event is bounded by a Chernoff bound
     ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
-    (the book's chapter "Binary sums"). Vectorised over ``delta``.
+    (:prf:ref:`binary-thm-st`). Vectorised over ``delta``.
 
     Examples
     --------
@@ -931,7 +931,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     variance are :func:`sample_threshold_bias` and
     :func:`sample_threshold_variance`.
 
-    Privacy (the book's chapter "Binary sums"): (epsilon, delta)-DP for ``epsilon <= 1``,
+    Privacy (:prf:ref:`binary-thm-st`): (epsilon, delta)-DP for ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``, under
     replace-one and add-remove alike.
 
@@ -1011,7 +1011,7 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
     ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
-    ``"binomial"``: ``n p (1 - p)`` with the seed's ``p``, and ``inf`` where
+    ``"binomial"``: ``n p (1 - p)`` with the default ``p``, and ``inf`` where
     ``n < 100 ln(2/delta) / epsilon^2`` (the mechanism is not available);
     ``"sample_and_threshold"``: ``bias^2 + variance`` (depends on ``k`` only).
     Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are

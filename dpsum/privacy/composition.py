@@ -1,6 +1,5 @@
 """Composition of private steps: basic and advanced composition, the exact
-composition of Gaussian and pure-DP steps, GDP and zCDP (book chapter 'Composition
-and the exponential mechanism').
+composition of Gaussian and pure-DP steps, GDP and zCDP (the chapter :ref:`Composition <composition>`).
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ __all__ = [
 def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, float]:
     """Basic composition: running mechanisms with (eps_i, delta_i) is (sum eps_i, sum delta_i)-DP.
 
-    Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).16; book chapter 1, "Composition".
+    Dwork and Roth 2014, Theorem 3.16; :prf:ref:`definitions-thm-basic-composition`.
 
     Examples
     --------
@@ -87,8 +86,8 @@ def advanced_composition(epsilon: float, delta: float, k: int,
 
     Returns ``(eps', k delta + delta')`` with
     ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
-    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).20;
-    book chapter 1, "Composition").
+    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, Theorem 3.20;
+    :prf:ref:`definitions-thm-advanced-composition`).
 
     Raises
     ------
@@ -183,7 +182,7 @@ def _pure_steps(epsilons: Any, deltas: Any) -> tuple[np.ndarray, np.ndarray]:
 def compose_gaussian_multipliers(multipliers: ArrayLike) -> float:
     r"""The one noise multiplier equivalent to several Gaussian releases.
 
-    ``1/s^2 = sum_i 1/s_i^2`` (book, theorem ``composition-thm-exact``): the
+    ``1/s^2 = sum_i 1/s_i^2`` (:prf:ref:`composition-thm-exact`): the
     privacy loss of release ``i`` is ``N(mu_i^2/2, mu_i^2)`` with
     ``mu_i = 1/s_i``, and independent Gaussian losses add.
 
@@ -247,12 +246,11 @@ def gaussian_composition_delta(multipliers: ArrayLike, epsilon: ArrayLike) -> fl
     """Exact delta(epsilon) of several composed Gaussian releases.
 
     ``gaussian_delta(s, epsilon)`` with ``s`` from
-    :func:`compose_gaussian_multipliers` (book, theorem
-    ``composition-thm-exact``).
+    :func:`compose_gaussian_multipliers` (:prf:ref:`composition-thm-exact`).
 
     Examples
     --------
-    >>> from dpsum.calibration import gaussian_delta
+    >>> from dpsum.privacy import gaussian_delta
     >>> bool(abs(gaussian_composition_delta([2.0, 2.0], 1.0) / gaussian_delta(2.0 ** 0.5, 1.0) - 1) < 1e-12)
     True
     """
@@ -264,8 +262,7 @@ def gaussian_composition_epsilon(multipliers: ArrayLike, delta: ArrayLike) -> fl
     """Exact (smallest) epsilon of several composed Gaussian releases at ``delta``.
 
     ``gaussian_epsilon(s, delta)`` with ``s`` from
-    :func:`compose_gaussian_multipliers` (book, theorem
-    ``composition-thm-exact``); conservative as that function is.
+    :func:`compose_gaussian_multipliers` (:prf:ref:`composition-thm-exact`); conservative as that function is.
 
     Examples
     --------
@@ -280,11 +277,11 @@ def gaussian_composition_epsilon(multipliers: ArrayLike, delta: ArrayLike) -> fl
 def gaussian_profile(multiplier: float, epsilon: ArrayLike) -> float | np.ndarray:
     r"""The Gaussian privacy profile at any real epsilon, negative included.
 
-    For ``epsilon > 0`` this is :func:`dpsum.calibration.gaussian_delta` with
+    For ``epsilon > 0`` this is :func:`dpsum.privacy.gaussian_delta` with
     ``sigma = multiplier`` and unit sensitivity.  For ``epsilon <= 0`` the
     hockey-stick divergence of a symmetric pair satisfies
-    ``delta(-e) = 1 - e^{-e} (1 - delta(e))`` (book, lemma
-    ``composition-lem-negative``), and ``delta(0) = erf(1/(2 sqrt(2) s))``
+    ``delta(-e) = 1 - e^{-e} (1 - delta(e))``
+    (:prf:ref:`composition-lem-negative`), and ``delta(0) = erf(1/(2 sqrt(2) s))``
     is the total variation distance.  :func:`mixed_delta` needs the negative
     side.
 
@@ -339,8 +336,8 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
     """The GDP parameter ``mu = 1/s`` of a Gaussian release with multiplier ``s``.
 
     A Gaussian mechanism with noise ``s * Delta`` is mu-GDP with ``mu = 1/s``
-    (Dong, Roth and Su 2022, the classic calibration (``gaussian-thm-classic``).7; book, definition
-    ``composition-def-gdp``).  Vectorised.
+    (Dong, Roth and Su 2022, Theorem 2.7;
+    :prf:ref:`composition-def-gdp`).  Vectorised.
 
     Examples
     --------
@@ -353,8 +350,7 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
 def gdp_compose(mus: ArrayLike) -> float:
     """Composition of mu_i-GDP mechanisms: ``mu = sqrt(sum mu_i^2)``.
 
-    Dong, Roth and Su 2022, Corollary 3.3; book, theorem
-    ``composition-thm-exact``.
+    Dong, Roth and Su 2022, Corollary 3.3; :prf:ref:`composition-thm-exact`.
 
     Examples
     --------
@@ -371,7 +367,7 @@ def gdp_delta(mu: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
 
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)`` (Dong, Roth
     and Su 2022, Corollary 2.13), the Gaussian profile of
-    :func:`dpsum.calibration.gaussian_delta` with ``sigma = 1/mu``.
+    :func:`dpsum.privacy.gaussian_delta` with ``sigma = 1/mu``.
 
     Examples
     --------
@@ -386,7 +382,7 @@ def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     """Smallest epsilon with a mu-GDP mechanism (epsilon, delta)-DP.
 
     The inverse of :func:`gdp_delta`; conservative as
-    :func:`dpsum.calibration.gaussian_epsilon`.
+    :func:`dpsum.privacy.gaussian_epsilon`.
 
     Examples
     --------
@@ -444,7 +440,7 @@ def zcdp_rho_bounded_range(epsilon: ArrayLike) -> float | np.ndarray:
     The exponential mechanism with parameter ``epsilon`` (weights
     ``exp(epsilon u / (2 Delta_u))``) is one (Durfee and Rogers 2019), and an
     epsilon-bounded-range mechanism is ``epsilon^2/8``-zCDP (Cesar and Rogers
-    2021, the Bernstein tail lemma (``bernstein-lem-tail``)): four times less than :func:`zcdp_rho_pure` charges a
+    2021, Lemma 3.2): four times less than :func:`zcdp_rho_pure` charges a
     general epsilon-DP mechanism.
     """
     e = check_epsilon(epsilon)
@@ -503,8 +499,8 @@ def _cks_epsilon(rho: float, delta: float) -> float:
     alpha rho + log(1 - 1/alpha) + (log(1/delta) - log alpha) / (alpha - 1).
 
     With u = alpha - 1 the derivative is rho - (L - log(1+u)) / u^2, L = log(1/delta),
-    so the minimiser solves rho u^2 + log(1+u) = L (unique; book, proposition
-    ``composition-prop-cks``).  Every u > 0 gives a valid epsilon.
+    so the minimiser solves rho u^2 + log(1+u) = L (unique;
+    :prf:ref:`composition-prop-cks`).  Every u > 0 gives a valid epsilon.
     """
     L = -math.log(delta)
 
@@ -545,7 +541,7 @@ def zcdp_delta(rho: float, epsilon: float, method: str = "cks") -> float:
     -------
     float
         delta in (0, 1].  Never below the exact profile of the Gaussian with
-        the same rho (book, proposition ``composition-prop-cks``).
+        the same rho (:prf:ref:`composition-prop-cks`).
 
     Examples
     --------
@@ -693,7 +689,7 @@ def mixed_delta(multiplier: float | None, epsilon: float, *, epsilons: ArrayLike
         \delta(\varepsilon) = 1 - \prod_i (1-\delta_i)\Bigl(1 - \sum_o P(o)\,
             \delta_{\mathcal N}(\varepsilon - L(o); s)\Bigr)
 
-    (book, theorem ``composition-thm-mixed``; Zhu, Dong and Wang 2022,
+    (:prf:ref:`composition-thm-mixed`; Zhu, Dong and Wang 2022,
     Theorem 10 for adaptive composition of dominating pairs).  The bound is
     tight: it is attained when each step is randomized response.
 
@@ -717,7 +713,7 @@ def mixed_delta(multiplier: float | None, epsilon: float, *, epsilons: ArrayLike
 
     Examples
     --------
-    >>> from dpsum.calibration import gaussian_delta
+    >>> from dpsum.privacy import gaussian_delta
     >>> bool(abs(mixed_delta(2.0, 1.0) / gaussian_delta(2.0, 1.0) - 1) < 1e-12)  # no other step
     True
     """
@@ -745,7 +741,7 @@ def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike
     The inverse of :func:`mixed_delta` in epsilon (decreasing); conservative:
     ``mixed_delta(multiplier, returned epsilon, ...) <= delta``.  Returns 0.0
     when the composition is already (0, delta)-DP.  Without steps this is
-    :func:`dpsum.calibration.gaussian_epsilon`.
+    :func:`dpsum.privacy.gaussian_epsilon`.
 
     Examples
     --------
@@ -784,7 +780,7 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
 
     The calibration a pipeline needs: the non-Gaussian steps (quantiles with
     their epsilon_i, say) are fixed, and the Gaussian part gets what is left.
-    Without steps this is :func:`dpsum.calibration.analytic_sigma`.
+    Without steps this is :func:`dpsum.privacy.analytic_sigma`.
     Conservative: ``mixed_delta(returned, epsilon, ...) <= delta``.
 
     Raises

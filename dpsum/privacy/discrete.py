@@ -1,5 +1,5 @@
 """The privacy of the discrete Gaussian: its (epsilon, delta) profile and the
-scale that calibrates it (book chapter 'Floating point').
+scale that calibrates it (:ref:`fp-discrete-gaussian`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1
     ``rho = Delta^2 / (2 sigma^2)``-zCDP (CKS Theorem 14), hence
     ``(epsilon, delta)``-DP with ``delta`` from the conversion of CKS
     Proposition 12, optimised over the Renyi order
-    (:func:`dpsum.accounting.zcdp_delta`, returned).
+    (:func:`dpsum.privacy.zcdp_delta`, returned).
     This bound is slightly above the continuous Gaussian's exact ``delta``.
 
     Examples

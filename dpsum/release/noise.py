@@ -1,5 +1,5 @@
 """Intervals and balls for the noise a release added: exact statements about
-the quantity the mechanism protects (book chapter 'Accuracy you can publish').
+the quantity the mechanism protects (the chapter :ref:`Accuracy you can publish <accuracy>`).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def noise_norm_quantile(noise_std: Any, beta: float) -> float:
     ``||e||^2 = sum_j noise_std_j^2 Z_j^2`` is a generalized chi-square with
     weights ``noise_std_j^2`` (:prf:ref:`accuracy-thm-noise`), so the
     quantile is ``sqrt(isf(beta))`` of
-    :class:`~dpsum.gchisq.GeneralizedChiSquare` (relative accuracy about 1e-15).
+    :class:`~dpsum.distributions.GeneralizedChiSquare` (relative accuracy about 1e-15).
 
     Parameters
     ----------
