@@ -34,12 +34,7 @@ from dpsum.mechanisms import (
     laplace_mechanism,
     release_diagnostics,
 )
-from dpsum.pipeline import (
-    adaptive_clip_update,
-    private_mean,
-    private_norm_quantile,
-    private_sum,
-)
+from dpsum.pipeline import private_mean, private_sum
 from dpsum.privacy import (
     ComposedGuarantee,
     Neighbouring,
@@ -52,8 +47,6 @@ from dpsum.privacy import (
     gaussian_epsilon,
     gaussian_step,
     pure_step,
-    subsampled_gaussian_epsilon,
-    subsampled_gaussian_step,
 )
 from dpsum.release import (
     Accumulator,
@@ -78,7 +71,6 @@ __all__ = [
     "PipelineRelease",
     "Release",
     "Scaling",
-    "adaptive_clip_update",
     "analytic_sigma",
     "approximate_step",
     "binomial_noise_mechanism",
@@ -104,13 +96,10 @@ __all__ = [
     "laplace_mechanism",
     "plan_n",
     "private_mean",
-    "private_norm_quantile",
     "private_sum",
     "pure_step",
     "randomized_response",
     "release_diagnostics",
     "release_error_bound",
     "sample_and_threshold",
-    "subsampled_gaussian_epsilon",
-    "subsampled_gaussian_step",
 ]

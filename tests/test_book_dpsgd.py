@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsum import subsampled_gaussian_epsilon
+from dpsum.privacy import subsampled_gaussian_epsilon
 from dpsum_book import clipping, dpsgd
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from dpsum import adaptive_clip_update, analytic_sigma
+from dpsum import analytic_sigma
+from dpsum.pipeline import adaptive_clip_update
 
 __all__ = ["LAWS", "sample", "clipping_bias", "error_curves", "adaptive_trace"]
 

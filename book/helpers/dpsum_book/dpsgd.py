@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from dpsum import (analytic_sigma, clipped_gaussian_accumulator, compose, gaussian_epsilon, gaussian_step,
-                   subsampled_gaussian_epsilon, subsampled_gaussian_step)
+from dpsum import (analytic_sigma, clipped_gaussian_accumulator, compose, gaussian_epsilon,
+                   gaussian_step)
+from dpsum.privacy import subsampled_gaussian_epsilon, subsampled_gaussian_step
 from dpsum.design import gaussian_data_scaling
 
 __all__ = ["Task", "Config", "digits_task", "classification_task", "per_example_gradients",
