@@ -134,15 +134,16 @@ def total_error_curves(stds: npt.ArrayLike, n: int, p_grid: npt.ArrayLike,
         (the clipping error does not depend on epsilon).
     """
     s = np.asarray(stds, dtype=float)
+    grid = [float(p) for p in np.asarray(p_grid, dtype=float)]
     noise: dict[tuple[str, float], np.ndarray] = {}
     clipping: dict[str, np.ndarray] = {}
     for name in names:
-        bs = [scalings(s, float(p))[name] for p in p_grid]
+        bs = [scalings(s, p)[name] for p in grid]
         clipping[name] = np.array([accuracy.gaussian_data_clipping_error(
-            s, n, float(p), scaling=b) for p, b in zip(p_grid, bs)])
+            s, n, p, scaling=b) for p, b in zip(grid, bs)])
         for eps in epsilons:
             noise[name, eps] = np.array([accuracy.gaussian_data_error(
-                s, eps, delta, float(p), scaling=b) for p, b in zip(p_grid, bs)])
+                s, eps, delta, p, scaling=b) for p, b in zip(grid, bs)])
     return {"noise": noise, "clipping": clipping}
 
 
