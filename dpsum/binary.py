@@ -153,7 +153,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
     if epsilon > MAX_EPSILON:
         raise ValueError(
             f"epsilon must be <= {MAX_EPSILON:g} for the {mechanism}: its privacy proof "
-            f"covers epsilon in (0, 1] only, got {epsilon!r}"
+            f"covers epsilon in (0, 1] only, got {V.describe(epsilon)}"
         )
 
 
@@ -266,7 +266,7 @@ class BinaryRelease:
 def _check_k(k: Any, n: Any) -> Any:
     kk = _check_int(k, "k")
     if np.any(np.asarray(kk) > n):
-        raise ValueError(f"k must be at most n = {n}, got {k!r}")
+        raise ValueError(f"k must be at most n = {n}, got {V.describe(k)}")
     return kk
 
 
@@ -345,7 +345,7 @@ def randomized_response_epsilon(keep_probability: ArrayLike) -> float | np.ndarr
     if not np.all(np.asarray(q) > 0.5):
         raise ValueError(
             f"keep_probability must exceed 1/2 (otherwise the reports carry no "
-            f"information or invert it), got {keep_probability!r}"
+            f"information or invert it), got {V.describe(keep_probability)}"
         )
     eps = special.logit(q)
     return V.scalar_or_array(eps)
@@ -367,7 +367,7 @@ def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
     eps = V.check_epsilon(epsilon, scalar=True)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
-    flip = gen.random(x.shape[0]) < special.expit(-eps)
+    flip = gen.random(x.shape[0]) < _flip_threshold(eps)   # rounded up: see randomized_response
     return x ^ flip
 
 
@@ -385,11 +385,12 @@ def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     nn = _check_int(n, "n", minimum=1)
-    out = np.asarray(output)
-    if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {output!r}")
+    out = V.check_real(output, "output")
+    if np.ndim(nn):
+        raise ValueError("n must be a scalar here")
+    _check_estimable(eps, nn)
     if np.any(out < 0) or np.any(out > nn):
-        raise ValueError(f"output must lie in [0, n], got {output!r}")
+        raise ValueError(f"output must lie in [0, n], got {V.describe(output)}")
     # 1 - q = expit(-eps) and 2 q - 1 = tanh(eps / 2)
     est = (out - special.expit(-eps) * nn) / math.tanh(eps / 2.0)
     return V.scalar_or_array(est)
@@ -408,8 +409,61 @@ def randomized_response_variance(n: ArrayLike, epsilon: ArrayLike) -> float | np
     """
     nn = _check_int(n, "n", minimum=1)
     eps = V.check_epsilon(epsilon)
-    value = np.asarray(nn, dtype=float) / (4.0 * np.sinh(np.asarray(eps) / 2.0) ** 2)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        # (sqrt(n) / (2 sinh(eps/2)))^2: no subnormal intermediate for small eps
+        half = np.asarray(eps) / 2.0
+        value = (np.sqrt(np.asarray(nn, dtype=float)) / (2.0 * np.sinh(half))) ** 2
+    if not np.all(np.isfinite(value)) or np.any(half < np.finfo(np.float64).tiny):
+        raise ValueError("epsilon is too small: the variance n / (4 sinh^2(epsilon / 2)) "
+                         "is not a finite float")
     return V.scalar_or_array(value)
+
+
+#: Flip probabilities are rounded up by this relative amount before sampling
+#: (more than the few units in the last place of ``expit``'s error).
+_FLIP_ROUND_UP = 2.0 ** -48
+_CHUNK = 1 << 20
+
+
+def _flip_threshold(eps: float) -> float:
+    """The threshold ``f >= 1 / (1 + e^eps)`` compared with ``U`` in ``U < f``
+    (at most 1/2, at least ``2^-53`` so that a flip stays possible)."""
+    f = float(special.expit(-eps)) * (1.0 + _FLIP_ROUND_UP)
+    return min(0.5, max(f, 2.0 ** -53))
+
+
+def _count_below(gen: np.random.Generator, m: int, f: float) -> int:
+    """The number of ``m`` uniforms on the ``2^-53`` grid that are ``< f``:
+    Binomial(m, ceil(f 2^53) 2^-53) exactly."""
+    count = 0
+    for start in range(0, m, _CHUNK):
+        size = min(_CHUNK, m - start)
+        count += int(np.count_nonzero(gen.random(size) < f))
+    return count
+
+
+def _exact_flip_probability(epsilon: float) -> float:
+    """The exact flip probability ``p' = ceil(f 2^53) 2^-53`` that
+    :func:`randomized_response` uses for ``epsilon`` (see its Notes); the
+    effective epsilon ``ln((1 - p') / p')`` is at most ``epsilon``.
+
+    Examples
+    --------
+    >>> _exact_flip_probability(40.0) == 2.0 ** -53
+    True
+    """
+    eps = V.check_epsilon(epsilon, scalar=True)
+    f = _flip_threshold(eps)
+    return math.ldexp(math.ceil(math.ldexp(f, 53)), -53)
+
+
+def _check_estimable(eps: float, n: int) -> None:
+    """Refuse an epsilon for which the unbiased estimate of the count,
+    ``(output - n / (1 + e^eps)) / tanh(eps / 2)``, is not a finite float."""
+    denom = math.tanh(eps / 2.0)
+    if eps < 4.0 * np.finfo(np.float64).tiny or not n / denom < math.inf:
+        raise ValueError("epsilon is too small: the estimate of the count, of magnitude "
+                         "up to n / tanh(epsilon / 2), is not a finite float")
 
 
 def randomized_response(bits: ArrayLike, *, epsilon: float,
@@ -437,6 +491,29 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
         ``output`` is the number of 1-reports, ``probability`` the keep
         probability, ``delta`` is 0.
 
+    Notes
+    -----
+    **Sampled exactly, never less private than asked.** Each report is drawn
+    from its own uniform ``U`` on the grid ``{j 2^-53}`` (NumPy's
+    ``Generator.random``), flipped when ``U < f`` with ``f`` the flip
+    probability ``1 / (1 + e^eps)`` rounded *up* (a relative ``2^-48``
+    above the computed value, which covers its rounding error). The exact
+    flip probability is then ``p' = ceil(f 2^53) 2^-53 >= 1 / (1 + e^eps)``
+    and ``p' <= 1/2``, so the effective epsilon ``ln((1 - p') / p')`` is at
+    most ``epsilon``: equal to it up to a relative ``1e-14`` for moderate
+    ``epsilon``, and at most ``ln(2^53 - 1) = 36.7`` however large
+    ``epsilon`` is (a 1 is reported as 0 with probability at least
+    ``2^-53``). The count is not drawn as two binomials: NumPy's binomial
+    sampler rounds its probability (``1 - p`` in floating point), which made
+    the effective epsilon of ``epsilon = 36`` about 36.04 and of
+    ``epsilon >= 37`` infinite. The cost is one uniform per user.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is so small that the estimate ``n / tanh(epsilon / 2)``
+        is not a finite float (``epsilon`` below about ``2 n / 1.8e308``).
+
     Examples
     --------
     >>> r = randomized_response([1, 0] * 500, epsilon=2.0, rng=0)
@@ -447,11 +524,13 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
     n = int(x.shape[0])
+    _check_estimable(eps, n)
     k = int(np.count_nonzero(x))
     q = float(special.expit(eps))
-    flip = float(special.expit(-eps))
-    # ones kept plus zeros flipped: the law of the count of the per-user reports
-    output = int(gen.binomial(k, q)) + int(gen.binomial(n - k, flip))
+    flip = _flip_threshold(eps)
+    # ones kept plus zeros flipped, each report from its own uniform on the
+    # 2^-53 grid (see the docstring): the law of the count of the reports
+    output = (k - _count_below(gen, k, flip)) + _count_below(gen, n - k, flip)
     return BinaryRelease(
         estimate=float(randomized_response_estimate(output, n, epsilon=eps)),
         output=output,
@@ -549,7 +628,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
     pp = V.check_probability(p, "p")
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {output!r}")
+        raise TypeError(f"output must be a number, got {V.describe(output)}")
     est = out - nn * pp
     return V.scalar_or_array(est)
 
@@ -665,10 +744,10 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
         if np.ndim(pp):
             raise ValueError("p must be a scalar")
         if pp > 0.5:
-            raise ValueError(f"p must be at most 1/2 for the binomial mechanism, got {p!r}")
+            raise ValueError(f"p must be at most 1/2 for the binomial mechanism, got {V.describe(p)}")
         if pp < p_min:
             raise ValueError(
-                f"p must be at least 50 ln(2/delta) / (epsilon^2 n) = {p_min:.6g}, got {p!r}"
+                f"p must be at least 50 ln(2/delta) / (epsilon^2 n) = {p_min:.6g}, got {V.describe(p)}"
             )
     k = int(np.count_nonzero(x))
     output = k + int(gen.binomial(n, pp))
@@ -749,9 +828,9 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     pp = V.check_probability(p, "p")
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {output!r}")
+        raise TypeError(f"output must be a number, got {V.describe(output)}")
     if np.any(out < 0):
-        raise ValueError(f"output must be >= 0, got {output!r}")
+        raise ValueError(f"output must be >= 0, got {V.describe(output)}")
     est = out / pp
     return V.scalar_or_array(est)
 
@@ -903,7 +982,7 @@ def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *
     if -math.log1p(-pp) > eps:
         raise ValueError(
             f"p must satisfy ln(1/(1-p)) <= epsilon (the privacy loss of a suppressed or "
-            f"smaller count), got p = {p!r} with epsilon = {epsilon!r}"
+            f"smaller count), got p = {V.describe(p)} with epsilon = {V.describe(epsilon)}"
         )
     max_k = _check_int(max_count, "max_count", minimum=1)
     t = _int_threshold(tau)
@@ -972,7 +1051,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
             raise ValueError("threshold must be a scalar")
         if tau < tau_min:
             raise ValueError(
-                f"threshold must be at least 3 + ln(1/delta) = {tau_min:.6g}, got {threshold!r}"
+                f"threshold must be at least 3 + ln(1/delta) = {tau_min:.6g}, got {V.describe(threshold)}"
             )
     if p is None:
         pp = eps / tau
@@ -982,7 +1061,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
             raise ValueError("p must be a scalar")
         if pp > eps / tau:
             raise ValueError(
-                f"p must be at most epsilon / threshold = {eps / tau:.6g}, got {p!r}"
+                f"p must be at most epsilon / threshold = {eps / tau:.6g}, got {V.describe(p)}"
             )
     x = V.check_bits(bits)
     gen = V.check_rng(rng)

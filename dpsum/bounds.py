@@ -154,7 +154,7 @@ def _check_n(n: Any) -> Any:
     """``n >= 1`` (a dataset size, or ``1/p`` for a clipping probability ``p``)."""
     value = V.check_positive(n, "n")
     if not np.all(np.asarray(value) >= 1):
-        raise ValueError(f"n must be >= 1, got {n!r}")
+        raise ValueError(f"n must be >= 1, got {V.describe(n)}")
     return value
 
 

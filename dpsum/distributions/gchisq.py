@@ -1018,8 +1018,10 @@ class GeneralizedChiSquare:
         saddlepoint ``c`` of ``x`` (Lugannani and Rice 1980), solved for ``x``.
         Its relative error is of order 1e-3 in the tail, so it is for locating
         optima cheaply (:func:`dpsum.design.error_optimal_scaling`), not for
-        clip radii, which use :meth:`isf`. Returns NaN where the approximation
-        does not apply (``p`` near the median, where ``w`` is near 0).
+        clip radii, which use :meth:`isf`. Where the approximation does not
+        apply (``p`` near the median, where ``w`` is near 0, or ``p`` so close
+        to 1 that the bracket fails) it returns the exact :meth:`isf`
+        instead: never NaN.
 
         Parameters
         ----------
@@ -1046,7 +1048,7 @@ class GeneralizedChiSquare:
         f_hi = self._lugannani_rice(v_hi)[1] - log_p
         f_lo = self._lugannani_rice(v_lo)[1] - log_p
         if not (math.isfinite(f_hi) and f_hi > 0 and f_lo < 0):
-            return math.nan
+            return float(self.isf(pv))        # the approximation does not apply here
         v = optimize.brentq(lambda t: self._lugannani_rice(t)[1] - log_p, v_lo, v_hi,
                             xtol=1e-12, rtol=1e-12)
         return self._lugannani_rice(v)[0] * self._wmax

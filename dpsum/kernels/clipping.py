@@ -109,8 +109,8 @@ def sum_rounding_bound(n_rows: int, d: int) -> float:
     >>> bool(sum_rounding_bound(10**6, 100) < 1e-6), bool(sum_rounding_bound(10**3, 100) < sum_rounding_bound(10**6, 100))
     (True, True)
     """
-    if n_rows < 0 or d < 1:
-        raise ValueError("n_rows must be >= 0 and d >= 1")
+    n_rows = V.check_integer(n_rows, "n_rows", 0)
+    d = V.check_integer(d, "d", 1)
     m = max(1, _BLOCK_ELEMENTS // d)
     blocks = max(1, -(-n_rows // m))
     groups = -(-blocks // _GROUP_BLOCKS)

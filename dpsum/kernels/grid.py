@@ -90,14 +90,22 @@ def grid_exponent(clip_norm: float, d: int, charge: float = GRID_CHARGE) -> int:
     -20
     """
     C = float(V.check_positive(clip_norm, "clip_norm"))
-    if not 0 < charge < 0.5:
-        raise ValueError("charge must lie in (0, 0.5)")
-    K = math.floor(math.log2(2 * charge * C / math.sqrt(d)))
-    while math.sqrt(d) * math.ldexp(1.0, K - 1) > charge * C:   # guard log2 rounding
+    dd = V.check_integer(d, "d", 1)
+    ch = float(V.check_open_interval(charge, "charge", 0.0, 0.5, scalar=True))
+    root = math.sqrt(dd)
+    # log2 C from the exponent and mantissa: exact scale even for subnormal C
+    mant, exp = math.frexp(C)
+    K = math.floor(math.log2(mant) + exp + math.log2(2 * ch) - math.log2(root))
+
+    def fits(k: int) -> bool:
+        """sqrt(d) 2^(k-1) <= charge C, compared without under- or overflow."""
+        return root <= math.ldexp(C, 1 - k) * ch
+
+    while not fits(K):                                  # guard log2 rounding
         K -= 1
-    while math.sqrt(d) * math.ldexp(1.0, K) <= charge * C:
+    while fits(K + 1):
         K += 1
-    return K
+    return int(K)
 
 
 def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
@@ -117,7 +125,10 @@ def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
     >>> [int(v) for v in round_to_grid([0.3, 2.5, -1.75], -2)]  # multiples of 1/4, ties to even
     [1, 10, -7]
     """
-    x = np.asarray(value, dtype=np.float64)
+    x = V.as_real_array(value, "value")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("value contains NaN or infinite values")
+    K = V.check_integer(K, "K", None)
     with np.errstate(under="ignore", over="ignore"):
         q = np.clip(np.rint(np.ldexp(x, -K)), -_FLOAT_MAX, _FLOAT_MAX)
     return np.array([int(v) for v in q.ravel()], dtype=object).reshape(x.shape)

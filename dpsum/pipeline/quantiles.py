@@ -96,7 +96,7 @@ def quantile_sensitivity(quantile: float, neighbouring: Neighbouring | str = "re
 def _quantile(quantile: Any) -> float:
     q = V.check_real(quantile, "quantile", scalar=True)
     if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile must be in [0, 1], got {q!r}")
+        raise ValueError(f"quantile must be in [0, 1], got {V.describe(q)}")
     return float(q)
 
 
@@ -216,6 +216,10 @@ def check_domain(domain: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("domain must have lower < upper in every coordinate")
     if not np.all(np.isfinite(hi - lo)):
         raise ValueError("domain width overflows: rescale the data")
+    if np.any((hi - lo) * ASINH_RESOLUTION < np.finfo(np.float64).tiny):
+        raise ValueError("domain is too narrow: its width must be at least 2^-992 (about "
+                         "2e-299) in every coordinate, so that the asinh resolution "
+                         "width * 2^-30 is a normal float; rescale the data")
     return lo, hi
 
 

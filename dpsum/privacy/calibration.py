@@ -195,6 +195,22 @@ def _not_representable(what: str, arg: str) -> ValueError:
     )
 
 
+#: The smallest positive normal float. Below it a float has fewer than 53
+#: significant bits, so a noise level there cannot be held within the
+#: calibration rule (at most 1e-9 relatively above the minimum, never below).
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _check_normal_sigma(sigma: Any, arg: str = "sensitivity") -> None:
+    """Refuse a noise level that is only representable as a subnormal float."""
+    if np.any(np.asarray(sigma) < _TINY):
+        raise ValueError(
+            f"{arg} is too small for this epsilon and delta: the noise standard deviation "
+            "would be below 2.2e-308 (a subnormal float), where it cannot be represented "
+            "within 1e-9 of the exact calibration; rescale the data (and the sensitivity)"
+        )
+
+
 def _ftol(target: Float) -> Float:
     """Tolerance on f = log delta - log target: _F_TOL plus a few units in the
     last place of log target (about 1.1e-13 at delta = 1e-300)."""
@@ -286,6 +302,7 @@ def _analytic_sigma(eps: Float, delta: Float, sens: Float) -> Float:
         with np.errstate(over="ignore"):
             fail = _log_delta(sens / sigma, eps)[0] - target > -_VERIFY
         if not np.any(fail):
+            _check_normal_sigma(sigma)
             return sigma
         sigma = np.where(fail, sigma * (1.0 + bump), sigma)
         bump = 2.0 * bump + 2.2e-16
@@ -395,7 +412,7 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     sens = V.check_positive(sensitivity, "sensitivity")
     if np.any(np.asarray(eps) >= 1.0):
         raise ValueError(
-            f"epsilon must be < 1 for the classic Gaussian mechanism, got {epsilon!r}: "
+            f"epsilon must be < 1 for the classic Gaussian mechanism, got {V.describe(epsilon)}: "
             "the proof of the classic bound (Dwork and Roth 2014, Theorem A.1) only "
             "covers epsilon < 1, and beyond it the formula can fail to be private "
             "(at delta=1e-3, epsilon=10 its true delta is 3.4 times the requested one). "
@@ -405,6 +422,7 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     sigma = s * np.sqrt(2.0 * np.log(1.25 / d)) / e
     if not np.all(np.isfinite(sigma)):
         raise _not_representable("noise level", "sensitivity")
+    _check_normal_sigma(sigma)
     return V.scalar_or_array(sigma.reshape(shape), epsilon, delta, sensitivity)
 
 
@@ -514,7 +532,7 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     dlt = V.check_delta(delta)
     sens = V.check_positive(sensitivity, "sensitivity")
     if np.any(np.asarray(eps) > MAX_CALIBRATION_EPSILON):
-        shown = f" got {eps!r}:" if np.ndim(eps) == 0 else ""
+        shown = f" got {V.describe(eps)}:" if np.ndim(eps) == 0 else ""
         raise ValueError(
             f"epsilon must be <= {MAX_CALIBRATION_EPSILON:g} for analytic_sigma,{shown} beyond "
             "that the noise level cannot be resolved in double precision (and such an "

@@ -72,9 +72,13 @@ def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, fl
     total_delta = math.fsum(dels)
     if total_delta >= 1:
         raise ValueError("the deltas sum to 1 or more: the composed guarantee is void")
-    total_eps = math.fsum(eps)
+    try:
+        total_eps = math.fsum(eps)
+    except OverflowError:   # fsum raises on an intermediate overflow
+        total_eps = math.inf
     if not math.isfinite(total_eps):
-        raise ValueError("the epsilons sum to more than the largest float")
+        raise ValueError("epsilons sum to more than the largest float: the composed "
+                         "epsilon is not a finite number")
     return total_eps, total_delta
 
 
@@ -85,7 +89,9 @@ def advanced_composition(epsilon: float, delta: float, k: int,
     Returns ``(eps', k delta + delta')`` with
     ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
     (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, Theorem 3.20;
-    :prf:ref:`definitions-thm-advanced-composition`).
+    :prf:ref:`definitions-thm-advanced-composition`). The per-step ``delta``
+    may be 0 (composing pure-DP steps, the theorem's most common use);
+    ``delta'`` must lie in (0, 1).
 
     Raises
     ------
@@ -100,7 +106,7 @@ def advanced_composition(epsilon: float, delta: float, k: int,
     (1.7628, 2e-06)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    dlt = V.check_delta(delta, scalar=True)
+    dlt = V.check_delta(delta, scalar=True, allow_zero=True)   # pure-DP steps: delta = 0
     dp = V.check_delta(delta_prime, "delta_prime", scalar=True)
     k = V.check_integer(k, "k")
     delta_total = k * dlt + dp
@@ -483,13 +489,21 @@ def _cks_log_delta(rho: float, eps: float) -> float:
         u = math.exp(t)
         return (2.0 * u + 1.0) * rho - eps - math.log1p(1.0 / u)
 
-    lo, hi = -700.0, math.log(max(eps / (2.0 * rho), 1.0)) + 2.0
+    # the minimiser is near u = eps / (2 rho); in logs, so that a subnormal
+    # rho does not overflow, and at most e^700 (any u > 0 gives a valid bound)
+    lo = -700.0
+    hi = min(700.0, max(math.log(eps) - math.log(2.0 * rho), 0.0) + 2.0)
     if dg(lo) >= 0.0:
         return 0.0  # the bound is trivial (delta = 1)
-    while dg(hi) <= 0.0:  # pragma: no cover - the bracket above already suffices
-        hi += 1.0
-    u = math.exp(brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15))
-    return min(0.0, g(u))
+    while dg(hi) <= 0.0 and hi < 700.0:   # small eps: the minimiser is near 1/sqrt(2 rho)
+        hi = min(700.0, hi + 2.0)
+    if dg(hi) <= 0.0:
+        t = hi       # minimiser beyond e^700 (rho below ~1e-300): a valid bound anyway
+    else:
+        t = brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15)
+    with np.errstate(over="ignore"):
+        value = g(math.exp(t))
+    return min(0.0, value) if value == value else -math.inf
 
 
 def _cks_epsilon(rho: float, delta: float) -> float:
@@ -506,7 +520,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
         u = math.exp(t)
         return rho * u * u + math.log1p(u) - L
 
-    hi = 0.5 * math.log(L / rho) + 1.0
+    hi = 0.5 * (math.log(L) - math.log(rho)) + 1.0    # in logs: rho may be subnormal
     lo = -700.0
     while h(hi) <= 0.0:  # pragma: no cover
         hi += 1.0
@@ -553,7 +567,9 @@ def zcdp_delta(rho: float, epsilon: float, method: str = "cks") -> float:
             return 1.0
         return math.exp(-((e - r) ** 2) / (4.0 * r))
     tv = math.sqrt(-math.expm1(-r))
-    return min(tv, math.exp(_cks_log_delta(r, e)))
+    # conservative in the float range: a delta below it is rounded up to the
+    # smallest positive float, never to 0
+    return max(5e-324, min(tv, math.exp(_cks_log_delta(r, e))))
 
 
 def zcdp_epsilon(rho: float, delta: float, method: str = "cks") -> float:
@@ -614,6 +630,9 @@ def zcdp_rho(epsilon: float, delta: float, method: str = "cks") -> float:
     L = -math.log(d)
     # sqrt(L + e) - sqrt(L) without cancellation
     standard = (e / (math.sqrt(L + e) + math.sqrt(L))) ** 2
+    if not standard >= np.finfo(np.float64).tiny:
+        raise ValueError("epsilon is too small for this delta: the zCDP parameter rho, "
+                         "about epsilon^2 / (4 ln(1/delta)), is below the normal float range")
     if _method(method) == "standard":
         while standard + 2.0 * math.sqrt(standard * L) > e:  # rounding guard
             standard *= 1.0 - 1e-15
@@ -1086,7 +1105,12 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
     >>> bool(abs(g.epsilon - gaussian_composition_epsilon([2.0, 2.0], 1e-6)) < 1e-9)
     True
     """
-    steps = tuple(steps) if not isinstance(steps, PrivacyStep) else (steps,)
+    if isinstance(steps, PrivacyStep):
+        steps = (steps,)
+    elif isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
+        raise TypeError("steps must be a sequence of PrivacyStep records (see gaussian_step, "
+                        f"pure_step), got {type(steps).__name__}")
+    steps = tuple(steps)
     if not steps:
         raise ValueError("steps must not be empty")
     if not all(isinstance(st, PrivacyStep) for st in steps):

@@ -81,12 +81,15 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     >>> all(float(v / 2.0 ** K).is_integer() for v in y)  # on the grid 2^K
     True
     """
-    x = np.asarray(value, dtype=np.float64)
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    V.check_epsilon(epsilon, scalar=True)
+    V.check_delta(delta, scalar=True)
+    x = V.as_real_array(value, "value")
     if not np.all(np.isfinite(x)):
         raise ValueError("value contains NaN or infinite values")
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
     d = max(1, x.size)
     K = grid_exponent(sens, d)
+    _check_grid_exponent(K, "sensitivity")
     q = round_to_grid(x, K)
     grid_sens = math.ldexp(sens, -K) + math.sqrt(d)
     Y, _ = grid_gaussian_noise(q, 0, grid_sens, epsilon=epsilon, delta=delta, rng=rng)
@@ -140,6 +143,7 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
     eps = float(V.check_epsilon(epsilon, scalar=True))
     d = max(1, x.size)
     K = grid_exponent(sens, d * d)          # L1: sqrt(d^2) 2^(K-1) = d 2^(K-1)
+    _check_grid_exponent(K, "sensitivity")
     q = round_to_grid(x, K)
     D = math.floor(math.ldexp(sens, -K)) + d    # exact: a power-of-two rescaling
     scale = Fraction(D) / Fraction(eps)
@@ -150,6 +154,17 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
                          "deviation is not a finite float")
     Y = q + discrete_laplace(scale, size=x.shape, rng=rng)
     return _from_grid(Y, K), K, D, noise_std
+
+
+#: The grid path needs its grid 2^K to be a normal float (so that every
+#: released value is exactly an integer multiple of it).
+_MIN_GRID_EXPONENT = -1022
+
+
+def _check_grid_exponent(K: int, name: str) -> None:
+    if K < _MIN_GRID_EXPONENT:
+        raise ValueError(f"{name} is too small for the grid path: its grid 2^K would be "
+                         "below the normal float range (about 2.2e-308); rescale the statistic")
 
 
 def _from_grid(Y: np.ndarray, K: int) -> np.ndarray:

@@ -19,8 +19,8 @@ from dpsum.release.noise import (
     noise_norm_quantile,
     pipeline_intervals,
     pipeline_radius,
-    sidak,
-    two_sided_z,
+    log_sidak,
+    z_from_log,
 )
 
 __all__ = [
@@ -443,18 +443,19 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
     b = float(V.check_probability(beta, "beta", scalar=True))
     simultaneous = V.check_bool(simultaneous, "simultaneous")
     s = np.asarray(rel.noise_std, dtype=float)
+    lb = math.log(b)
     if simultaneous:
-        b = sidak(b, s.size)  # per-coordinate failure probability
+        lb = log_sidak(lb, s.size)  # log of the per-coordinate failure probability
     grid = grid_noise_law(rel)
     if rel.mechanism is Mechanism.LAPLACE:
         # Laplace noise of scale s / sqrt(2): Pr[|e_j| > t] = exp(-t sqrt(2) / s)
-        half = s / math.sqrt(2.0) * -math.log(b)
+        half = s / math.sqrt(2.0) * -lb
     elif grid is not None:
         # discrete Gaussian: Pr[|Z| > t] <= 2 Phi(-t / sigma) at integers t >= 0
         sigma, unit = grid
-        half = unit * math.ceil(sigma * two_sided_z(b) * (1.0 + 1e-12))
+        half = unit * math.ceil(sigma * z_from_log(lb) * (1.0 + 1e-12))
     else:
-        half = s * two_sided_z(b)
+        half = s * z_from_log(lb)
     est = np.asarray(rel.estimate, dtype=float)
     return est - half, est + half
 
