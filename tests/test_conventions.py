@@ -58,7 +58,6 @@ EXCUSED: dict[str, tuple[frozenset[str], str]] = {
     "10_bernstein_bound": (frozenset({"source_labels", "exercises", *_CODE}), VECTORS),
     "12_private_pipeline": (frozenset({"words", "source_labels", "lab_notes", *_EXERCISES,
                                        *_CODE}), PIPELINE),
-    "14_case_study": (frozenset({"source_labels", "exercises", *_CODE}), VECTORS),
     "16_binary_sums": (frozenset({*_EXERCISES, *_CODE}), ATTACKS),
     "17_auditing": (frozenset({"source_labels", "lab_notes", "exercises", *_CODE}), ATTACKS),
     "18_floating_point": (frozenset({"source_labels", "lab_notes", "exercises", *_CODE}),
