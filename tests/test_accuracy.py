@@ -531,14 +531,29 @@ def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
     assert miss / 200 > 0.5
 
 
-def test_pipeline_add_remove_mean_is_refused():
-    rel = dpsum.private_mean(PIPE_DATA, neighbouring="add-remove", rng=0, **PIPE_ARGS)
-    with pytest.raises(ValueError, match="private_mean under add-remove"):
-        records.confidence_intervals(rel, BETA)
-    with pytest.raises(ValueError, match="private count"):
-        rel.confidence_ball(BETA)
-    with pytest.raises(ValueError, match="private_mean under add-remove"):
-        rel.confidence_intervals(BETA, simultaneous=True)
+def test_pipeline_add_remove_mean_covers():
+    # the mean under add-remove: error nu - (theta - c) Z / ñ, bounded on
+    # |Z| <= sigma_count z by (|nu| + u |estimate - c|) / (1 - u), u = sigma_count z / ñ
+    R = 1000
+
+    def release_of(rng):
+        return dpsum.private_mean(PIPE_DATA, neighbouring="add-remove", rng=rng, **PIPE_ARGS)
+
+    ball, marginal, box, _ = _pipeline_coverage(release_of, R, seed=45)
+    assert ball / R >= 1 - BETA - tolerance(R)
+    assert box / R >= 1 - BETA - tolerance(R)
+    assert np.all(marginal / R >= 1 - BETA - tolerance(R))
+    # the half-width, rebuilt from released fields
+    rel = release_of(np.random.default_rng(6))
+    s_count = next(st.noise_multiplier for st in rel.steps if st.name == "count")
+    u = s_count * stats.norm.isf(BETA / 4) / rel.count
+    dev = np.abs(rel.estimate - rel.center)
+    half = (rel.noise_std * stats.norm.isf(BETA / 4) + u * dev) / (1 - u)
+    lo, hi = records.confidence_intervals(rel, BETA)
+    np.testing.assert_allclose((hi - lo) / 2, half, rtol=1e-12)
+    radius = (noise.noise_norm_quantile(rel.noise_std, BETA / 2)
+              + u * np.linalg.norm(dev)) / (1 - u)
+    assert math.isclose(rel.confidence_ball(BETA).radius, radius, rel_tol=1e-12)
 
 
 def test_pipeline_argument_errors():
