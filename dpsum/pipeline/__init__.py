@@ -5,7 +5,7 @@ radius of repeated releases (``adaptive_clip_update``).
 
 from __future__ import annotations
 
-from dpsum.pipeline.adaptive import ClipUpdate, adaptive_clip_update
+from dpsum.pipeline.adaptive_clipping import ClipUpdate, adaptive_clip_update
 from dpsum.pipeline.mean import (
     CENTER_MARGIN,
     MAX_COORDINATE_SHARE,
