@@ -316,6 +316,10 @@ def test_plan_n_round_trip(scaling, include_bias):
     n = acc.plan_n(target, stds=ZIPF10, **kw)
     at = lambda m: acc.gaussian_data_error_bound(ZIPF10, m, statistic="mean", **kw).bound  # noqa: E731
     assert at(n) <= target < at(n - 1)
+    # truly the smallest, not only against n - 1: no smaller n meets the target
+    # (the bound need not be monotone in n: with p_C = 1/n the radius grows)
+    smaller = np.unique(np.geomspace(2, n - 2, 24).astype(int))
+    assert all(at(int(m)) > target for m in smaller)
 
 
 def test_plan_epsilon_round_trip():
@@ -324,6 +328,8 @@ def test_plan_epsilon_round_trip():
     eps = acc.plan_epsilon(target, n=5000, **kw)
     at = lambda e: acc.gaussian_data_error_bound(n=5000, epsilon=e, **kw).bound  # noqa: E731
     assert at(eps) <= target < at(eps * (1 - 1e-7))
+    # truly the smallest epsilon: every smaller one on a grid down to eps / 100 misses
+    assert all(at(e) > target for e in eps * np.geomspace(0.01, 1 - 1e-4, 16))
     # the clipping loss alone sets a floor no epsilon can beat
     floor = acc.gaussian_data_error_bound(n=5000, epsilon=1e3, **kw).bias_radius
     with pytest.raises(ValueError, match="epsilon_max"):
@@ -338,6 +344,9 @@ def test_plan_d_round_trip():
     at = lambda m: acc.gaussian_data_error_bound(stds[:m], **kw).bound  # noqa: E731
     assert 1 < d < stds.size
     assert at(d) <= target < at(d + 1)
+    # truly the largest: no longer prefix meets the target, and every shorter one does
+    assert all(at(m) > target for m in range(d + 1, stds.size + 1))
+    assert all(at(m) <= target for m in range(1, d + 1))
 
 
 def test_plan_n_unreachable_and_bad_targets():
