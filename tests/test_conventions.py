@@ -51,8 +51,6 @@ EXCUSED: dict[str, tuple[frozenset[str], str]] = {
     "07_lower_bounds": (frozenset({"source_labels", "exercises", *_CODE}), VECTORS),
     "09_gaussian_data": (frozenset({"words", "source_labels", *_EXERCISES, *_CODE}), VECTORS),
     "10_bernstein_bound": (frozenset({"source_labels", "exercises", *_CODE}), VECTORS),
-    "12_private_pipeline": (frozenset({"words", "source_labels", "lab_notes", *_EXERCISES,
-                                       *_CODE}), PIPELINE),
     "16_binary_sums": (frozenset({*_EXERCISES, *_CODE}), ATTACKS),
     "17_auditing": (frozenset({"source_labels", "lab_notes", "exercises", *_CODE}), ATTACKS),
     "18_floating_point": (frozenset({"source_labels", "lab_notes", "exercises", *_CODE}),
