@@ -1179,7 +1179,7 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     >>> import dpsum
     >>> bits = np.r_[np.ones(30, dtype=int), np.zeros(70, dtype=int)]
     >>> count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
-    (20, 35)
+    (19, 33)
     """
     if not isinstance(release, BinaryRelease):
         raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")

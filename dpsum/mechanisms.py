@@ -314,7 +314,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     >>> rng = np.random.default_rng(1)
     >>> X = rng.normal(0.0, [4.0, 1.0], size=(1000, 2))
     >>> r = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], rng=rng)
-    >>> r.clip_probability, r.sensitivity == 2 * r.clip_norm
+    >>> r.clip_probability, bool(0 < r.sensitivity / (2 * r.clip_norm) - 1 < 1e-8)  # rounding charged
     (0.001, True)
     """
     eps, dlt = _privacy(epsilon, delta)

@@ -417,7 +417,7 @@ def float_rounding_charge(n: int, d: int, pieces: int = 1) -> float:
 
     Examples
     --------
-    >>> 1.0 < float_rounding_charge(1000, 4) < 1.0 + 1e-9
+    >>> 1.0 < float_rounding_charge(1000, 4) < 1.0 + 1e-8
     True
     """
     nn = V.check_integer(n, "n", 0)
@@ -708,8 +708,10 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     >>> r = left.merge(right).release(rng=1)
     >>> from dpsum.mechanisms import gaussian_data_mechanism
     >>> m = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], rng=1)
-    >>> bool(np.allclose(r.estimate, m.estimate, rtol=0, atol=1e-9)), r.noise_std == m.noise_std
-    (True, array([ True,  True]))
+    >>> bool(np.allclose(r.estimate, m.estimate, rtol=0, atol=1e-9))
+    True
+    >>> bool(np.allclose(r.noise_std, m.noise_std, rtol=1e-9, atol=0))  # up to the rounding charge
+    True
     """
     _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
@@ -743,7 +745,7 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
     Examples
     --------
     >>> acc = clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
-    >>> acc.update([[3.0, 4.0]]).release(rng=0).sensitivity
+    >>> round(acc.update([[3.0, 4.0]]).release(rng=0).sensitivity, 9)  # 2 C, charged for rounding
     2.0
     """
     eps, dlt = _privacy(epsilon, delta)
