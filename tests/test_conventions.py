@@ -52,7 +52,6 @@ EXCUSED: dict[str, tuple[frozenset[str], str]] = {
                               FOUNDATIONS),
     "03_composition": (frozenset({"exercises", *_CODE}), FOUNDATIONS),
     "04_laplace_vs_gaussian": (frozenset({*_EXERCISES, *_CODE}), FOUNDATIONS),
-    "09_gaussian_data": (frozenset({"words", "source_labels", *_EXERCISES, *_CODE}), VECTORS),
     "10_bernstein_bound": (frozenset({"source_labels", "exercises", *_CODE}), VECTORS),
     "11_choosing_scaling": (frozenset({"words", "source_labels", "lab_notes", "exercises",
                                        *_CODE}), VECTORS),
