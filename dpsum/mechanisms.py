@@ -1,16 +1,19 @@
 """The vector-sum mechanisms of the book, each one call: validate the public
 inputs, build the mechanism's public set-up (an empty accumulator,
-:mod:`dpsum.release.accumulator`), pass the rows through it once and release.
+:class:`dpsum.release.Accumulator`), pass the rows through it once and release.
 
 - :func:`gaussian_mechanism`: a precomputed statistic plus calibrated Gaussian
-  noise (book, algorithm ``gaussian-alg-gaussian``).
-- :func:`laplace_mechanism`: the same with Laplace noise, pure DP (theorem
-  ``laplace-thm-laplace``).
+  noise (:prf:ref:`gaussian-alg-gaussian`).
+- :func:`laplace_mechanism`: the same with Laplace noise, pure DP
+  (:prf:ref:`laplace-thm-laplace`).
+- :func:`shaped_laplace_mechanism`: Laplace noise shaped to data in a known
+  box, pure DP (book, chapter "Laplace or Gaussian?"); the pure-DP analogue
+  of the Elliptical Gaussian mechanism.
 - :func:`elliptical_gaussian_mechanism`: the Elliptical Gaussian mechanism on
-  data in a known box (algorithm ``elliptical-alg-elliptical``).
+  data in a known box (:prf:ref:`elliptical-alg-elliptical`).
 - :func:`gaussian_data_mechanism`: clipping in a scaled space with the exact
-  clip radius, for data with known scales (algorithm
-  ``gaussian-data-alg-clipped``).
+  clip radius, for data with known scales
+  (:prf:ref:`gaussian-data-alg-clipped`).
 - :func:`clipped_gaussian_mechanism`: isotropic clipping at a given radius.
 
 The in-memory release is the accumulator's pass on one block, and a
@@ -19,7 +22,7 @@ The in-memory release is the accumulator's pass on one block, and a
 
 Every mechanism validates all its arguments before it reads the data, never
 modifies its input, draws noise only from the ``rng`` it is given, and returns
-a :class:`~dpsum.release.records.Release` whose fields are the private
+a :class:`~dpsum.release.Release` whose fields are the private
 estimate and functions of public inputs only.
 
 .. warning::
@@ -44,6 +47,7 @@ from dpsum import _validation as V
 from dpsum._validation import RandomLike
 from dpsum.distributions.discrete import discrete_gaussian_std
 from dpsum.engines import dask as dask_engine
+from dpsum.kernels.clipping import clamped_sum
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.release.accumulator import (
@@ -59,6 +63,7 @@ from dpsum.release.records import Calibration, Mechanism, Release
 __all__ = [
     "gaussian_mechanism",
     "laplace_mechanism",
+    "shaped_laplace_mechanism",
     "elliptical_gaussian_mechanism",
     "gaussian_data_mechanism",
     "clipped_gaussian_mechanism",
@@ -107,11 +112,11 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                        calibration: str = "analytic",
                        neighbouring: Neighbouring | str = "replace",
                        rng: RandomLike = None, secure: bool = False) -> Release:
-    """the Gaussian mechanism: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
+    """The Gaussian mechanism: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
 
     ``sigma = sensitivity * sigma_opt`` with ``sigma_opt`` from the analytic
-    calibration (the analytic calibration (``gaussian-thm-analytic``), the default) or the classic one (the classic calibration (``gaussian-thm-classic``), only
-    for ``epsilon < 1``).
+    calibration (:prf:ref:`gaussian-thm-analytic`, the default) or the
+    classic one (:prf:ref:`gaussian-thm-classic`, only for ``epsilon < 1``).
 
     Parameters
     ----------
@@ -129,7 +134,7 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
     rng : numpy.random.Generator, int or None
         Source of randomness.
     secure : bool
-        Take the grid path (:func:`dpsum.grid.secure_gaussian`): the value is
+        Take the grid path (:func:`dpsum.release.secure_gaussian`): the value is
         rounded to a public grid ``2^K`` (the rounding charged to the
         sensitivity) and exact discrete Gaussian noise is added; with
         ``rng=None`` the noise comes from the OS's secure generator.
@@ -192,12 +197,12 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   widths: ArrayLike, rng: RandomLike = None,
                                   secure: bool = False) -> Release:
     """The Elliptical Gaussian mechanism on the sum of the rows of ``X``
-    (book, algorithm ``elliptical-alg-elliptical``).
+    (:prf:ref:`elliptical-alg-elliptical`).
 
     Each coordinate ``j`` of every row is clamped to ``[-Delta_j/2, Delta_j/2]``,
     so a replaced row moves the sum by at most ``Delta_j`` in coordinate ``j``.
     Noise ``N(0, (sigma_opt Delta_j / b_j)^2)`` with the optimal scaling ``b``
-    (theorem ``elliptical-thm-optimal``) is added to coordinate ``j``; the
+    (:prf:ref:`elliptical-thm-optimal`) is added to coordinate ``j``; the
     expected squared error is ``sigma_opt^2 ||Delta||_1^2``. Neighbouring
     relation: replace-one.
 
@@ -214,7 +219,7 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     secure : bool
         Take the grid path: clamped values divided by ``Delta_j / b_j`` are
         rounded to a public grid, summed exactly in integers
-        (:func:`dpsum.kernels.grid.grid_clamped_sum`) and given exact discrete
+        (:func:`dpsum.kernels.grid_clamped_sum`) and given exact discrete
         Gaussian noise.
 
     Returns
@@ -247,7 +252,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                             secure: bool = False) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
-    known scales (book, algorithm ``gaussian-data-alg-clipped``).
+    known scales (:prf:ref:`gaussian-data-alg-clipped`).
 
     Each record is centred and scaled, ``x̂_i = (x_i - c) ⊙ b``, clipped to the
     ball of radius ``C`` and summed; isotropic noise ``N(0, (Delta sigma_opt)^2)``
@@ -257,7 +262,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
 
     ``C`` is the exact clip radius: the smallest radius with
     ``Pr[||x̂|| > C] <= p_C`` for ``x ~ N(c, diag(stds^2))``, from the
-    generalized chi-square quantile (:func:`dpsum.design.clip_radius.clip_radius`).
+    generalized chi-square quantile (:func:`dpsum.design.clip_radius`).
 
     ``stds`` and ``center`` are **public** inputs describing the data model.
     They must come from prior knowledge or a separate private release, never
@@ -278,10 +283,10 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         ``p_C`` in (0, 1). Defaults to ``1/n`` under replace-one, where ``n``
         is public. Under add-remove ``n`` is private, so ``p_C`` must be given.
     scaling : {"scaled", "isotropic"} or array_like, shape (d,)
-        The book's scaling for Gaussian data (lemma ``gaussian-data-lem-scaling``,
-        the default), ``b = 1`` (isotropic clipping), or an explicit positive
-        vector (its overall scale does not matter); see
-        :class:`dpsum.design.scaling.Scaling`.
+        The book's scaling for Gaussian data (:prf:ref:`the scaling lemma
+        <gaussian-data-lem-scaling>`, the default), ``b = 1`` (isotropic
+        clipping), or an explicit positive vector (its overall scale does not
+        matter); see :class:`dpsum.design.Scaling`.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation. Under add-remove with a nonzero center the
         sensitivity is ``C + ||b ⊙ c||``, since a whole record, center
@@ -289,7 +294,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     rng : numpy.random.Generator, int, SeedSequence or None
         Source of randomness.
     secure : bool
-        Take the grid path (:func:`dpsum.kernels.grid.grid_clipped_sum` and exact
+        Take the grid path (:func:`dpsum.kernels.grid_clipped_sum` and exact
         discrete Gaussian noise from the OS's secure generator when ``rng`` is
         None); the clipping time then does not depend on the data.
 
@@ -298,7 +303,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     Release
         With ``clip_norm`` (C), ``scaling`` (b), ``center``,
         ``clip_probability`` and the sensitivity: everything the guarantee
-        depends on (computed by :func:`dpsum.design.gaussian_data.gaussian_data_setup`).
+        depends on (computed by :func:`dpsum.design.gaussian_data_setup`).
 
     Examples
     --------
@@ -414,7 +419,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
     between its values on neighbouring datasets), adding independent Laplace
     noise of scale ``b = Delta_1 / epsilon`` to every coordinate is
     epsilon-DP, with ``delta = 0`` (Dwork, McSherry, Nissim and Smith 2006;
-    book, chapter "Laplace or Gaussian?", theorem ``laplace-thm-laplace``).
+    :prf:ref:`laplace-thm-laplace`).
     Each coordinate's noise has variance ``2 b^2``, so the expected squared
     L2 error is ``2 d Delta_1^2 / epsilon^2``.
 
@@ -434,11 +439,11 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         system's secure generator; a seed or Generator gives reproducible,
         not secure, draws.
     secure : bool
-        Take the grid path (:func:`dpsum.grid.secure_laplace`): the statistic
+        Take the grid path (:func:`dpsum.release.secure_laplace`): the statistic
         is rounded to the public grid ``2^K`` with the rounding charged to the
         L1 sensitivity, and the noise is an exact discrete Laplace on the
-        grid. Still ``epsilon``-DP with ``delta = 0`` (book, chapter on
-        floating-point attacks, theorem ``fp-thm-discrete-laplace``), and
+        grid. Still ``epsilon``-DP with ``delta = 0``
+        (:prf:ref:`fp-thm-discrete-laplace`), and
         immune to attacks on the low-order bits.
 
     Returns
@@ -501,3 +506,76 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         mechanism=Mechanism.LAPLACE,
         calibration=Calibration.LAPLACE,
     )
+
+
+def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
+                             rng: RandomLike = None) -> Release:
+    """The shaped Laplace mechanism on the sum of the rows of ``X`` (book,
+    chapter "Laplace or Gaussian?"): the pure-DP analogue of the Elliptical
+    Gaussian mechanism.
+
+    Each coordinate ``j`` of every row is clamped to ``[-Delta_j/2, Delta_j/2]``,
+    so a replaced row moves coordinate ``j`` of the sum by at most ``Delta_j``.
+    Independent Laplace noise of scale ``t_j = Delta_j^(1/3) S / epsilon``,
+    ``S = sum_k Delta_k^(2/3)``, is added to coordinate ``j``. The privacy loss
+    of any output is at most ``sum_j Delta_j / t_j = epsilon``, so the release
+    is epsilon-DP (``delta = 0``); its expected squared error
+    ``sum_j 2 t_j^2 = 2 S^3 / epsilon^2`` is the smallest over all
+    per-coordinate Laplace scales with that guarantee, and at most the
+    ``2 d ||Delta||_1^2 / epsilon^2`` of equal scales (power-mean inequality;
+    equal only on a cube). Neighbouring relation: replace-one.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        The dataset; finite reals.
+    epsilon : float
+        The privacy parameter, > 0 and finite.
+    widths : array_like, shape (d,)
+        The widths ``Delta_j > 0`` of the box; public.
+    rng : numpy.random.Generator, int, SeedSequence or None
+        Source of randomness.
+
+    Returns
+    -------
+    Release
+        ``delta`` is 0.0; ``noise_std`` is ``sqrt(2) t_j``; ``widths`` records
+        ``Delta``; ``scaling`` is ``b_j = Delta_j^(-1/3)`` (noise scale per
+        coordinate proportional to ``1 / b_j``); ``sensitivity`` is the L1
+        sensitivity ``sum_j Delta_j b_j = S`` in the scaled space and
+        ``sigma_opt`` is ``sqrt(2) / epsilon``, so that
+        ``noise_std = sigma_opt * sensitivity / b``; ``mechanism`` is
+        ``"shaped laplace"``.
+
+    Notes
+    -----
+    The sum is computed in floating point and the noise drawn with NumPy's
+    Laplace sampler, as in :func:`laplace_mechanism` without ``secure``: not
+    protected against floating-point attacks.
+
+    Examples
+    --------
+    >>> r = shaped_laplace_mechanism([[0.2, 5.0], [-0.1, 0.3]], epsilon=1.0,
+    ...                              widths=[1.0, 8.0], rng=0)
+    >>> r.mechanism, [round(float(s), 6) for s in r.noise_std / 2**0.5]
+    (<Mechanism.SHAPED_LAPLACE: 'shaped laplace'>, [5.0, 10.0])
+    """
+    eps = V.check_epsilon(epsilon, scalar=True)
+    X = V.check_data_matrix(X, finite=False)
+    d = X.shape[1]
+    width = V.check_vector(widths, "widths", d, positive=True)
+    gen = V.check_rng(rng)
+    with np.errstate(over="ignore", under="ignore"):   # an overflow is refused below
+        b = width ** (-1.0 / 3.0)
+        S = float(np.sum(width * b))
+        scales = S / (eps * b)
+    if not (math.isfinite(S) and np.all(np.isfinite(scales)) and np.all(scales > 0)):
+        raise ValueError("the noise scale overflows or underflows: widths is out of range")
+    total, _ = clamped_sum(X, width / 2.0)
+    assert gen is not None
+    estimate = total + gen.laplace(0.0, 1.0, size=d) * scales
+    return Release(
+        estimate=estimate, noise_std=math.sqrt(2.0) * scales, scaling=b, clip_norm=None,
+        epsilon=eps, delta=0.0, neighbouring=Neighbouring.REPLACE,
+        sigma_opt=math.sqrt(2.0) / eps, sensitivity=S, mechanism=Mechanism.SHAPED_LAPLACE,
+        calibration=Calibration.LAPLACE, widths=width)

@@ -309,6 +309,51 @@ def test_dpsum_book_uses_only_public_dpsum_names():
                 assert not any(part.startswith("_") for part in name.split(".")), (path, name)
 
 
+# ------------------------------------------------- symbolic and exact checks
+
+def test_symbolic_quadratic_form_and_gchisq_moments():
+    import sympy as sp
+
+    from dpsum_book import symbolic as S
+
+    lhs = S.quadratic_form_expectation()
+    assert S.same_index_sums(lhs, S.quadratic_form_rhs())
+    assert not S.same_index_sums(lhs, S.quadratic_form_rhs(wrong=True))
+    j = sp.Symbol("j", integer=True)
+    sig = sp.IndexedBase("sigma", positive=True)
+    centred = S.specialise(lhs, S.kronecker, lambda p, q: sig[p] * S.kronecker(p, q),
+                           lambda p: 0)
+    assert S.same_index_sums(centred, sp.Sum(sig[j] ** 2, (j, 0, S.d - 1)))
+    assert not S.same_index_sums(centred, sp.Sum(sig[j], (j, 0, S.d - 1)))
+    w, t = sp.IndexedBase("w", positive=True), sp.IndexedBase("theta", real=True)
+    mean, var = S.gchisq_moments(lambda i: w[i], lambda i: t[i])
+    assert sp.simplify(mean - sp.Sum(w[j] * (1 + t[j] ** 2), (j, 0, S.d - 1))) == 0
+    assert sp.simplify(var - sp.Sum(2 * w[j] ** 2 * (1 + 2 * t[j] ** 2), (j, 0, S.d - 1))) == 0
+
+
+def test_exact_worst_event_and_leaky_randomized_response():
+    from fractions import Fraction
+
+    import numpy as np
+
+    from dpsum_book import exact as E
+
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        wp, wq = rng.integers(1, 20, size=6), rng.integers(1, 20, size=6)
+        P = {r: Fraction(int(v), int(wp.sum())) for r, v in enumerate(wp)}
+        Q = {r: Fraction(int(v), int(wq.sum())) for r, v in enumerate(wq)}
+        for a in (Fraction(1), Fraction(5, 2)):
+            assert E.smallest_delta(P, Q, a) == E.worst_gap_by_enumeration(P, Q, a)
+    leak = Fraction(1, 100)
+    assert E.smallest_delta(E.leaky_rr(1, 3, leak), E.leaky_rr(0, 3, leak), 3) == leak
+    assert E.smallest_delta(E.leaky_rr(1, 3, leak), E.leaky_rr(0, 3, leak), 2) > leak
+    rr = E.rr_distribution((1, 0))
+    assert sum(rr.values()) == 1 and rr[(1, 0)] == Fraction(9, 16)
+    assert E.push_forward(rr, sum)[1] == Fraction(9, 16) + Fraction(1, 16)
+    assert sum(E.product(rr, rr).values()) == 1
+
+
 # ------------------------------------------------------------ data files
 
 def test_write_and_read_round_trip_keeps_every_digit(tmp_path):
