@@ -475,3 +475,66 @@ def test_size_row_counts_false_alarms_below_the_binomial_tolerance():
     (row,) = ap.size_rows(200)
     assert row["rejections"] <= stats.binom.ppf(1 - 1e-6, 200, row["exact_size"])
     assert row["exact_size"] <= row["alpha"]
+
+
+# ------------------------------------------------- choosing the scaling; accuracy
+
+def test_boundary_moments_are_the_quantile_gradient():
+    from dpsum_book import choosing
+
+    w, p = np.array([1.0, 0.3, 0.05]), 1e-3
+    q = float(dpsum.GeneralizedChiSquare(w).isf(p))
+    g = choosing.boundary_moments(w, q)
+    assert np.allclose(choosing.quantile_gradient_fd(w, p), g, rtol=1e-6)
+    assert math.isclose(float(np.dot(w, g)), q, rel_tol=1e-10)  # Euler's identity
+
+
+def test_kappa_and_scalings():
+    from dpsum_book import choosing
+
+    sigma = np.array([4.0, 1.0, 0.25])
+    sc = choosing.scalings(sigma, 1e-3)
+    assert set(sc) == set(evaluation.NAMES)
+    # whitening: equal weights, so kappa is the chi-square quantile over d
+    assert math.isclose(choosing.kappa(sigma, sc["whitening"], 1e-3),
+                        stats.chi2.isf(1e-3, 3) / 3, rel_tol=1e-9)
+    # scale-free in b
+    assert math.isclose(choosing.kappa(sigma, 5 * sc["square-root"], 0.1),
+                        choosing.kappa(sigma, sc["square-root"], 0.1), rel_tol=1e-12)
+
+
+def test_total_error_curves_are_the_package_formulas():
+    from dpsum_book import choosing
+
+    sigma, n, grid = 1.0 / np.arange(1, 6), 1000, np.array([0.1, 1e-3])
+    c = choosing.total_error_curves(sigma, n, grid, (1.0,), names=("square-root",))
+    b = dpsum.design.gaussian_data_scaling(sigma)
+    assert math.isclose(c["noise"]["square-root", 1.0][1],
+                        dpsum.accuracy.gaussian_data_error(sigma, 1.0, 1e-6, 1e-3, scaling=b))
+    assert math.isclose(c["clipping"]["square-root"][0],
+                        dpsum.accuracy.gaussian_data_clipping_error(sigma, n, 0.1, scaling=b))
+    assert c["clipping"]["square-root"][0] > c["clipping"]["square-root"][1] > 0
+
+
+def test_pipeline_pairs_shape_and_seed():
+    from dpsum_book import choosing
+
+    a = choosing.pipeline_pairs(300, 3, 0.5, (1 / 300, 0.5), 2, np.random.default_rng(1))
+    b = choosing.pipeline_pairs(300, 3, 0.5, (1 / 300, 0.5), 2, np.random.default_rng(1))
+    assert a.shape == (2, 2) and np.all(a > 0) and np.array_equal(a, b)
+
+
+def test_rr_coverage_exact_interval_covers():
+    from dpsum_book import publishing
+
+    cov = publishing.rr_coverage(12, 1.0, 0.1)
+    assert cov["cov_exact"].min() >= 0.9 - 1e-12
+    assert cov["exact"].shape == (13, 2) and np.all(cov["exact"][:, 0] <= cov["exact"][:, 1])
+
+
+def test_noise_radius_bounds_are_above_the_exact_radius():
+    from dpsum_book import publishing
+
+    tau = np.array([3.0, 1.0, 0.5])
+    r = publishing.noise_radius_bounds(tau, np.array([0.5, 0.05, 1e-4]))
+    assert np.all(r["Laurent-Massart"] >= r["exact"]) and np.all(r["Cantelli"] >= r["exact"])
