@@ -1178,8 +1178,9 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     --------
     >>> import dpsum
     >>> bits = np.r_[np.ones(30, dtype=int), np.zeros(70, dtype=int)]
-    >>> count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
-    (20, 35)
+    >>> lo, hi = count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
+    >>> (lo, hi), lo <= 30 <= hi
+    ((19, 33), True)
     """
     if not isinstance(release, BinaryRelease):
         raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")
