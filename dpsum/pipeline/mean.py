@@ -41,6 +41,7 @@ quantile steps just enough to be reliable, capped, and the rest to the mean.
 from __future__ import annotations
 
 import math
+import warnings
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -51,11 +52,28 @@ from dpsum import _validation as V
 from dpsum.design.scaling import Scaling, gaussian_data_scaling
 from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.clipping import clamped_sum
+from dpsum.design.scaling import elliptical_scaling
+from dpsum.pipeline.adaptive import (
+    MAX_PREPARATION_SHARE,
+    VECTOR_CLIP_PROBABILITY,
+    VECTOR_STOP,
+    VECTOR_STEPS,
+    box_error,
+    center_mode,
+    clip_error,
+    heterogeneity,
+    log_scale_noise_variance,
+    prefer_scaled,
+    shrink_log_scales,
+    vector_center_shares,
+)
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
     center_step,
     check_domain,
+    l1_norm_quantile_step,
     norm_quantile_step,
     quantile_sensitivity,
     scales_step,
@@ -66,6 +84,7 @@ from dpsum.privacy.composition import (
     bounded_range_step,
     compose,
     gaussian_step,
+    mixed_gaussian_multiplier,
     zcdp_gaussian_multiplier,
     zcdp_rho,
 )
@@ -156,10 +175,20 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     *Accurate*: the scale step gets at least ``(Delta_u / f) sqrt(d / rho) / n``
     (``f`` the density of ``log|Z|`` at its median), the share that minimises
     the squared log-error of the scales plus the share itself.
-    A scalar quantile (radius, clip) gets the reliable share of one
+    A scalar quantile (radius, spread, clip) gets the reliable share of one
     coordinate, at least ``SCALAR_SHARE``; the count (add-remove) gets
     ``SCALAR_SHARE``. All are capped at ``MAX_COORDINATE_SHARE``;
     the mean gets the rest.
+
+    With ``scaling="adaptive"`` the center's reliable share decides the
+    center's estimator (:func:`dpsum.pipeline.adaptive.center_mode`): when it
+    does not fit under the cap, the center is estimated for the whole vector
+    at once, in ``VECTOR_STEPS`` clipped-mean
+    moves, each with a radius quantile (scalar share) and a Gaussian move
+    (:func:`~dpsum.pipeline.adaptive.vector_center_shares`), and ``center``
+    is their total; the steps before the mean are then scaled down, if
+    needed, to ``MAX_PREPARATION_SHARE``.
+    ``spread`` (the median L1 norm) runs only with ``"adaptive"``.
     ``n`` may be the private count (post-processing).
 
     Examples
@@ -182,28 +211,52 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     # a scalar quantile (radius, clip) is one mechanism: d = 1 in the same rule
     scalar = min(max(SCALAR_SHARE, reliable(CENTER_MARGIN) / dd), MAX_COORDINATE_SHARE)
     count = SCALAR_SHARE if relation is Neighbouring.ADD_REMOVE else 0.0
-    center = min(reliable(CENTER_MARGIN), MAX_COORDINATE_SHARE)
-    radius = scales = 0.0
-    if scaling is Scaling.SCALED:
+    mode = _center_mode(nn, dd, total, du, scaling)
+    if mode == "box":
+        return BudgetSplit(count, 0.0, 0.0, 0.0, 0.0, 1.0 - count, 0.0)
+    if mode == "coordinate":
+        center = min(reliable(CENTER_MARGIN), MAX_COORDINATE_SHARE)
+    else:
+        move = vector_center_shares(nn, dd, total, relation, scalar, MAX_COORDINATE_SHARE)
+        center = VECTOR_STEPS * (scalar + move)
+    radius = scales = spread = 0.0
+    if scaling is not Scaling.ISOTROPIC:
         # the share that minimises (log-scale error)^2 + share, the first-order
         # loss of a scale step (the chapter "When the data model is unknown")
         accurate = du / _LOG_MAD_DENSITY * math.sqrt(dd / total) / max(nn, 1.0)
         radius = scalar
         scales = min(max(reliable(SCALE_MARGIN), accurate), MAX_COORDINATE_SHARE)
+    if scaling is Scaling.ADAPTIVE:
+        spread = scalar
     clip = scalar
-    mean = 1.0 - (count + center + radius + scales + clip)
-    return BudgetSplit(count, center, radius, scales, clip, mean)
+    prep = count + center + radius + spread + scales + clip
+    if scaling is Scaling.ADAPTIVE and prep > MAX_PREPARATION_SHARE:
+        # the count ran before the split was made: it keeps its share
+        f = (MAX_PREPARATION_SHARE - count) / (prep - count)
+        center, radius, spread, scales, clip = (
+            f * center, f * radius, f * spread, f * scales, f * clip)
+        prep = MAX_PREPARATION_SHARE
+    mean = 1.0 - prep
+    return BudgetSplit(count, center, radius, scales, clip, mean, spread)
 
 
-def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> BudgetSplit:
+def _center_mode(n: float, d: int, rho: float, du: float, scaling: Scaling) -> str:
+    if scaling is not Scaling.ADAPTIVE:
+        return "coordinate"
+    return center_mode(n, d, rho, du, CENTER_MARGIN, MAX_COORDINATE_SHARE)
+
+
+def _user_budget(budget: Mapping, relation: Neighbouring, scaling: Scaling) -> BudgetSplit:
     """Validate a user's shares: every running step but the mean, sum < 1."""
     if not isinstance(budget, Mapping):
         raise TypeError("budget must be a mapping from step names to shares, or None")
     needed = {"center", "clip"}
     if relation is Neighbouring.ADD_REMOVE:
         needed.add("count")
-    if scaling is Scaling.SCALED:
+    if scaling is not Scaling.ISOTROPIC:
         needed |= {"radius", "scales"}
+    if scaling is Scaling.ADAPTIVE:
+        needed.add("spread")
     keys = set(budget)
     if keys != needed:
         raise ValueError(f"budget must give a share for exactly the steps {sorted(needed)} "
@@ -216,7 +269,8 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> Budge
     if not mean > 0:
         raise ValueError("budget shares must sum to less than 1, leaving a share for the mean")
     return BudgetSplit(shares.get("count", 0.0), shares["center"], shares.get("radius", 0.0),
-                       shares.get("scales", 0.0), shares["clip"], mean)
+                       shares.get("scales", 0.0), shares["clip"], mean,
+                       shares.get("spread", 0.0))
 
 
 def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) -> np.ndarray:
@@ -325,16 +379,17 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
-         regularization: Any, rng: Any, statistic: Any) -> PipelineRelease:
+def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbouring: Any,
+         budget: Any, scaling: Any, clip_probability: Any, regularization: Any, rng: Any,
+         statistic: str) -> PipelineRelease:
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
-    scaling = Scaling.parse(scaling)
+    rule = Scaling.parse(scaling)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)
     if budget is not None:
-        split = _user_budget(budget, relation, scaling)
+        split = _user_budget(budget, relation, rule)
     data = V.check_data_matrix(X, finite=False)
     n, d = data.shape
     lo, hi = check_domain(domain, d)
@@ -343,7 +398,9 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
         raise ValueError("X contains NaN or infinite values")
 
     steps: list[PrivacyStep] = []
-    # 0. the count (add-remove: n is private)
+    # 0. the count (add-remove: n is private); every later share and the clip
+    # probability are functions of it (the proof conditions on it)
+    s_count = 0.0
     if relation is Neighbouring.ADD_REMOVE:
         count_share = split.count if budget is not None else SCALAR_SHARE
         s_count = zcdp_gaussian_multiplier(count_share * total)
@@ -353,50 +410,149 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
     else:
         count = float(n)
         n_eff = count
+    du = quantile_sensitivity(0.5, relation)
+    mode = "coordinate" if budget is not None else _center_mode(n_eff, d, total, du, rule)
     if budget is None:
-        split = default_budget(n_eff, d, total, neighbouring=relation, scaling=scaling)
+        split = default_budget(n_eff, d, total, neighbouring=relation, scaling=rule)
     p = default_clip_probability(n_eff) if p_given is None else p_given
+    if mode == "coordinate" and rule is not Scaling.ADAPTIVE and budget is None and \
+            split.center >= MAX_COORDINATE_SHARE:
+        warnings.warn(
+            "private_mean: too few rows for this budget for a reliable coordinate-wise "
+            "center (its share is capped); the center may escape the data. "
+            "scaling='adaptive' (the default) estimates it for the whole vector instead",
+            UserWarning, stacklevel=3)
 
     min_scale = (hi - lo) * ASINH_RESOLUTION
     box = float(np.linalg.norm(hi - lo))
-    du = quantile_sensitivity(0.5, relation)
-    # 1. center (dpsum.pipeline.private_center)
-    eps_c = _exp_epsilon(split.center * total, d)
-    center = center_step(data, eps_c, lo, hi, du, gen)
-    steps.append(bounded_range_step("center", eps_c, count=d))
-    if scaling is Scaling.SCALED:
+    k_sens = clipped_sum_sensitivity(1.0, relation)     # 2 (replace-one) or 1 (add-remove)
+    ones = np.ones(d)
+    mid = lo + 0.5 * (hi - lo)
+
+    def radius_step(center: np.ndarray, share: float, name: str) -> float:
+        e = _exp_epsilon(share * total, 1)
+        steps.append(bounded_range_step(name, e))
+        return norm_quantile_step(data, 0.5, e, float(min_scale.min()), box, center, None,
+                                  du, gen)
+
+    # 1. the center
+    if mode == "box":
+        return _box_release(data, lo, hi, relation, total, split.mean, steps, count, n_eff,
+                            s_count, statistic, split, p, eps, dlt, gen)
+    if mode == "coordinate":
+        eps_c = _exp_epsilon(split.center * total, d)
+        center = center_step(data, eps_c, lo, hi, du, gen)
+        steps.append(bounded_range_step("center", eps_c, count=d))
+        strategy = "coordinate center"
+    else:
+        # the whole-vector center: clipped-mean moves from the box's midpoint,
+        # each clipping at a private (isotropic-model) radius around the last;
+        # it stops when the radius no longer shrinks, and the shares of the
+        # moves it skips go to the mean (every path spends at most rho)
+        scalar_share = split.radius
+        move_share = split.center / VECTOR_STEPS - scalar_share
+        center = mid.copy()
+        radius = radius_step(center, scalar_share, "center")
+        # the box itself as the model, when clipping around a center cannot
+        # beat it even at the midpoint's radius (post-processing)
+        rest = 1.0 - split.count - scalar_share
+        e_box = box_error(hi - lo, n_eff, rest * total, 0.5 * k_sens)
+        e_clip = clip_error(calibrated_clip_radius(radius, ones, ones, p), d, n_eff,
+                            split.mean * total, k_sens)
+        if e_box <= e_clip:
+            return _box_release(data, lo, hi, relation, total, rest, steps, count, n_eff,
+                                s_count, statistic, split, p, eps, dlt, gen)
+        moves = 0
+        while True:
+            c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
+            s_move = zcdp_gaussian_multiplier(move_share * total)
+            T_k, _ = clipped_sum(data, c_k, ones, center)
+            center = center + (T_k + _gaussian_noise(gen, s_move * k_sens * c_k, size=d)) / n_eff
+            steps.append(gaussian_step("center", s_move))
+            moves += 1
+            last = radius
+            radius = radius_step(center, scalar_share, "radius")
+            if moves == VECTOR_STEPS or radius > VECTOR_STOP * last:
+                break
+        # the last radius is the radius step's (around the final center)
+        spent = moves * (move_share + scalar_share)
+        leftover = split.center - spent
+        split = BudgetSplit(split.count, spent, split.radius, split.scales, split.clip,
+                            split.mean + leftover, split.spread)
+        strategy = "vector center"
+        warnings.warn(
+            "private_mean: too few rows for this budget for a coordinate-wise center; "
+            "the center was estimated for the whole vector at once (see release.strategy)",
+            UserWarning, stacklevel=3)
+
+    use_scales = rule is Scaling.SCALED
+    mean_share = split.mean
+    if rule is not Scaling.ISOTROPIC and mode == "coordinate":
         # 2. radius: the median distance to the center bounds every scale
-        eps_r = _exp_epsilon(split.radius * total, 1)
-        radius = norm_quantile_step(data, 0.5, eps_r, float(min_scale.min()), box, center, None,
-                                du, gen)
-        steps.append(bounded_range_step("radius", eps_r))
-        # 3. scales (dpsum.pipeline.private_scales); |x_j - c_j| <= ||x - c||, so
-        # every coordinate's median absolute deviation is at most the median
-        # norm: the radius (with a margin for its own noise) caps the search
+        radius = radius_step(center, split.radius, "radius")
+    if rule is Scaling.ADAPTIVE:
+        # 2b. spread: the median L1 norm; with the radius it estimates how
+        # unequal the scales are, and the choice is post-processing
+        eps_l1 = _exp_epsilon(split.spread * total, 1)
+        l1 = l1_norm_quantile_step(data, 0.5, eps_l1, float(min_scale.min()),
+                                   float(np.sum(hi - lo)), center, du, gen)
+        steps.append(bounded_range_step("spread", eps_l1))
+        g = heterogeneity(l1, radius, d)
+        use_scales = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip)
+        if not use_scales:
+            mean_share = split.mean + split.scales + split.clip
+            split = BudgetSplit(split.count, split.center, split.radius, 0.0, 0.0, mean_share,
+                                split.spread)
+    if use_scales:
+        # 3. scales; |x_j - c_j| <= ||x - c||, so every coordinate's median
+        # absolute deviation is at most the median norm: the radius (with a
+        # margin for its own noise) caps the search
         eps_s = _exp_epsilon(split.scales * total, d)
         cap = np.maximum(RADIUS_MARGIN * radius, 2.0 * min_scale)
         scales = scales_step(data, center, eps_s, min_scale, cap, du, gen)
         steps.append(bounded_range_step("scales", eps_s, count=d))
+        if rule is Scaling.ADAPTIVE:
+            # shrink toward the pooled scale by their own noise level
+            tau2 = log_scale_noise_variance(eps_s, n_eff, du, _LOG_MAD_DENSITY)
+            scales, _ = shrink_log_scales(scales, tau2)
         # 4. scaling (post-processing)
         b = robust_scaling(scales, lam)
         model = scales
+        # 5. clip radius: private median of the scaled norms, extrapolated by the model
+        eps_k = _exp_epsilon(split.clip * total, 1)
+        median_norm = norm_quantile_step(data, 0.5, eps_k, float((min_scale * b).min()),
+                                         float(np.linalg.norm((hi - lo) * b)), center, b, du,
+                                         gen)
+        steps.append(bounded_range_step("clip", eps_k))
+        strategy += ", scaled"
     else:
         scales = None
-        b = np.ones(d)
-        model = np.ones(d)
-    # 5. clip radius: private median of the scaled norms, extrapolated by the model
-    eps_k = _exp_epsilon(split.clip * total, 1)
-    median_norm = norm_quantile_step(data, 0.5, eps_k, float((min_scale * b).min()),
-                                 float(np.linalg.norm((hi - lo) * b)), center, b, du, gen)
-    steps.append(bounded_range_step("clip", eps_k))
+        b = ones
+        model = ones
+        if rule is Scaling.ADAPTIVE:
+            median_norm = radius        # the radius is the isotropic median norm
+        else:
+            eps_k = _exp_epsilon(split.clip * total, 1)
+            median_norm = norm_quantile_step(data, 0.5, eps_k, float(min_scale.min()), box,
+                                             center, None, du, gen)
+            steps.append(bounded_range_step("clip", eps_k))
+        strategy += ", isotropic"
     C = calibrated_clip_radius(median_norm, model, b, p)
     # 6. the clipped sum of deviations from the center, with Gaussian noise
-    s_mean = zcdp_gaussian_multiplier(split.mean * total)
+    s_mean = zcdp_gaussian_multiplier(mean_share * total)
     sens = clipped_sum_sensitivity(C, relation)
     T, _ = clipped_sum(data, C, b, center)
     noisy = (T + _gaussian_noise(gen, s_mean * sens, size=d)) / b
     steps.append(gaussian_step("mean", s_mean))
-    dev_std = s_mean * sens / b
+    return _finish(center, noisy, s_mean * sens / b, scales, b, C, p, count, n_eff, s_count,
+                   relation, statistic, split, steps, dlt, strategy)
+
+
+def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
+            scales: np.ndarray | None, b: np.ndarray, C: float, p: float, count: float,
+            n_eff: float, s_count: float, relation: Neighbouring, statistic: str,
+            split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
+            strategy: str, exact: bool = False) -> PipelineRelease:
     if statistic == "mean":
         estimate = center + noisy / n_eff
         noise_std = dev_std / n_eff
@@ -407,7 +563,8 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
             noise_std = np.hypot(dev_std, s_count * center)
     guarantee = None
     if dlt is not None:
-        guarantee = _compose_zcdp(tuple(steps), dlt)
+        guarantee = (compose(tuple(steps), delta=dlt, method="exact") if exact
+                     else _compose_zcdp(tuple(steps), dlt))
     used = 0.0
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
@@ -415,7 +572,52 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
     return PipelineRelease(
         estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
-        neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee)
+        neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
+        strategy=strategy)
+
+
+def _box_release(data: np.ndarray, lo: np.ndarray, hi: np.ndarray, relation: Neighbouring,
+                 total: float, share: float, steps: list[PrivacyStep], count: float,
+                 n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
+                 eps: float | None, dlt: float | None,
+                 gen: np.random.Generator) -> PipelineRelease:
+    """The box as the model: the Elliptical Gaussian mechanism's clamped sum.
+
+    Coordinate ``j`` of ``x - m`` (``m`` the box's midpoint) is clamped to
+    ``[-w_j/2, w_j/2]`` and scaled by ``b_j / w_j`` (``b`` the optimal
+    scaling of the widths, ``||b|| = 1``): every scaled row lies in a ball of
+    radius 1/2, so this is a clipped sum with ``C = 1/2`` and scaling
+    ``b / w`` (sensitivity 1 under replace-one, 1/2 under add-remove).
+
+    With an ``(epsilon, delta)`` budget the noise is calibrated by the exact
+    composition of the steps that ran (the pure exponential-mechanism steps,
+    the Gaussian count and this Gaussian sum; ``compose(method="exact")``),
+    which is tighter than the zCDP conversion, and the guarantee is that
+    composition.
+    """
+    warnings.warn(
+        "private_mean: too few rows for this budget to improve on the public box; "
+        "the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
+        UserWarning, stacklevel=4)
+    widths = hi - lo
+    mid = lo + 0.5 * widths
+    b = elliptical_scaling(widths) / widths
+    s_mean = zcdp_gaussian_multiplier(share * total)
+    exact = eps is not None and dlt is not None
+    if exact:
+        pure = [st.epsilon for st in steps for _ in range(st.count)
+                if st.kind == "bounded-range"]
+        s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
+        inv = 1.0 / s_all ** 2 - (1.0 / s_count ** 2 if s_count > 0 else 0.0)
+        if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
+            s_mean = 1.0 / math.sqrt(inv)
+    sens = clipped_sum_sensitivity(0.5, relation)
+    T, _ = clamped_sum(data - mid, 0.5 * widths)
+    noisy = T + _gaussian_noise(gen, s_mean * sens, size=data.shape[1]) / b
+    steps.append(gaussian_step("mean", s_mean))
+    box_split = BudgetSplit(split.count, 1.0 - split.count - share, 0.0, 0.0, 0.0, share, 0.0)
+    return _finish(mid, noisy, s_mean * sens / b, None, b, 0.5, p, count, n_eff, s_count,
+                   relation, statistic, box_split, steps, dlt, "box", exact)
 
 
 _DOC_PARAMS = """
@@ -457,7 +659,7 @@ _DOC_PARAMS = """
 
 def private_mean(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                  rho: float | None = None, neighbouring: Neighbouring | str = "replace",
-                 budget: Mapping | None = None, scaling: str = "scaled",
+                 budget: Mapping | None = None, scaling: str = "adaptive",
                  clip_probability: float | None = None,
                  regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
@@ -468,7 +670,7 @@ def private_mean(X: ArrayLike, *, domain: Any, epsilon: float | None = None, del
 
 def private_sum(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
                 rho: float | None = None, neighbouring: Neighbouring | str = "replace",
-                budget: Mapping | None = None, scaling: str = "scaled",
+                budget: Mapping | None = None, scaling: str = "adaptive",
                 clip_probability: float | None = None,
                 regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
     return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
@@ -488,14 +690,20 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
 """ + _DOC_PARAMS + """
     Notes
     -----
-    The pipeline needs many rows. Each coordinate's quantile step gets
+    The rule for few rows or a small budget (``scaling="adaptive"``, the
+    default; public: ``n`` under replace-one, the private count under
+    add-remove). Each coordinate's quantile step gets
     ``epsilon_c = sqrt(8 rho_step / d)``, and the private median stays inside
     the data only once ``epsilon_c n`` is about 60 or more (the chapter
-    :ref:`When the data model is unknown <unknown-model>`). Below that the center can escape and the error
-    can be many times that of a mechanism with public inputs: in the case
-    study (899 and 285 rows) it was 3 to 8 times the Gaussian mechanism's
-    with a public box on the digits and 30 to 150 times on breast cancer. With few rows, prefer public bounds
-    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`).
+    :ref:`When the data model is unknown <unknown-model>`). When the center's
+    reliable share (``default_budget``) exceeds ``MAX_COORDINATE_SHARE``, the
+    center is estimated for the whole vector at once, by clipped-mean moves
+    from the box's midpoint; when not even one scalar quantile is reliable,
+    or when (from the private median distance to the midpoint) clipping
+    around any center cannot beat the box, the release is the Elliptical
+    Gaussian mechanism on the box. Each fallback warns and is recorded in
+    ``release.strategy``. With ``scaling="scaled"`` or ``"isotropic"`` the
+    coordinate-wise center always runs (with a warning when it is unreliable).
 
     Examples
     --------
