@@ -1086,7 +1086,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
 
 
 def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
-               epsilon: float, delta: float) -> Any:
+               epsilon: float, delta: float) -> float | np.ndarray:
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
     ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
@@ -1125,7 +1125,7 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
         bias = np.asarray(_st_bias(kk, pp, tau))
         out = bias * bias + np.asarray(_st_variance(kk, pp, tau))
     out = np.asarray(out, dtype=float)
-    return V.scalar_or_array(out)
+    return cast("float | np.ndarray", V.scalar_or_array(out))
 
 
 def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
