@@ -53,8 +53,6 @@ EXCUSED: dict[str, tuple[frozenset[str], str]] = {
     "10_bernstein_bound": (frozenset({"source_labels", "exercises", *_CODE}), VECTORS),
     "12_private_pipeline": (frozenset({"words", "source_labels", "lab_notes", *_EXERCISES,
                                        *_CODE}), PIPELINE),
-    "16_binary_sums": (frozenset({*_EXERCISES, *_CODE}), ATTACKS),
-    "17_auditing": (frozenset({"source_labels", "lab_notes", "exercises", *_CODE}), ATTACKS),
     "a_at_scale": (frozenset({"source_labels", "lab_notes", *_CODE}), ATTACKS),
     "bibliography": (frozenset({"source_labels"}), ATTACKS),
     "notation": (frozenset({"source_labels"}), FOUNDATIONS),
