@@ -30,7 +30,7 @@ def _releases():
         "gaussian": gaussian_mechanism(X.sum(axis=0), epsilon=EPS, delta=DELTA,
                                        sensitivity=1.0, rng=1),
         "elliptical": elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA,
-                                                    widths=[4.0, 2.0, 1.0], rng=1),
+                                                    lower=[-2.0, -1.0, -0.5], upper=[2.0, 1.0, 0.5], rng=1),
         "gaussian-data": gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds,
                                                  center=[0.1, 0.2, 0.3], scaling=scaling,
                                                  rng=1),
@@ -100,7 +100,7 @@ def test_mechanism_is_a_string_enum_so_old_comparisons_work():
 def test_diagnostics_come_from_an_explicit_call():
     X, _, releases = _releases()
     X = X * 3.0  # some rows outside the clip ball, some values outside the box
-    ell = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[4.0, 2.0, 1.0],
+    ell = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-2.0, -1.0, -0.5], upper=[2.0, 1.0, 0.5],
                                         rng=1)
     assert release_diagnostics(X, ell) == {
         "clamped_values": int(np.sum(np.abs(X) > np.array([2.0, 1.0, 0.5])))}
@@ -124,11 +124,11 @@ def test_return_diagnostics_still_works_with_a_deprecation_warning():
     assert diag == release_diagnostics(X, rel)
     with pytest.warns(DeprecationWarning):
         rel, diag = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=[2.0, 1.0, 0.5],
-                                            rng=1, return_diagnostics=True)
+                                            rng=1, return_diagnostics=True, center=0)
     assert diag == release_diagnostics(X, rel)
     with pytest.warns(DeprecationWarning):
         rel, diag = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA,
-                                                  widths=[1.0, 1.0, 1.0], rng=1,
+                                                  lower=[-0.5, -0.5, -0.5], upper=[0.5, 0.5, 0.5], rng=1,
                                                   return_diagnostics=True)
     assert diag == release_diagnostics(X, rel)
     # a real bool only
@@ -139,14 +139,14 @@ def test_return_diagnostics_still_works_with_a_deprecation_warning():
 
 def test_bounds_keyword_still_works_with_a_deprecation_warning():
     X, _, _ = _releases()
-    new = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[4.0, 2.0, 1.0],
+    new = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-2.0, -1.0, -0.5], upper=[2.0, 1.0, 0.5],
                                         rng=3)
     with pytest.warns(DeprecationWarning, match="bounds="):
         old = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA,
                                             bounds=[4.0, 2.0, 1.0], rng=3)
     np.testing.assert_array_equal(new.estimate, old.estimate)
     with pytest.raises(TypeError, match="both"):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[1.0] * 3,
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-0.5 * np.asarray([1.0] * 3), upper=0.5 * np.asarray([1.0] * 3),
                                       bounds=[1.0] * 3)
 
 
