@@ -12,7 +12,7 @@ CHAPTERS := $(wildcard book/*.ipynb)
 # fails when a built page loads a script or stylesheet from the network
 OFFLINE_CHECK := $(BIN)/python tests/offline_html.py _build/html
 
-.PHONY: test book lab clean setup bench
+.PHONY: test book lab clean setup bench pdf tex
 
 setup: $(STAMP)
 
@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml book/helpers/pyproject.toml
 test: $(STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/python -m mypy --config-file book/helpers/pyproject.toml book/helpers/dpsum_book
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --doctest-modules dpsum
 ifneq ($(strip $(CHAPTERS)),)
@@ -50,6 +51,38 @@ lab: $(STAMP)
 	@echo "Starting JupyterLab on book/; open the http://127.0.0.1:...?token=... URL it prints below."
 	$(BIN)/jupyter-lab --no-browser --allow-root --ip=127.0.0.1 --port=$(LAB_PORT) \
 		--ServerApp.root_dir=book
+
+# make pdf: the whole book as one PDF, through Jupyter Book's LaTeX builder (which
+# runs xelatex: the sphinx-jupyterbook-latex extension chooses it). `tex` installs
+# TeX from Debian's archive when a package is missing and does nothing otherwise;
+# it needs root (or sudo). The check fails on LaTeX errors, missing figures,
+# undefined references and characters missing from the fonts.
+TEX_PACKAGES := texlive-xetex texlive-latex-recommended texlive-latex-extra \
+	texlive-fonts-recommended texlive-pictures latexmk fonts-freefont-otf fonts-lmodern
+SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
+PDF_LOG := _build/latex/dpsum.log
+# Sphinx's options for the LaTeX build: warnings are errors, as in make book
+PDF_SPHINXOPTS ?= -W -n --keep-going
+tex:
+	@if dpkg-query -W -f='$${Status}\n' $(TEX_PACKAGES) 2>/dev/null \
+		| grep -c '^install ok installed$$' | grep -qx $(words $(TEX_PACKAGES)); then \
+		echo "TeX: the $(words $(TEX_PACKAGES)) Debian packages are installed"; \
+	elif ! command -v apt-get >/dev/null && command -v xelatex >/dev/null \
+		&& command -v latexmk >/dev/null; then \
+		echo "TeX: no apt-get; using the xelatex and latexmk found on PATH"; \
+	else \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			--no-install-recommends $(TEX_PACKAGES); \
+	fi
+
+pdf: $(STAMP) tex
+	rm -f $(PDF_LOG)
+	max_print_line=10000 LATEXMKOPTS="-silent -halt-on-error" \
+		$(BIN)/jupyter-book build . --builder pdflatex $(PDF_SPHINXOPTS) \
+		|| { test ! -f $(PDF_LOG) || $(BIN)/python tests/latex_log.py $(PDF_LOG); exit 1; }
+	$(BIN)/python tests/latex_log.py $(PDF_LOG)
+	@echo "The PDF is at $(CURDIR)/_build/latex/dpsum.pdf (make book links it from the HTML book)"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"

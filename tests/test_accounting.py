@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpsum import accounting as A
-from dpsum.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
+from dpsum.privacy import composition as A
+from dpsum.privacy.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
 
 pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
 pld_common = pytest.importorskip("dp_accounting.pld.common")
@@ -367,7 +367,7 @@ def test_bad_arguments_are_named(call, match):
 
 def test_compose_of_gaussian_steps_alone():
     """No non-Gaussian step: the exact composition is the composed Gaussian."""
-    from dpsum.accounting import compose, gaussian_composition_epsilon, gaussian_step
+    from dpsum.privacy.composition import compose, gaussian_composition_epsilon, gaussian_step
     g = compose([gaussian_step("a", 2.0), gaussian_step("b", 3.0)], delta=1e-6)
     assert g.epsilon == pytest.approx(gaussian_composition_epsilon([2.0, 3.0], 1e-6), rel=1e-12)
 

@@ -22,9 +22,12 @@ from scipy import stats
 
 import dpsum
 from dpsum import accuracy as acc
-from dpsum import grid
-from dpsum.clipping import clipped_sum
-from dpsum.accuracy import ConfidenceBall
+from dpsum import binary
+from dpsum.accuracy import clipping_loss
+from dpsum.kernels import grid
+from dpsum.release import noise, records
+from dpsum.kernels.clipping import clipped_sum
+from dpsum.release.noise import ConfidenceBall
 
 BETA = 0.1
 Z_TOL = 4.0
@@ -56,7 +59,7 @@ def test_norm_quantile_matches_mpmath_two_weights(stds, beta):
     w1, w2 = stds[0] ** 2, stds[1] ** 2
     guess = dpsum.GeneralizedChiSquare([w1, w2]).isf(beta)
     x = mp.findroot(lambda t: _mp_sf_two_weights(t, w1, w2) - beta, guess)
-    assert math.isclose(acc.noise_norm_quantile(stds, beta), float(mp.sqrt(x)), rel_tol=1e-11)
+    assert math.isclose(noise.noise_norm_quantile(stds, beta), float(mp.sqrt(x)), rel_tol=1e-11)
 
 
 @pytest.mark.parametrize("d, s, beta", [(3, 2.0, 0.05), (50, 1e-3, 1e-9), (1, 7.0, 0.3)])
@@ -66,7 +69,7 @@ def test_norm_quantile_matches_mpmath_isotropic(d, s, beta):
     guess = stats.chi2.isf(beta, d)  # a starting point only; the root is mpmath's
     x = mp.findroot(lambda t: mp.log(mp.gammainc(mp.mpf(d) / 2, t / 2, mp.inf, regularized=True))
                     - mp.log(beta), guess)
-    assert math.isclose(acc.noise_norm_quantile(np.full(d, s), beta), s * float(mp.sqrt(x)),
+    assert math.isclose(noise.noise_norm_quantile(np.full(d, s), beta), s * float(mp.sqrt(x)),
                         rel_tol=1e-11)
 
 
@@ -75,14 +78,14 @@ def test_coordinate_quantile_matches_mpmath(beta):
     mp.mp.dps = 30
     s = np.array([1.0, 0.3, 250.0])
     z = float(mp.sqrt(2) * mp.erfinv(1 - mp.mpf(beta)))
-    np.testing.assert_allclose(acc.noise_coordinate_quantile(s, beta), s * z, rtol=1e-12)
-    assert isinstance(acc.noise_coordinate_quantile(2.0, beta), float)
+    np.testing.assert_allclose(noise.noise_coordinate_quantile(s, beta), s * z, rtol=1e-12)
+    assert isinstance(noise.noise_coordinate_quantile(2.0, beta), float)
 
 
 def test_norm_quantile_works_at_extreme_scales():
-    base = acc.noise_norm_quantile([1.0, 0.2, 0.04], 0.01)
+    base = noise.noise_norm_quantile([1.0, 0.2, 0.04], 0.01)
     for scale in (1e-150, 1e150):
-        assert math.isclose(acc.noise_norm_quantile(np.array([1.0, 0.2, 0.04]) * scale, 0.01),
+        assert math.isclose(noise.noise_norm_quantile(np.array([1.0, 0.2, 0.04]) * scale, 0.01),
                             base * scale, rel_tol=1e-12)
 
 
@@ -162,7 +165,7 @@ def test_grid_path_intervals_cover(name):
     R, d = 2000, DATA.shape[1]
     first = release_of(rng)
     target = target_of(first)
-    _, unit = acc._grid_noise(first)
+    _, unit = noise.grid_noise_law(first)
     radius = first.confidence_ball(BETA).radius
     ball = marginal = box = 0
     for _ in range(R):
@@ -177,7 +180,7 @@ def test_grid_path_intervals_cover(name):
     assert box / R >= 1 - BETA - tolerance(R)
     assert marginal / (R * d) >= 1 - BETA - tolerance(R * d)
     # the bound costs at most one grid unit per coordinate over the continuous radius
-    cont = acc.noise_norm_quantile(first.noise_std, BETA)
+    cont = noise.noise_norm_quantile(first.noise_std, BETA)
     assert cont < radius <= cont + np.linalg.norm(unit) * (1 + 1e-12)
 
 
@@ -204,7 +207,7 @@ def test_ball_and_intervals_cover_exactly(name):
         ball += ConfidenceBall(rel.estimate, radius, BETA).contains(target)
         lo, hi = rel.confidence_intervals(BETA)
         marginal += int(np.sum((lo <= target) & (target <= hi)))
-        lo, hi = acc.confidence_intervals(rel, BETA, simultaneous=True)
+        lo, hi = records.confidence_intervals(rel, BETA, simultaneous=True)
         box += bool(np.all((lo <= target) & (target <= hi)))
     d = DATA.shape[1]
     assert abs(ball / R - (1 - BETA)) <= tolerance(R)
@@ -225,7 +228,7 @@ def test_total_error_bound_covers_the_true_sum_and_noise_alone_does_not():
                                             clip_probability=p, rng=rng, center=0)
         if bound is None:
             bound = acc.release_error_bound(rel, BETA, stds=stds, n=n)
-            radius = acc.noise_norm_quantile(rel.noise_std, BETA)
+            radius = noise.noise_norm_quantile(rel.noise_std, BETA)
             assert math.isclose(bound.noise_beta + bound.bias_beta, BETA, rel_tol=1e-12)
             assert bound.bias_radius > bound.noise_radius  # the loss dominates here
         err = np.linalg.norm(rel.estimate - X.sum(axis=0))
@@ -253,14 +256,14 @@ def test_count_interval_covers(name):
         release_of = lambda: dpsum.sample_and_threshold(  # noqa: E731
             bits, epsilon=1.0, delta=1e-6, rng=rng)
     R = 800
-    hits = sum(lo <= k <= hi for lo, hi in (acc.count_interval(release_of(), BETA) for _ in range(R)))
+    hits = sum(lo <= k <= hi for lo, hi in (binary.count_interval(release_of(), BETA) for _ in range(R)))
     assert hits / R >= 1 - BETA - tolerance(R)
 
 
 def test_count_interval_is_the_exact_inversion():
     # binomial noise: Y = k + Binomial(n, p); the interval is {k : both tails > beta/2}
     rel = dpsum.binomial_noise_mechanism(np.ones(1000, dtype=int), epsilon=1.0, delta=1e-3, rng=1)
-    lo, hi = acc.count_interval(rel, 0.05)
+    lo, hi = binary.count_interval(rel, 0.05)
     ks = np.arange(rel.n + 1)
     y, n, p = rel.output, rel.n, rel.probability
     inside = (stats.binom.sf(y - ks - 1, n, p) > 0.025) & (stats.binom.cdf(y - ks, n, p) > 0.025)
@@ -268,7 +271,7 @@ def test_count_interval_is_the_exact_inversion():
     assert lo <= 1000 <= hi
     # sample-and-threshold below the threshold: the interval starts at 0
     st = dpsum.sample_and_threshold(np.zeros(50, dtype=int), epsilon=1.0, delta=1e-6, rng=2)
-    assert not st.released and acc.count_interval(st, 0.05)[0] == 0
+    assert not st.released and binary.count_interval(st, 0.05)[0] == 0
 
 
 # ---------------------------------------------------------------- the clipping loss
@@ -276,7 +279,7 @@ def test_count_interval_is_the_exact_inversion():
 
 def test_loss_moment_exact_and_grouped():
     stds = np.array([2.0, 1.0, 0.7, 0.5, 0.3, 0.2])
-    b = dpsum.gaussian_data_scaling(stds)
+    b = dpsum.design.gaussian_data_scaling(stds)
     C = dpsum.clip_radius(stds, 0.05, b)
     exact = acc.clipping_loss_moment(stds, b, C, levels=6)
     grouped = acc.clipping_loss_moment(stds, b, C, levels=2)
@@ -288,12 +291,12 @@ def test_loss_moment_exact_and_grouped():
     se = loss.std(ddof=1) / math.sqrt(loss.size)
     assert abs(loss.mean() - exact) < 4 * se
     # quadrature: the default nodes against 64
-    default = acc._LAGUERRE_NODES
+    default = clipping_loss.LAGUERRE_NODES
     try:
-        acc._LAGUERRE_NODES = 64
+        clipping_loss.LAGUERRE_NODES = 64
         fine = acc.clipping_loss_moment(stds, b, C, levels=6)
     finally:
-        acc._LAGUERRE_NODES = default
+        clipping_loss.LAGUERRE_NODES = default
     assert math.isclose(exact, fine, rel_tol=1e-6)
     # scale-free: stds and C scaled together (b fixed) scale the moment by the square
     assert math.isclose(acc.clipping_loss_moment(stds * 1e100, b, C * 1e100, levels=6),
@@ -305,8 +308,8 @@ def test_loss_moment_exact_and_grouped():
 ZIPF10 = 1.0 / np.arange(1, 11)
 
 
-@pytest.mark.parametrize("scaling, include_bias", [("optimal", True), ("none", True),
-                                                   ("optimal", False)])
+@pytest.mark.parametrize("scaling, include_bias", [("scaled", True), ("isotropic", True),
+                                                   ("scaled", False)])
 def test_plan_n_round_trip(scaling, include_bias):
     kw = dict(epsilon=1.0, delta=1e-6, beta=0.05, scaling=scaling, include_bias=include_bias)
     target = 0.02
@@ -359,18 +362,18 @@ def _release(**changes):
 @pytest.mark.parametrize("beta", [0.0, 1.0, -0.1, float("nan"), [0.1, 0.2]])
 def test_rejects_bad_beta(beta):
     with pytest.raises(ValueError, match="beta"):
-        acc.noise_norm_quantile([1.0, 2.0], beta)
+        noise.noise_norm_quantile([1.0, 2.0], beta)
 
 
 def test_rejects_releases_without_continuous_gaussian_noise():
     with pytest.raises(ValueError, match="not a continuous"):
-        acc.confidence_ball(_release(mechanism="binary"), 0.1)
+        records.confidence_ball(_release(mechanism="binary"), 0.1)
     with pytest.raises(TypeError, match="release"):
-        acc.confidence_intervals(np.zeros(3), 0.1)
+        records.confidence_intervals(np.zeros(3), 0.1)
     with pytest.raises(ValueError, match="clipping mechanism"):
         acc.release_error_bound(_release(), 0.1, stds=np.ones(3), n=10)
     with pytest.raises(TypeError, match="BinaryRelease"):
-        acc.count_interval(_release(), 0.1)
+        binary.count_interval(_release(), 0.1)
 
 
 def test_rejects_bad_model_arguments():
@@ -382,7 +385,7 @@ def test_rejects_bad_model_arguments():
     with pytest.raises(ValueError, match="n must"):
         acc.release_error_bound(rel, 0.1, stds=STDS, n=0)
     with pytest.raises(ValueError, match="noise_std"):
-        acc.noise_norm_quantile([1.0, -1.0], 0.1)
+        noise.noise_norm_quantile([1.0, -1.0], 0.1)
     with pytest.raises(ValueError, match="clip_probability"):
         acc.gaussian_data_error_bound(STDS, 100, epsilon=1.0, delta=1e-6, beta=0.1,
                                       neighbouring="add-remove")
@@ -429,7 +432,7 @@ def _pipeline_coverage(release_of, R, seed):
         ball += rel.confidence_ball(BETA).contains(target)
         lo, hi = rel.confidence_intervals(BETA)
         marginal += (lo <= target) & (target <= hi)
-        lo, hi = acc.confidence_intervals(rel, BETA, simultaneous=True)
+        lo, hi = records.confidence_intervals(rel, BETA, simultaneous=True)
         box += bool(np.all((lo <= target) & (target <= hi)))
         plain = PIPE_DATA.mean(axis=0) if rel.statistic == "mean" else PIPE_DATA.sum(axis=0)
         clipped_differs += bool(np.any(np.abs(target - plain) > (hi - lo) / 2))
@@ -470,7 +473,7 @@ def test_pipeline_replace_one_sum_is_n_times_the_mean():
 def test_pipeline_replace_one_widths_are_the_gaussian_quantiles_of_public_fields():
     rel = dpsum.private_mean(PIPE_DATA, rng=3, **PIPE_ARGS)
     z = stats.norm.isf(BETA / 2)
-    lo, hi = acc.confidence_intervals(rel, BETA)
+    lo, hi = records.confidence_intervals(rel, BETA)
     np.testing.assert_allclose((hi - lo) / 2, rel.noise_std * z, rtol=1e-12)
     np.testing.assert_allclose((hi + lo) / 2, rel.estimate, rtol=1e-12)
     z_box = stats.norm.isf((1 - (1 - BETA) ** (1 / 3)) / 2)
@@ -480,8 +483,8 @@ def test_pipeline_replace_one_widths_are_the_gaussian_quantiles_of_public_fields
     s_mean = next(st.noise_multiplier for st in rel.steps if st.name == "mean")
     np.testing.assert_allclose(rel.noise_std, s_mean * 2 * rel.clip_norm / rel.scaling / 3000,
                                rtol=1e-12)
-    assert math.isclose(acc.confidence_ball(rel, BETA).radius,
-                        acc.noise_norm_quantile(rel.noise_std, BETA), rel_tol=1e-12)
+    assert math.isclose(records.confidence_ball(rel, BETA).radius,
+                        noise.noise_norm_quantile(rel.noise_std, BETA), rel_tol=1e-12)
 
 
 def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
@@ -503,11 +506,11 @@ def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
     s_mean = next(st.noise_multiplier for st in rel.steps if st.name == "mean")
     s = s_mean * rel.clip_norm / rel.scaling  # add-remove sensitivity C
     half = np.abs(rel.center) * s_count * stats.norm.isf(BETA / 4) + s * stats.norm.isf(BETA / 4)
-    lo, hi = acc.confidence_intervals(rel, BETA)
+    lo, hi = records.confidence_intervals(rel, BETA)
     np.testing.assert_allclose((hi - lo) / 2, half, rtol=1e-12)
     radius = (np.linalg.norm(rel.center) * s_count * stats.norm.isf(BETA / 4)
-              + acc.noise_norm_quantile(s, BETA / 2))
-    assert math.isclose(acc.confidence_ball(rel, BETA).radius, radius, rel_tol=1e-12)
+              + noise.noise_norm_quantile(s, BETA / 2))
+    assert math.isclose(records.confidence_ball(rel, BETA).radius, radius, rel_tol=1e-12)
     # intervals that leave out the count's error miss the sum far too often
     rng = np.random.default_rng(43)
     miss = 0
@@ -522,7 +525,7 @@ def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
 def test_pipeline_add_remove_mean_is_refused():
     rel = dpsum.private_mean(PIPE_DATA, neighbouring="add-remove", rng=0, **PIPE_ARGS)
     with pytest.raises(ValueError, match="private_mean under add-remove"):
-        acc.confidence_intervals(rel, BETA)
+        records.confidence_intervals(rel, BETA)
     with pytest.raises(ValueError, match="private count"):
         rel.confidence_ball(BETA)
     with pytest.raises(ValueError, match="private_mean under add-remove"):
@@ -535,15 +538,15 @@ def test_pipeline_argument_errors():
     rel = dpsum.private_sum(PIPE_DATA, neighbouring="add-remove", rng=0, **PIPE_ARGS)
     for beta in (0.0, 1.0, float("nan"), [0.1]):
         with pytest.raises(ValueError, match="beta"):
-            acc.confidence_intervals(rel, beta)
+            records.confidence_intervals(rel, beta)
         with pytest.raises(ValueError, match="beta"):
-            acc.confidence_ball(rel, beta)
+            records.confidence_ball(rel, beta)
     with pytest.raises(TypeError, match="simultaneous"):
-        acc.confidence_intervals(rel, BETA, simultaneous="yes")
+        records.confidence_intervals(rel, BETA, simultaneous="yes")
     # a record without the steps it claims cannot be stated for
     stripped = dataclasses.replace(rel, steps=())
     with pytest.raises(ValueError, match="steps"):
-        acc.confidence_ball(stripped, BETA)
+        records.confidence_ball(stripped, BETA)
     # the total-error bound is for Algorithm 3 with a public model only
     with pytest.raises(TypeError, match="release"):
         acc.release_error_bound(rel, BETA, stds=np.ones(3), n=3000)

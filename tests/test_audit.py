@@ -57,40 +57,12 @@ import pytest
 from scipy import optimize, special, stats
 
 from dpsum import binary
-from dpsum.audit import (
-    BATCHED_SAMPLERS,
-    AuditResult,
-    audit_power,
-    batched_gaussian_release,
-    clopper_pearson_lower,
-    clopper_pearson_upper,
-    discrete_audit_power,
-    discrete_law_release,
-    epsilon_from_counts,
-    epsilon_lower_bound,
-    pair_delta,
-    pair_epsilon,
-    refused_attributes,
-    simulate_audits,
-    two_point_rejection_probability,
-)
-from dpsum.calibration import analytic_sigma
-from dpsum.pairs import (
-    binary_output_laws,
-    binary_pair,
-    clipped_pair,
-    elliptical_pair,
-    gaussian_data_pair,
-    statistic_pair,
-    worst_binary_pair,
-)
-from dpsum.mechanisms import (
-    clipped_gaussian_mechanism,
-    elliptical_gaussian_mechanism,
-    gaussian_data_mechanism,
-    gaussian_mechanism,
-)
-from dpsum.scaling import elliptical_scaling
+from dpsum.audit.runner import AuditResult, batched_gaussian_release, BATCHED_SAMPLERS, discrete_law_release, epsilon_lower_bound, refused_attributes, simulate_audits
+from dpsum.audit.statistics import audit_power, clopper_pearson_lower, clopper_pearson_upper, discrete_audit_power, epsilon_from_counts, pair_delta, pair_epsilon, two_point_rejection_probability
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.audit.pairs import binary_output_laws, binary_pair, clipped_pair, elliptical_pair, gaussian_data_pair, statistic_pair, worst_binary_pair
+from dpsum.mechanisms import clipped_gaussian_mechanism, elliptical_gaussian_mechanism, gaussian_data_mechanism, gaussian_mechanism
+from dpsum.design.scaling import elliptical_scaling
 
 EPS, DELTA, ALPHA = 1.0, 1e-3, 1e-3
 EPS_DETECT = 1.6          # the violation every audit must catch with 99% probability
@@ -162,7 +134,7 @@ GAUSSIAN_CASES = {
     "clipped-replace": (_clipped("replace"), clipped_pair(D, CLIP, "replace", n=3), EPS),
     "clipped-add-remove": (_clipped("add-remove"), clipped_pair(D, CLIP, "add-remove", n=3), EPS),
 }
-for _s_name, _s in (("optimal", "optimal"), ("none", "none"), ("explicit", EXPLICIT_SCALING)):
+for _s_name, _s in (("scaled", "scaled"), ("isotropic", "isotropic"), ("explicit", EXPLICIT_SCALING)):
     for _rel in ("replace", "add-remove"):
         GAUSSIAN_CASES[f"gaussian-data-{_s_name}-{_rel}"] = _gd_case(_s, _rel)
 

@@ -17,9 +17,9 @@ from scipy import stats
 
 import dpsum
 from dpsum import bounds as B
-from dpsum.clipping import clip_radius
-from dpsum.gchisq import GeneralizedChiSquare
-from dpsum.scaling import gaussian_data_scaling
+from dpsum.design.clip_radius import clip_radius
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.design.scaling import gaussian_data_scaling
 
 RTOL = 1e-12
 # the exact clip radius is rounded up by a relative 1e-12 (dpsum.clipping)
@@ -103,9 +103,9 @@ def test_lemma32_range_is_enforced():
     s = CONFIGS["power-1"]
     t_max = B.bernstein_max_t(s)
     assert B.bernstein_tail_threshold(s, t_max) > 0  # the limit itself is allowed
-    with pytest.raises(ValueError, match="Lemma 3.2"):
+    with pytest.raises(ValueError, match="Bernstein tail lemma"):
         B.bernstein_tail_threshold(s, 1.01 * t_max)
-    with pytest.raises(ValueError, match="Lemma 3.2"):
+    with pytest.raises(ValueError, match="Bernstein tail lemma"):
         B.bernstein_tail_threshold(s, [0.0, 2 * t_max])
     loose = B.bernstein_tail_threshold(s, 3.0, strict=False)
     assert loose == pytest.approx(3 * math.sqrt(8 * np.sum(s**4)) + np.sum(s**2), rel=RTOL)
@@ -154,7 +154,7 @@ def test_bernstein_clip_radius(name):
         C = B.bernstein_clip_radius(s, p, b)
         assert C**2 == pytest.approx(B.bernstein_tail_threshold(s * b, t), rel=RTOL)
         assert C >= dpsum.clip_radius(s, p, b)
-    with pytest.raises(ValueError, match="clip_probability = .* outside the range of Lemma 3.2"):
+    with pytest.raises(ValueError, match="clip_probability = .* outside the range of the Bernstein tail lemma"):
         B.bernstein_clip_radius(s, math.exp(-4 * t_max**2), b)
     assert B.bernstein_clip_radius(s, math.exp(-t_max**2), b) > 0  # the limit itself is allowed
 
@@ -252,7 +252,7 @@ def test_theorem5_error_bound():
         # equation (20) with C^2 replaced by the bound: (2 C sigma_opt)^2 sum b^-2
         c2 = B.bernstein_error_clip_radius_squared(s, n)
         assert bound == pytest.approx(4 * sopt**2 * c2 * np.sum(b**-2.0), rel=1e-12)
-        exact = dpsum.gaussian_data_error(s, eps, delta, 1 / n)
+        exact = dpsum.accuracy.gaussian_data_error(s, eps, delta, 1 / n)
         assert bound >= exact
         exact_c2 = dpsum.clip_radius(s, 1 / n, b) ** 2
         assert bound / exact == pytest.approx(c2 / exact_c2, rel=EXACT_MARGIN)
@@ -265,16 +265,16 @@ def test_theorem5_error_bound():
 def test_theorem5_condition_is_enforced():
     s = CONFIGS["power-1"]  # sum sigma^2 / (18 sigma_*^2) < ln 2: no n >= 2 qualifies
     assert B.bernstein_error_max_log_n(s) < math.log(2)
-    with pytest.raises(ValueError, match="Theorem 5"):
+    with pytest.raises(ValueError, match="Bernstein error bound"):
         B.bernstein_error_clip_radius_squared(s, 100)
-    with pytest.raises(ValueError, match="Theorem 5"):
+    with pytest.raises(ValueError, match="Bernstein error bound"):
         B.bernstein_error_bound(s, 100, 1.0, 1e-6)
     # beyond the condition the formula can fall below the exact C^2: not a bound
     b = gaussian_data_scaling(s)
     n = 1e6
     assert B.bernstein_error_clip_radius_squared(s, n, strict=False) < dpsum.clip_radius(s, 1 / n, b) ** 2
     loose = B.bernstein_error_bound(s, n, 1.0, 1e-6, strict=False)
-    assert loose < dpsum.gaussian_data_error(s, 1.0, 1e-6, 1 / n)
+    assert loose < dpsum.accuracy.gaussian_data_error(s, 1.0, 1e-6, 1 / n)
 
 
 # ------------------------------------------------------------- Chebyshev

@@ -22,13 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpsum.calibration import (
-    MAX_CALIBRATION_EPSILON,
-    analytic_sigma,
-    classic_sigma,
-    gaussian_delta,
-    gaussian_epsilon,
-)
+from dpsum.privacy.calibration import analytic_sigma, classic_sigma, gaussian_delta, gaussian_epsilon, MAX_CALIBRATION_EPSILON
 
 DATA = Path(__file__).parent / "data" / "calibration_sigma_reference.csv"
 DIGITS = 50

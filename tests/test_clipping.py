@@ -10,6 +10,7 @@ most the declared sensitivity once the rounding bound of
 
 from __future__ import annotations
 
+import importlib
 import math
 from fractions import Fraction
 
@@ -19,9 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpsum
-from dpsum import clipping, scaling
-from dpsum.clipping import clamped_sum, clip_radius, clipped_sum, sum_rounding_bound
-from dpsum.gchisq import GeneralizedChiSquare
+from dpsum.design import scaling
+from dpsum.kernels import _rows
+from dpsum.kernels.clipping import clamped_sum, clipped_sum, sum_rounding_bound
+from dpsum.design.clip_radius import clip_radius
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+
+# the module, not the function dpsum.design.clip_radius that shadows it as an attribute
+radius_module = importlib.import_module("dpsum.design.clip_radius")
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -49,17 +55,17 @@ def row_contributions(X, C, b=None, c=None):
     (times 2^e gives scaled units), as lists of Fractions, and C_n."""
     n, d = X.shape
     b = np.ones(d) if b is None else b
-    plan = clipping._make_plan(C, b, c, d)
+    plan = _rows.make_clip_plan(C, b, c, d)
     buf = np.empty((n, d))
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        base, sq = clipping._squared_norms(X, plan, buf, np.empty((n, d)))
+        base, sq = _rows._squared_norms(X, plan, buf, np.empty((n, d)))
     out = []
     for i in range(n):
         if not np.isfinite(sq[i]):
-            v, _ = clipping._hard_row(X[i], plan)
+            v, _ = _rows._hard_row(X[i], plan)
             out.append([Fraction(float(x)) for x in v])
             continue
-        f = 1.0 if sq[i] <= plan.tau else float(clipping._clip_factors(sq[i:i + 1], plan)[0])
+        f = 1.0 if sq[i] <= plan.tau else float(_rows._clip_factors(sq[i:i + 1], plan)[0])
         row = [Fraction(f) * Fraction(float(x)) for x in base[i]]
         if plan.fast:
             row = [r * Fraction(float(w)) for r, w in zip(row, plan.b_n)]
@@ -173,7 +179,7 @@ def test_reproducer_3_large_centre_rounding_stays_within_sensitivity():
     X = c + rng.normal(0, s, (5000, 4))
     Y = X.copy()
     Y[759] = c
-    b = dpsum.gaussian_data_scaling(s)
+    b = dpsum.design.gaussian_data_scaling(s)
     C = dpsum.clip_radius(s, 1 / 5000, b)
     Ta, Tb = charged_sum(X, C, b, c), charged_sum(Y, C, b, c)
     assert exact_sq_dist(Ta, Tb) <= Fraction(2 * C) ** 2
@@ -214,7 +220,7 @@ def test_reproducer_1_tiny_stds_with_a_zero_coordinate():
     s = np.array([1e-160, 2e-160, 1e-161])
     X = rng.normal(0, s * 50, (20, 3))
     X[:, 1] = 0.0
-    b = dpsum.gaussian_data_scaling(s)
+    b = dpsum.design.gaussian_data_scaling(s)
     C = dpsum.clip_radius(s, 1 / 20, b)
     T, k = clipped_sum(X, C, b)
     norms = np.linalg.norm((X / s) * (s * b), axis=1)   # avoids squaring 1e-160
@@ -247,22 +253,22 @@ def test_reproducer_4_overflowing_rows_are_clipped_not_dropped():
 def test_the_recheck_loop_terminates_and_repairs_a_too_large_factor():
     nu_upper = np.array([2.0, 3.0, 1e-3])
     f = np.array([1.0, 1.0, 1.0])              # far too large for the first two
-    g = clipping._shrink_until_bounded(f, nu_upper, 1.5)
+    g = _rows._shrink_until_bounded(f, nu_upper, 1.5)
     assert np.all(g * nu_upper <= 1.5)
     assert g[2] == 1.0
     # a factor that is too large by a hair is repaired on the first pass
-    h = clipping._shrink_until_bounded(np.array([1.5 / 2.0]), np.array([2.0]), 1.5)
+    h = _rows._shrink_until_bounded(np.array([1.5 / 2.0]), np.array([2.0]), 1.5)
     assert h[0] < 0.75 and h[0] > 0.75 * (1 - 2 ** -19)
 
 
 def test_margin_makes_the_first_recheck_pass():
     rng = np.random.default_rng(3)
     for d in (1, 7, 100, 10_000):
-        plan = clipping._make_plan(1.3, np.ones(d), None, d)
+        plan = _rows.make_clip_plan(1.3, np.ones(d), None, d)
         sq = rng.uniform(plan.tau, 1e300, 1000)
         nu = np.sqrt(sq)
         f = plan.C_n / nu * plan.shrink
-        ok = f * clipping._norm_upper_bound(nu, d) * (1 + 2 * clipping._U) <= plan.C_n
+        ok = f * _rows._norm_upper_bound(nu, d) * (1 + 2 * _rows._U) <= plan.C_n
         assert ok.all()
 
 
@@ -428,11 +434,10 @@ def test_clamped_sum_validates_its_arguments():
 
 # ------------------------------------------------------ the clip-radius cache
 def test_clip_radius_cache_is_keyed_by_a_digest_and_bounded():
-    from dpsum import clipping
-    clipping._RADIUS_CACHE.clear()
+    radius_module._RADIUS_CACHE.clear()
     stds = np.array([3.0, 1.0, 0.5])
     first = clip_radius(stds, 1e-4)
-    store = clipping._RADIUS_CACHE._store
+    store = radius_module._RADIUS_CACHE._store
     assert len(store) == 1
     (key,) = store
     d, p, digest = key
@@ -442,10 +447,10 @@ def test_clip_radius_cache_is_keyed_by_a_digest_and_bounded():
     # scaling the stds by a power of two reuses the entry (relative weights)
     assert clip_radius(4.0 * stds, 1e-4) == 4.0 * first and len(store) == 1
     # the cache never holds more than its bound, whatever the number of keys
-    for k in range(clipping._RadiusCache._MAX_ENTRIES + 20):
+    for k in range(radius_module._RadiusCache._MAX_ENTRIES + 20):
         clip_radius(stds, 1e-3 / (k + 1))
-    assert len(store) == clipping._RadiusCache._MAX_ENTRIES
-    clipping._RADIUS_CACHE.clear()
+    assert len(store) == radius_module._RadiusCache._MAX_ENTRIES
+    radius_module._RADIUS_CACHE.clear()
 
 
 @pytest.mark.parametrize("scale", [1e-200, 1e-100, 1e100, 1e200])

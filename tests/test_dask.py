@@ -26,21 +26,13 @@ zarr = pytest.importorskip("zarr")
 import dask  # noqa: E402
 
 from _releases import same_release  # noqa: E402
-from dpsum import dask as dpdask  # noqa: E402
-from dpsum.accumulator import (  # noqa: E402
-    clipped_gaussian_accumulator,
-    gaussian_data_accumulator,
-    merged_sum_rounding_bound,
-)
-from dpsum.audit import batched_gaussian_release, epsilon_lower_bound  # noqa: E402
-from dpsum.clipping import clip_radius, sum_rounding_bound  # noqa: E402
-from dpsum.mechanisms import (  # noqa: E402
-    clipped_gaussian_mechanism,
-    elliptical_gaussian_mechanism,
-    gaussian_data_mechanism,
-    release_diagnostics,
-)
-from dpsum.pairs import clipped_pair, elliptical_pair, gaussian_data_pair  # noqa: E402
+from dpsum.engines import dask as dpdask  # noqa: E402
+from dpsum.release.accumulator import clipped_gaussian_accumulator, gaussian_data_accumulator, merged_sum_rounding_bound
+from dpsum.audit.runner import batched_gaussian_release, epsilon_lower_bound  # noqa: E402
+from dpsum.design.clip_radius import clip_radius
+from dpsum.kernels.clipping import sum_rounding_bound  # noqa: E402
+from dpsum.mechanisms import clipped_gaussian_mechanism, elliptical_gaussian_mechanism, gaussian_data_mechanism, release_diagnostics
+from dpsum.audit.pairs import clipped_pair, elliptical_pair, gaussian_data_pair  # noqa: E402
 
 U = 2.0 ** -53
 EPS, DELTA = 1.0, 1e-6
@@ -163,7 +155,7 @@ def test_clipping_mechanisms_release_as_in_memory(client, name, chunks):
     ref = mechanism(X, epsilon=EPS, delta=DELTA, rng=9, **kw)
     Xd = da.from_array(X, chunks=chunks)
     out = mechanism(Xd, epsilon=EPS, delta=DELTA, rng=9, **kw)
-    rows = dpdask._check_matrix(Xd).chunks[0]      # after the rechunk of column chunks
+    rows = dpdask.check_matrix(Xd).chunks[0]      # after the rechunk of column chunks
     rho = sum_rounding_bound(3000, 5) + merged_sum_rounding_bound(rows, 5)
     tol = estimate_tolerance(out, ref, rho * ref.clip_norm, 9, 3000)
     assert np.all(np.abs(out.estimate - ref.estimate) <= tol)
@@ -274,8 +266,6 @@ def test_arguments_are_checked_before_any_chunk_is_computed():
         (dict(epsilon=EPS, clip_norm=0.0), ValueError, "clip_norm"),
         (dict(epsilon=EPS, clip_norm=1.0, neighbouring="neither"), ValueError, "neighbouring"),
         (dict(epsilon=EPS, clip_norm=1.0, rng="x"), TypeError, "rng"),
-        (dict(epsilon=EPS, clip_norm=1.0, return_diagnostics=True), ValueError,
-         "release_diagnostics"),
     ]
     for kw, error, match in bad:
         with pytest.raises(error, match=match):
@@ -298,7 +288,7 @@ def test_arguments_are_checked_before_any_chunk_is_computed():
 
 def test_import_dpsum_does_not_import_dask():
     code = ("import sys; sys.modules['dask'] = None; import dpsum, dpsum.mechanisms, "
-            "dpsum.dask; r = dpsum.clipped_gaussian_mechanism([[3.0, 4.0]], epsilon=1.0, "
+            "dpsum.engines.dask; r = dpsum.clipped_gaussian_mechanism([[3.0, 4.0]], epsilon=1.0, "
             "delta=1e-6, clip_norm=1.0, rng=0); print(r.sensitivity)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

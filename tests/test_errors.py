@@ -10,9 +10,10 @@ import pytest
 from scipy import integrate, stats
 
 import dpsum
-from dpsum import errors, scaling
-from dpsum.calibration import analytic_sigma
-from dpsum.clipping import clip_radius
+from dpsum.accuracy import expected as errors
+from dpsum.design import scaling
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.design.clip_radius import clip_radius
 
 EPS, DELTA = 1.0, 1e-6
 
@@ -60,8 +61,8 @@ def test_isotropic_case_matches_a_one_dimensional_chi_integral():
     # b = 1 and equal stds s: R = ||x - mu|| = s chi_d, so the per-record term
     # E[(1 - C/R)_+^2 R^2] is E[(R - C)_+^2], an integral of the chi density
     s, d, n, p = 2.5, 3, 500, 0.01
-    B = dpsum.gaussian_data_clipping_error(np.full(d, s), n, p, scaling="none")
-    C = dpsum.gaussian_data_setup(np.full(d, s), clip_probability=p, scaling="none").clip_norm
+    B = dpsum.accuracy.gaussian_data_clipping_error(np.full(d, s), n, p, scaling="isotropic")
+    C = dpsum.gaussian_data_setup(np.full(d, s), clip_probability=p, scaling="isotropic").clip_norm
     law = stats.chi(d, scale=s)
     assert math.isclose(law.sf(C), p, rel_tol=1e-9)
     exact, _ = integrate.quad(lambda r: (r - C) ** 2 * law.pdf(r), C, np.inf,
@@ -72,7 +73,7 @@ def test_isotropic_case_matches_a_one_dimensional_chi_integral():
 def test_one_coordinate_matches_the_normal_integral():
     # d = 1: (1 - C/R)_+^2 (x - mu)^2 = (|x - mu| - C/b)_+^2
     sd, n, p = 3.0, 100, 0.05
-    B = dpsum.gaussian_data_clipping_error([sd], n, p)
+    B = dpsum.accuracy.gaussian_data_clipping_error([sd], n, p)
     setup = dpsum.gaussian_data_setup([sd], clip_probability=p)
     t = setup.clip_norm / setup.scaling[0]
     assert math.isclose(t, sd * stats.norm.isf(p / 2), rel_tol=1e-9)
@@ -85,7 +86,7 @@ def test_unequal_stds_agree_with_simulation():
     rng = np.random.default_rng(7)
     sd = np.array([10.0, 3.0, 1.0, 0.3, 0.05])
     n, p, m = 200, 0.02, 400_000
-    B = dpsum.gaussian_data_clipping_error(sd, n, p)
+    B = dpsum.accuracy.gaussian_data_clipping_error(sd, n, p)
     setup = dpsum.gaussian_data_setup(sd, clip_probability=p)
     Z = rng.normal(size=(m, sd.size)) * sd
     R = np.linalg.norm(Z * setup.scaling, axis=1)
@@ -97,23 +98,23 @@ def test_unequal_stds_agree_with_simulation():
 
 def test_units_and_number_of_records():
     sd = np.array([4.0, 1.0, 0.5])
-    B = dpsum.gaussian_data_clipping_error(sd, 50, 0.01)
-    assert math.isclose(dpsum.gaussian_data_clipping_error(7 * sd, 50, 0.01), 49 * B,
+    B = dpsum.accuracy.gaussian_data_clipping_error(sd, 50, 0.01)
+    assert math.isclose(dpsum.accuracy.gaussian_data_clipping_error(7 * sd, 50, 0.01), 49 * B,
                         rel_tol=1e-9)
-    assert math.isclose(dpsum.gaussian_data_clipping_error(sd, 150, 0.01), 3 * B,
+    assert math.isclose(dpsum.accuracy.gaussian_data_clipping_error(sd, 150, 0.01), 3 * B,
                         rel_tol=1e-12)
     # the default p_C is 1/n, as in gaussian_data_mechanism
-    assert dpsum.gaussian_data_clipping_error(sd, 80) == dpsum.gaussian_data_clipping_error(
+    assert dpsum.accuracy.gaussian_data_clipping_error(sd, 80) == dpsum.accuracy.gaussian_data_clipping_error(
         sd, 80, 1 / 80)
     # a smaller clip probability means a larger radius and less clipping
-    assert dpsum.gaussian_data_clipping_error(sd, 50, 1e-4) < B
+    assert dpsum.accuracy.gaussian_data_clipping_error(sd, 50, 1e-4) < B
 
 
 def test_equal_weights_are_grouped_without_changing_the_result():
     # an explicit scaling b = 1 / stds makes every weight b_j^2 stds_j^2 equal
     sd = np.array([2.0, 1.0, 0.5, 0.25])
-    grouped = dpsum.gaussian_data_clipping_error(sd, 30, 0.05, scaling=1 / sd)
-    iso = dpsum.gaussian_data_clipping_error(np.ones(4), 30, 0.05, scaling="none")
+    grouped = dpsum.accuracy.gaussian_data_clipping_error(sd, 30, 0.05, scaling=1 / sd)
+    iso = dpsum.accuracy.gaussian_data_clipping_error(np.ones(4), 30, 0.05, scaling="isotropic")
     # x_j = sd_j Z_j with R = ||Z||: the term is (1 - C/R)_+^2 sum_j sd_j^2 Z_j^2, and by
     # symmetry each Z_j^2 carries a quarter of E[(1 - C/R)_+^2 ||Z||^2]
     assert math.isclose(grouped, iso * np.sum(sd**2) / 4, rel_tol=1e-9)
@@ -130,4 +131,4 @@ def test_equal_weights_are_grouped_without_changing_the_result():
 ])
 def test_bad_arguments_are_refused_by_name(kwargs, error, word):
     with pytest.raises(error, match=word):
-        dpsum.gaussian_data_clipping_error(**kwargs)
+        dpsum.accuracy.gaussian_data_clipping_error(**kwargs)

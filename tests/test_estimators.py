@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 from scipy.special import ndtri
 
-from dpsum import estimators as E
+from dpsum.pipeline import quantiles as E
 
 
 # ---------------------------------------------------------------------------

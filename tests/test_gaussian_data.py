@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsum import errors, scaling
-from dpsum.calibration import analytic_sigma
-from dpsum.clipping import clip_radius
-from dpsum.gaussian_data import gaussian_data_setup
+from dpsum.accuracy import expected as errors
+from dpsum.design import scaling
+from dpsum.privacy.calibration import analytic_sigma
+from dpsum.design.clip_radius import clip_radius
+from dpsum.design.gaussian_data import gaussian_data_setup
 
 STDS = np.array([3.0, 1.0, 0.3])
 CENTER = np.array([2.0, -1.0, 0.5])
@@ -73,22 +74,22 @@ def test_setup_arrays_are_read_only_copies():
 
 @pytest.mark.parametrize("scale", [1e-200, 1e200])
 def test_extreme_stds_without_scaling_name_stds_not_weights(scale):
-    """stds of 1e+-200 with scaling='none': the clip radius is computed in
+    """stds of 1e+-200 with scaling="isotropic": the clip radius is computed in
     power-of-two units; a problem is reported in terms of the arguments."""
     stds = np.array([1.0, 0.5, 0.25]) * scale
-    s = gaussian_data_setup(stds, clip_probability=1e-6, scaling="none")
+    s = gaussian_data_setup(stds, clip_probability=1e-6, scaling="isotropic")
     ref = gaussian_data_setup(np.array([1.0, 0.5, 0.25]), clip_probability=1e-6,
-                              scaling="none")
+                              scaling="isotropic")
     assert s.clip_norm == pytest.approx(ref.clip_norm * scale, rel=1e-14)
     if scale > 1:
         # the squared error itself exceeds the float range: say so, naming stds
         with pytest.raises(ValueError, match="stds") as info:
-            errors.gaussian_data_error(stds, 1.0, 1e-6, 1e-6, scaling="none")
+            errors.gaussian_data_error(stds, 1.0, 1e-6, 1e-6, scaling="isotropic")
         assert "weights" not in str(info.value)
     else:
         # the noise level is representable and exact; its square underflows to 0
         small = gaussian_data_setup(stds, epsilon=1.0, delta=1e-6, clip_probability=1e-6,
-                                    scaling="none")
+                                    scaling="isotropic")
         unit = gaussian_data_setup(stds / scale, epsilon=1.0, delta=1e-6,
-                                   clip_probability=1e-6, scaling="none")
+                                   clip_probability=1e-6, scaling="isotropic")
         np.testing.assert_allclose(small.noise_std, unit.noise_std * scale, rtol=1e-14)

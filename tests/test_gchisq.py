@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize, special, stats
 
-from dpsum.gchisq import GeneralizedChiSquare
+from dpsum.distributions.gchisq import GeneralizedChiSquare
 
 DATA = Path(__file__).resolve().parent / "data"
 _spec = importlib.util.spec_from_file_location("make_gchisq_reference", DATA / "make_gchisq_reference.py")

@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import dpsum
-from dpsum import grid
-from dpsum.grid import (discrete_gaussian, discrete_gaussian_delta,
-                        discrete_gaussian_delta_exact_1d, discrete_gaussian_pmf,
-                        discrete_gaussian_sigma, grid_clipped_sum, grid_exponent)
+from dpsum.distributions import discrete
+from dpsum.kernels import _rows, grid
+from dpsum.release import discrete_noise
+from dpsum.distributions.discrete import discrete_gaussian, discrete_gaussian_pmf
+from dpsum.privacy.discrete import discrete_gaussian_delta, discrete_gaussian_delta_exact_1d, discrete_gaussian_sigma
+from dpsum.kernels.grid import grid_clipped_sum, grid_exponent
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -104,7 +106,7 @@ def test_grid_sum_agrees_with_the_float_kernel_up_to_the_charge():
     b = rng.uniform(0.5, 2, 10)
     C = 6.0
     S, K, k = grid_clipped_sum(X, C, b)
-    T, k_float = dpsum.clipped_sum(X, C, b)
+    T, k_float = dpsum.kernels.clipped_sum(X, C, b)
     # each row differs by at most the clip shrink plus the rounding: 2 * charge * C
     err = np.linalg.norm(np.array([float(v) for v in S]) * 2.0 ** K - T)
     assert err <= X.shape[0] * 2 * grid.GRID_CHARGE * C
@@ -133,7 +135,7 @@ def test_grid_kernel_does_the_same_work_whatever_is_clipped(monkeypatch):
     none = list(calls)
     calls.clear()
     grid_clipped_sum(X, 1.0)                        # everything clipped
-    rows = (grid.clipping._BLOCK_ELEMENTS // 100) * grid._GRID_BLOCK_FACTOR
+    rows = (_rows._BLOCK_ELEMENTS // 100) * grid._GRID_BLOCK_FACTOR
     assert calls == none and len(none) == -(-20_000 // rows)
 
 
@@ -191,7 +193,7 @@ def test_discrete_gaussian_moments_at_large_scale():
 def test_discrete_gaussian_takes_rationals_and_a_secure_source():
     x = discrete_gaussian(Fraction(7, 3), size=(2, 3))
     assert x.shape == (2, 3) and all(isinstance(v, int) for v in x.ravel())
-    assert grid._Bits(None).secure and not grid._Bits(0).secure
+    assert discrete._Bits(None).secure and not discrete._Bits(0).secure
     with pytest.raises(ValueError, match="sigma2"):
         discrete_gaussian(-1.0)
     with pytest.raises(TypeError, match="rng"):
@@ -199,7 +201,7 @@ def test_discrete_gaussian_takes_rationals_and_a_secure_source():
 
 
 def test_uniform_integers_above_int64_stay_in_range():
-    bits = grid._Bits(3)
+    bits = discrete._Bits(3)
     m = 3 * 2**70 + 1
     draws = [bits.below(m) for _ in range(2000)]
     assert all(0 <= v < m for v in draws)
@@ -324,12 +326,12 @@ def test_precision_attack_breaks_the_float_path_and_not_the_grid_path():
 @pytest.mark.parametrize("scale, n", [(0.3, 20_000), (2.5, 20_000), (Fraction(7, 3), 20_000),
                                       (12.0, 20_000)])
 def test_discrete_laplace_fits_the_exact_pmf(scale, n):
-    x = grid.discrete_laplace(scale, size=n, rng=2024).astype(np.int64)
+    x = discrete.discrete_laplace(scale, size=n, rng=2024).astype(np.int64)
     tau = float(scale)
     half = int(math.ceil(6 * tau)) + 1
     cells = np.arange(-half, half + 1)
-    p = grid.discrete_laplace_pmf(cells, tau)
-    tail = grid.discrete_laplace_pmf(np.arange(half + 1, half + 2000), tau).sum()
+    p = discrete.discrete_laplace_pmf(cells, tau)
+    tail = discrete.discrete_laplace_pmf(np.arange(half + 1, half + 2000), tau).sum()
     p[0] += tail
     p[-1] += tail
     assert p.sum() == pytest.approx(1.0, rel=1e-12)
@@ -345,20 +347,20 @@ def test_discrete_laplace_fits_the_exact_pmf(scale, n):
 
 def test_discrete_laplace_moments_at_large_scale_and_a_secure_source():
     tau = Fraction(10**9, 3)
-    x = np.array([float(v) for v in grid.discrete_laplace(tau, size=4000, rng=8)])
-    std = grid.discrete_laplace_std(tau)
+    x = np.array([float(v) for v in discrete.discrete_laplace(tau, size=4000, rng=8)])
+    std = discrete.discrete_laplace_std(tau)
     assert std == pytest.approx(math.sqrt(2) * float(tau), rel=1e-9)
     assert abs(x.mean()) < 5 * std / math.sqrt(4000)
     # E|X| = tau up to O(1/tau) for large tau; |X| has standard deviation ~ tau
     assert abs(np.abs(x).mean() / float(tau) - 1) < 5 / math.sqrt(4000)
-    y = grid.discrete_laplace(1.5, size=(2, 2))          # OS CSPRNG
+    y = discrete.discrete_laplace(1.5, size=(2, 2))          # OS CSPRNG
     assert y.shape == (2, 2) and all(isinstance(v, int) for v in y.ravel())
     with pytest.raises(ValueError, match="scale"):
-        grid.discrete_laplace(0.0)
+        discrete.discrete_laplace(0.0)
     # variance 2r / (1 - r)^2 against the pmf summed directly
     ys = np.arange(-200, 201)
-    var = float(np.sum(ys * ys * grid.discrete_laplace_pmf(ys, 2.5)))
-    assert grid.discrete_laplace_std(2.5) == pytest.approx(math.sqrt(var), rel=1e-12)
+    var = float(np.sum(ys * ys * discrete.discrete_laplace_pmf(ys, 2.5)))
+    assert discrete.discrete_laplace_std(2.5) == pytest.approx(math.sqrt(var), rel=1e-12)
 
 
 @SETTINGS
@@ -375,7 +377,7 @@ def test_secure_laplace_grid_sensitivity_holds_on_worst_case_neighbours(a, sens,
     dist = sum(abs(Fraction(float(x)) - Fraction(float(y))) for x, y in zip(a, b))
     if dist > Fraction(sens):                        # rounding of a + step overshot
         return
-    _, K, D, _ = grid.secure_laplace(a, sensitivity=sens, epsilon=1.0, rng=0)
+    _, K, D, _ = discrete_noise.secure_laplace(a, sensitivity=sens, epsilon=1.0, rng=0)
     qa, qb = grid.round_to_grid(a, K), grid.round_to_grid(b, K)
     assert sum(abs(int(x) - int(y)) for x, y in zip(qa, qb)) <= D
     # the rounding charge is at most 2 GRID_CHARGE of the sensitivity
@@ -393,7 +395,7 @@ def test_secure_laplace_mechanism_records_the_grid_path():
     D = round(r.sensitivity / 2.0 ** r.grid_exponent)
     tau = D / 0.5
     assert r.sensitivity == pytest.approx(2.0, rel=3 * grid.GRID_CHARGE)
-    np.testing.assert_allclose(r.noise_std, grid.discrete_laplace_std(tau) * 2.0 ** r.grid_exponent)
+    np.testing.assert_allclose(r.noise_std, discrete.discrete_laplace_std(tau) * 2.0 ** r.grid_exponent)
     assert r.sigma_opt * r.sensitivity == pytest.approx(r.noise_std[0], rel=1e-15)
     again = dpsum.laplace_mechanism(value, epsilon=0.5, sensitivity=2.0, rng=3, secure=True)
     np.testing.assert_array_equal(r.estimate, again.estimate)
@@ -412,25 +414,25 @@ def test_secure_laplace_mechanism_records_the_grid_path():
 
 def test_secure_laplace_draws_noise_of_scale_D_over_epsilon_exactly(monkeypatch):
     seen = []
-    original = grid.discrete_laplace
+    original = discrete.discrete_laplace
 
     def recording(scale, size=(), rng=None):
         seen.append(scale)
         return original(scale, size, rng)
 
-    monkeypatch.setattr(grid, "discrete_laplace", recording)
+    monkeypatch.setattr(discrete_noise, "discrete_laplace", recording)
     eps = 0.1                                        # not a dyadic rational
-    est, K, D, std = grid.secure_laplace([0.3, 0.0, -4.0], sensitivity=3.0, epsilon=eps, rng=1)
+    est, K, D, std = discrete_noise.secure_laplace([0.3, 0.0, -4.0], sensitivity=3.0, epsilon=eps, rng=1)
     assert seen == [Fraction(D) / Fraction(eps)]     # exact rational scale, no rounding
     assert D == math.floor(3.0 / 2.0 ** K) + 3
-    assert std == pytest.approx(grid.discrete_laplace_std(seen[0]) * 2.0 ** K, rel=0)
+    assert std == pytest.approx(discrete.discrete_laplace_std(seen[0]) * 2.0 ** K, rel=0)
 
 
 def _worst_case_laplace_pair(sens: float, d: int):
     """Neighbouring statistics at L1 distance <= sens whose grid roundings are
     exactly D = floor(sens / 2^K) + d apart: every coordinate gains a whole
     grid unit from rounding."""
-    _, K, D, _ = grid.secure_laplace(np.zeros(d), sensitivity=sens, epsilon=1.0, rng=0)
+    _, K, D, _ = discrete_noise.secure_laplace(np.zeros(d), sensitivity=sens, epsilon=1.0, rng=0)
     u = 2.0 ** K
     L = D - d
     frac = Fraction(sens) / Fraction(u) - L
@@ -466,8 +468,8 @@ def test_secure_laplace_grid_sensitivity_is_attained_and_not_exceeded(sens, d):
     eps = 0.75
     tau = float(Fraction(D) / Fraction(eps))
     diff = np.array([int(x) - int(y) for x, y in zip(qb, qa)], dtype=np.float64)
-    loss = np.sum(np.log(grid.discrete_laplace_pmf(np.zeros(d), tau))
-                  - np.log(grid.discrete_laplace_pmf(diff, tau)))
+    loss = np.sum(np.log(discrete.discrete_laplace_pmf(np.zeros(d), tau))
+                  - np.log(discrete.discrete_laplace_pmf(diff, tau)))
     assert loss == pytest.approx(eps, rel=1e-9)
 
 
@@ -512,7 +514,7 @@ def test_precision_attack_breaks_the_float_laplace_and_not_the_grid_laplace():
 def test_secure_laplace_refuses_bad_arguments(kwargs, error, match):
     args = dict(value=[1.0, 2.0], sensitivity=1.0, epsilon=1.0, rng=0) | kwargs
     with pytest.raises(error, match=match):
-        grid.secure_laplace(**args)
+        discrete_noise.secure_laplace(**args)
     with pytest.raises(error, match=match):
         dpsum.laplace_mechanism(secure=True, **args)
 
@@ -523,14 +525,14 @@ def test_secure_laplace_refuses_bad_arguments(kwargs, error, match):
                                           (Fraction(-1, 3), ValueError)])
 def test_discrete_laplace_refuses_bad_scales(scale, error):
     with pytest.raises(error, match="scale"):
-        grid.discrete_laplace(scale, size=2, rng=0)
+        discrete.discrete_laplace(scale, size=2, rng=0)
 
 
 def test_grid_values_beyond_the_float_range_are_infinite_not_errors():
     big = 2 ** 1100
-    out = grid._from_grid(np.array([big, -big, 3, -(2 ** 60)], dtype=object), -2)
+    out = discrete_noise._from_grid(np.array([big, -big, 3, -(2 ** 60)], dtype=object), -2)
     np.testing.assert_array_equal(out, [np.inf, -np.inf, 0.75, -(2.0 ** 58)])
     # an integer beyond the float range whose value on the grid is a float
-    out = grid._from_grid(np.array([big + 1, 3], dtype=object), -200)
+    out = discrete_noise._from_grid(np.array([big + 1, 3], dtype=object), -200)
     assert out[0] == 2.0 ** 900 and out[1] == 3 * 2.0 ** -200
-    assert grid._from_grid(np.array([-1], dtype=object), -1080)[0] == -0.0
+    assert discrete_noise._from_grid(np.array([-1], dtype=object), -1080)[0] == -0.0

@@ -13,16 +13,9 @@ import numpy as np
 import pytest
 
 import dpsum
-from dpsum.clipping import clip_radius
-from dpsum.gchisq import GeneralizedChiSquare
-from dpsum.scaling import (
-    _boundary_second_moments,
-    _minimise_all,
-    error_optimal_scaling,
-    gaussian_data_scaling,
-    tilted_scaling,
-    whitening_scaling,
-)
+from dpsum.design.clip_radius import clip_radius
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.design.scaling import _boundary_second_moments, _minimise_all, error_optimal_scaling, gaussian_data_scaling, tilted_scaling, whitening_scaling
 
 
 def F(sigma, p, b):
@@ -210,15 +203,17 @@ def test_large_clip_probability_uses_the_exact_objective():
     # no worse than Lemma 3.1 or whitening
     sigma, p = power_law(5, 1.0), 0.4
     best = F(sigma, p, error_optimal_scaling(sigma, p))
+    # up to rounding: here the optimum is the book's rule itself, and F of the
+    # two (differently normalised) vectors differs in the last bits
     assert best <= min(F(sigma, p, gaussian_data_scaling(sigma)),
-                       F(sigma, p, whitening_scaling(sigma)))
+                       F(sigma, p, whitening_scaling(sigma))) * (1 + 1e-12)
 
 
 def test_error_factor_matches_gaussian_data_error():
     sigma, p = power_law(10, 1.0), 1e-4
     b = error_optimal_scaling(sigma, p)
     sopt = dpsum.analytic_sigma(1.0, 1e-6)
-    full = dpsum.gaussian_data_error(sigma, 1.0, 1e-6, p, scaling=b)
+    full = dpsum.accuracy.gaussian_data_error(sigma, 1.0, 1e-6, p, scaling=b)
     assert full == pytest.approx(4 * sopt**2 * F(sigma, p, b), rel=1e-12)
 
 

@@ -1,24 +1,14 @@
-"""Worst-case neighbouring pairs (dpsum.pairs); their use in audits is in test_audit.py."""
+"""Worst-case neighbouring pairs (dpsum.audit.pairs); their use in audits is in test_audit.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import dpsum
-from dpsum import audit, pairs
-from dpsum.clipping import clip_radius
-from dpsum.gaussian_data import gaussian_data_setup
-from dpsum.pairs import (
-    add_remove_pair,
-    binary_pair,
-    clipped_pair,
-    elliptical_pair,
-    gaussian_data_pair,
-    replace_one_pair,
-    statistic_pair,
-)
-from dpsum.scaling import gaussian_data_scaling
+from dpsum.design.clip_radius import clip_radius
+from dpsum.design.gaussian_data import gaussian_data_setup
+from dpsum.audit.pairs import add_remove_pair, binary_pair, clipped_pair, elliptical_pair, gaussian_data_pair, replace_one_pair, statistic_pair
+from dpsum.design.scaling import gaussian_data_scaling
 
 STDS = np.array([3.0, 1.0, 0.3, 0.1])
 CENTER = np.array([1.0, -2.0, 0.5, 0.0])
@@ -69,21 +59,3 @@ def test_statistic_and_clipped_pairs():
     X, Y = clipped_pair(3, 1.5, "replace", n=2, factor=10.0)
     np.testing.assert_array_equal(X[0], [15.0, 0.0, 0.0])
     np.testing.assert_array_equal(Y[0], [-15.0, 0.0, 0.0])
-
-
-# the pair builders that used to live in dpsum.audit (binary_output_laws and
-# worst_binary_pair were added to dpsum.pairs directly and have no old name)
-MOVED = [n for n in pairs.__all__ if n not in ("binary_output_laws", "worst_binary_pair")]
-
-
-@pytest.mark.parametrize("name", MOVED)
-def test_old_audit_names_still_work_with_a_deprecation_warning(name):
-    with pytest.warns(DeprecationWarning, match=f"dpsum.audit.{name} is deprecated"):
-        old = getattr(audit, name)
-    assert old is getattr(pairs, name) is getattr(dpsum, name)
-
-
-def test_elliptical_pair_old_keyword():
-    with pytest.warns(DeprecationWarning, match="bounds="):
-        X, Y = elliptical_pair(bounds=[2.0, 4.0], factor=3)
-    np.testing.assert_array_equal(X, [[3.0, 6.0]])

@@ -16,8 +16,10 @@ import pytest
 
 import dpsum
 from dpsum import pipeline as P
-from dpsum.accounting import zcdp_rho
-from dpsum.audit import epsilon_lower_bound
+from dpsum.pipeline import mean as pipeline_mean
+from dpsum.release import records
+from dpsum.privacy.composition import zcdp_rho
+from dpsum.audit.runner import epsilon_lower_bound
 
 rdp = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
 dp_event = pytest.importorskip("dp_accounting.dp_event")
@@ -33,10 +35,10 @@ def _gaussian_data(n, stds, mean, seed):
 # the budget rule
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("n, d, rho, relation, scaling", [
-    (10_000, 512, 0.125, "replace", "private"),
-    (4_000, 2048, 0.125, "replace", "private"),
-    (4_000, 16, 1.0, "add-remove", "private"),
-    (100, 8, 0.5, "replace", "none"),
+    (10_000, 512, 0.125, "replace", "scaled"),
+    (4_000, 2048, 0.125, "replace", "scaled"),
+    (4_000, 16, 1.0, "add-remove", "scaled"),
+    (100, 8, 0.5, "replace", "isotropic"),
 ])
 def test_default_budget_rule(n, d, rho, relation, scaling):
     b = P.default_budget(n, d, rho, neighbouring=relation, scaling=scaling)
@@ -44,7 +46,7 @@ def test_default_budget_rule(n, d, rho, relation, scaling):
     assert math.isclose(sum(shares.values()), 1.0, rel_tol=1e-12)
     assert all(v >= 0 for v in shares.values()) and b.mean > 0.5
     assert (b.count > 0) == (relation == "add-remove")
-    assert (b.scales > 0) == (b.radius > 0) == (scaling == "private")
+    assert (b.scales > 0) == (b.radius > 0) == (scaling == "scaled")
     du = 1.0 if relation == "replace" else 0.5
     cap = P.MAX_COORDINATE_SHARE
 
@@ -55,9 +57,9 @@ def test_default_budget_rule(n, d, rho, relation, scaling):
     want = 4 * du * P.CENTER_MARGIN / n
     assert eps(b.center, d) == pytest.approx(want, rel=1e-12) or (
         b.center == cap and eps(b.center, d) < want)
-    if scaling == "private":
+    if scaling == "scaled":
         # the scales: at least reliable and at least the accurate share
-        accurate = du / P._LOG_MAD_DENSITY * math.sqrt(d / rho) / n
+        accurate = du / pipeline_mean._LOG_MAD_DENSITY * math.sqrt(d / rho) / n
         reliable = d * (4 * du * P.SCALE_MARGIN / n) ** 2 / 8 / rho
         assert b.scales == pytest.approx(min(max(accurate, reliable), cap), rel=1e-12)
         assert b.radius == b.clip
@@ -125,7 +127,7 @@ def test_user_budget():
     r = P.private_mean(X, domain=(-50, 50), rho=1.0, budget=split, rng=6)
     assert r.budget.mean == pytest.approx(0.65)
     assert r.budget.scales == 0.2
-    iso = P.private_mean(X, domain=(-50, 50), rho=1.0, scaling="none",
+    iso = P.private_mean(X, domain=(-50, 50), rho=1.0, scaling="isotropic",
                          budget={"center": 0.1, "clip": 0.05}, rng=6)
     assert iso.scales is None and np.all(iso.scaling == 1.0)
     assert [st.name for st in iso.steps] == ["center", "clip", "mean"]
@@ -137,7 +139,7 @@ def test_user_budget():
 def test_record_holds_only_private_and_public_quantities():
     X = _gaussian_data(2000, [1.0, 3.0, 0.5, 10.0], 5.0, 7)
     r = P.private_mean(X, domain=(-1e3, 1e3), epsilon=1.0, delta=1e-6, rng=8)
-    fields = set(P.PipelineRelease.__dataclass_fields__)
+    fields = set(records.PipelineRelease.__dataclass_fields__)
     assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
                       "budget", "steps", "guarantee"}
@@ -185,7 +187,7 @@ def test_sum_is_n_times_the_mean_and_add_remove_counts():
 
 def test_isotropic_baseline_and_calibrated_radius():
     X = _gaussian_data(5000, np.ones(50), 0.0, 13)
-    r = P.private_mean(X, domain=(-100, 100), rho=1.0, scaling="none", clip_probability=0.01,
+    r = P.private_mean(X, domain=(-100, 100), rho=1.0, scaling="isotropic", clip_probability=0.01,
                        rng=14)
     from scipy import stats
     # the radius targets the 0.99 quantile of ||x - c|| (chi with 50 dof)
@@ -261,10 +263,12 @@ def test_bad_data_is_refused_without_echoing_it():
 
 
 def test_public_names():
-    for name in ("private_mean", "private_sum", "PipelineRelease", "BudgetSplit",
-                 "default_budget", "private_center", "private_scales",
+    for name in ("private_mean", "private_sum", "PipelineRelease"):
+        assert hasattr(dpsum, name), name
+    assert hasattr(dpsum.release, "BudgetSplit")
+    for name in ("default_budget", "private_center", "private_scales",
                  "private_norm_quantile", "exponential_quantile"):
-        assert hasattr(dpsum, name)
+        assert hasattr(dpsum.pipeline, name), name
 
 
 # ---------------------------------------------------------------------------
@@ -315,14 +319,14 @@ def test_audit_of_the_correct_pipeline_passes():
 def test_audit_catches_non_private_scales(monkeypatch):
     def exact_scales(data, c, eps, lo, hi, du, gen):
         return np.maximum(data.std(axis=0), 1e-6)       # from the data, no noise
-    monkeypatch.setattr(P, "_scales", exact_scales)
+    monkeypatch.setattr(pipeline_mean, "scales_step", exact_scales)
     assert _audit_scales(23).epsilon_lower_bound > _EPS
 
 
 def test_audit_catches_a_skipped_noise(monkeypatch):
-    real = P._gaussian_noise
+    real = pipeline_mean._gaussian_noise
 
     def no_mean_noise(gen, std, size=None):     # the vector draw is the mean's
         return real(gen, std, size) * (0.0 if size is not None else 1.0)
-    monkeypatch.setattr(P, "_gaussian_noise", no_mean_noise)
+    monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_mean_noise)
     assert _audit_noise(24).epsilon_lower_bound > _EPS

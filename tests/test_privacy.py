@@ -96,21 +96,3 @@ def test_delta_none_names_the_argument():
         P.group_privacy(1.0, None, 2)
     with pytest.raises(TypeError, match="delta_prime"):
         P.advanced_composition(1.0, 1e-6, 2, None)
-
-
-@pytest.mark.parametrize("name", ["check_epsilon", "check_delta", "check_positive",
-                                  "check_probability", "check_finite_array",
-                                  "check_data_matrix", "check_vector", "check_rng",
-                                  "check_integer"])
-def test_old_check_names_still_work_with_a_deprecation_warning(name):
-    from dpsum import _validation as V
-    with pytest.warns(DeprecationWarning, match=f"dpsum.privacy.{name}"):
-        old = getattr(P, name)
-    assert old is getattr(V, name)
-
-
-def test_check_scalar_privacy_is_deprecated_but_works():
-    with pytest.warns(DeprecationWarning):
-        assert P.check_scalar_privacy(1.0) == 1.0
-    with pytest.warns(DeprecationWarning):
-        assert P.check_scalar_privacy(1.0, 1e-6) == (1.0, 1e-6)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsum import scaling
+from dpsum.design import scaling
 
 
 

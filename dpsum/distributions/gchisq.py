@@ -1,4 +1,4 @@
-"""The generalized chi-square distribution, accurate far into both tails.
+r"""The generalized chi-square distribution, accurate far into both tails.
 
 the Gaussian-data mechanism clips every transformed record at the smallest
 radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where

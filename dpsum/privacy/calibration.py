@@ -1,4 +1,4 @@
-"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
+r"""Calibrating the Gaussian mechanism: classic and analytic (exact) noise levels.
 
 The Gaussian mechanism releases ``f(X) + N(0, sigma^2 I)``. If ``f`` has L2
 sensitivity ``Delta`` then, writing ``r = Delta / sigma``, the smallest delta

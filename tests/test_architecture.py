@@ -1,0 +1,171 @@
+"""The package's architecture, as a maintainer checks it.
+
+- the layers contract of ``pyproject.toml`` ([tool.importlinter]): imports point
+  down, no circles, function-level imports included (``lint-imports``);
+- a top level of the 30-40 names a reader of the book calls;
+- no module reaches into a private name of a module in another subpackage (a
+  private helper several subpackages need lives in a private module, such as
+  ``dpsum._validation`` or ``dpsum.kernels._rows``, which any module may use);
+- none of the source's labels (the report's numbering, issue numbers) in the
+  package: docstrings cite the book's own labels.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dpsum
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "dpsum"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_package(name: str) -> bool:
+    return (ROOT / name.replace(".", "/") / "__init__.py").is_file()
+
+
+def _subpackage(name: str) -> str:
+    """``dpsum.kernels.grid`` -> ``dpsum.kernels``; a top-level module is its own."""
+    return ".".join(name.split(".")[:2])
+
+
+def _is_private_module(name: str) -> bool:
+    return any(part.startswith("_") for part in name.split(".")[1:])
+
+
+def _lint_imports() -> str:
+    exe = Path(sys.executable).with_name("lint-imports")
+    found = str(exe) if exe.is_file() else shutil.which("lint-imports")
+    if found is None:
+        pytest.fail("lint-imports is not installed: pip install -e '.[test]'")
+    return found
+
+
+def test_import_linter_contracts_are_kept():
+    out = subprocess.run([_lint_imports(), "--no-cache", "--no-logo"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout, out.stdout
+
+
+def test_the_layers_contract_covers_every_subpackage():
+    """A subpackage missing from the contract would escape it silently."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        config = tomllib.load(fh)["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    listed = {name.strip() for layer in layers for name in layer.split("|")}
+    children = {_subpackage(_module_name(p)) for p in MODULES} - {"dpsum"}
+    assert children == listed, (f"not in the contract: {sorted(children - listed)}; "
+                                f"not in the package: {sorted(listed - children)}")
+
+
+def test_top_level_offers_30_to_40_names():
+    names = dpsum.__all__
+    assert 30 <= len(names) <= 40, len(names)
+    assert len(set(names)) == len(names)
+    assert all(hasattr(dpsum, name) for name in names)
+
+
+def test_subpackages_export_what_their_all_lists():
+    for path in MODULES:
+        name = _module_name(path)
+        if path.name != "__init__.py" or name == "dpsum":
+            continue
+        module = __import__(name, fromlist=["__all__"])
+        missing = [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
+        assert not missing, (name, missing)
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str | None:
+    """The absolute module an ``ImportFrom`` node in ``module`` reads from."""
+    if node.level == 0:
+        return node.module
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _private_imports() -> list[str]:
+    """Every private name a module takes from a public module of another subpackage:
+    ``from m import _x`` (at any depth, function-level imports included) and
+    ``alias._x`` where ``alias`` names such a module."""
+    found = []
+    for path in MODULES:
+        here = _module_name(path)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                source = _resolve(here, node)
+                if not source or not source.startswith("dpsum"):
+                    continue
+                for a in node.names:
+                    if _is_package(source) and (ROOT / source.replace(".", "/")
+                                                / f"{a.name}.py").is_file() or _is_package(
+                            f"{source}.{a.name}"):
+                        aliases[a.asname or a.name] = f"{source}.{a.name}"   # a module
+                        continue
+                    if (a.name.startswith("_") and not _is_private_module(source)
+                            and _subpackage(source) != _subpackage(here)):
+                        found.append(f"{here}: from {source} import {a.name}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("dpsum") and a.asname:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                source = aliases[node.value.id]
+                if not _is_private_module(source) and _subpackage(source) != _subpackage(here):
+                    found.append(f"{here}: {node.value.id}.{node.attr} ({source})")
+    return sorted(set(found))
+
+
+def test_no_module_imports_a_private_name_of_another_subpackage():
+    assert _private_imports() == []
+
+
+def test_the_private_import_check_sees_a_violation(tmp_path, monkeypatch):
+    """The check above can fail: a planted cross-subpackage private import is found."""
+    fake = tmp_path / "dpsum"
+    shutil.copytree(PACKAGE, fake, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(fake / "bounds.py", "a") as fh:
+        fh.write("\n\ndef _planted():\n    from dpsum.design.scaling import _normalise\n"
+                 "    return _normalise\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", sorted(fake.rglob("*.py")))
+    assert "dpsum.bounds: from dpsum.design.scaling import _normalise" in _private_imports()
+
+
+SOURCE_LABELS = re.compile(
+    r"\bthe report\b|\bAlgorithm [123]\b|\bLemma 3\.[12]\b|\bTheorem [2-5]\b"
+    r"|\bCorollary 1\.1\b|\bissue\s+#?\d+", re.IGNORECASE)
+
+
+@pytest.mark.xfail(strict=False, reason="the lead is removing the last of the source's labels "
+                   "from the docstrings (issue 25); passes once that lands")
+def test_the_package_cites_no_labels_of_the_source():
+    hits = []
+    for path in MODULES:
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            match = SOURCE_LABELS.search(line)
+            if match:
+                hits.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)!r}")
+    assert not hits, f"{len(hits)} source labels:\n" + "\n".join(hits)
