@@ -23,7 +23,7 @@ from scipy import stats
 import dpsum
 from dpsum import accuracy as acc
 from dpsum import binary
-from dpsum.accuracy import clipping_loss
+from dpsum.design import clipping_loss
 from dpsum.kernels import grid
 from dpsum.release import noise, records
 from dpsum.kernels.clipping import clipped_sum

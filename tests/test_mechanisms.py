@@ -181,7 +181,7 @@ class _Untouchable:
     (dict(neighbouring="swap"), "neighbouring"),
 ])
 def test_gaussian_data_mechanism_validates_before_reading_data(kwargs, match):
-    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2), neighbouring="replace")
+    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2), center=0, neighbouring="replace")
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         gaussian_data_mechanism(_Untouchable(), **args)
@@ -200,7 +200,7 @@ def test_gaussian_data_mechanism_validates_before_reading_data(kwargs, match):
 ])
 def test_gaussian_data_mechanism_rejects_bad_arguments(kwargs, match):
     X = np.ones((10, 2))
-    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2))
+    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2), center=0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         gaussian_data_mechanism(X, **args)
@@ -219,14 +219,15 @@ def test_mechanisms_reject_bad_data(X, match):
     with pytest.raises(ValueError, match=match):
         clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=1.0)
     with pytest.raises(ValueError, match=match):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-0.5 * np.asarray(np.ones(2)), upper=0.5 * np.asarray(np.ones(2)))
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-0.5, upper=0.5)
 
 
 def test_other_mechanisms_reject_bad_arguments():
     X = np.ones((5, 2))
-    with pytest.raises(ValueError, match="widths"):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-0.5, -0.0], upper=[0.5, 0.0])
-    with pytest.raises(ValueError, match="widths must have length 2"):
+    with pytest.raises(ValueError, match="lower must be < upper"):
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-0.5, 0.0],
+                                      upper=[0.5, 0.0])
+    with pytest.raises(ValueError, match="lower must be a scalar or have length 2"):
         elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-0.5], upper=[0.5])
     with pytest.raises(ValueError, match="clip_norm"):
         clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=-1.0)
@@ -305,9 +306,10 @@ def test_public_names_are_exported():
 # ------------------------------------------------------------------ hygiene
 MECHANISM_CALLS = {
     "gaussian": lambda **kw: gaussian_mechanism(np.ones(2), sensitivity=1.0, **kw),
-    "elliptical": lambda **kw: elliptical_gaussian_mechanism(np.ones((3, 2)), lower=[-0.5, -0.5], upper=[0.5, 0.5],
+    "elliptical": lambda **kw: elliptical_gaussian_mechanism(np.ones((3, 2)), lower=-0.5, upper=0.5,
                                                              **kw),
-    "gaussian-data": lambda **kw: gaussian_data_mechanism(np.ones((3, 2)), stds=[1.0, 1.0], **kw),
+    "gaussian-data": lambda **kw: gaussian_data_mechanism(np.ones((3, 2)), stds=[1.0, 1.0], center=0,
+                                                          **kw),
     "clipped": lambda **kw: clipped_gaussian_mechanism(np.ones((3, 2)), clip_norm=1.0, **kw),
 }
 

@@ -624,6 +624,8 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     if center is None:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
+    if np.ndim(center) == 0:
+        center = np.full(np.size(stds), V.check_real(center, "center"))
     setup = gaussian_data_setup(stds, epsilon=epsilon, delta=delta, center=center,
                                 clip_probability=clip_probability, n=nn, scaling=scaling,
                                 neighbouring=relation)
