@@ -404,7 +404,7 @@ def test_rejects_bad_model_arguments():
 # median norm itself (no model quantile per release, which keeps 2000 releases fast).
 
 PIPE_DATA = np.random.default_rng(21).normal([50.0, -20.0, 3.0], [1.0, 5.0, 0.5], size=(3000, 3))
-PIPE_ARGS = dict(domain=(-100.0, 100.0), epsilon=2.0, delta=1e-6, clip_probability=0.5)
+PIPE_ARGS = dict(lower=-100.0, upper=100.0, epsilon=2.0, delta=1e-6, clip_probability=0.5)
 
 
 def _pipeline_target(rel, X):

@@ -91,7 +91,7 @@ def _rdp_epsilon(steps, delta):
     (10.0, 1e-10, "replace"), (2.0, 1e-3, "add-remove")])
 def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, relation):
     X = _gaussian_data(300, [1.0, 5.0, 0.2], 2.0, 1)
-    r = P.private_mean(X, domain=(-100, 100), epsilon=epsilon, delta=delta,
+    r = P.private_mean(X, lower=-100, upper=100, epsilon=epsilon, delta=delta,
                        neighbouring=relation, rng=2)
     g = r.guarantee
     assert g.method == "zcdp" and g.delta == delta
@@ -110,7 +110,7 @@ def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, re
 @pytest.mark.parametrize("rho", [0.01, 0.125, 2.0])
 def test_rho_budget_is_spent_exactly(rho):
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 3)
-    r = P.private_mean(X, domain=(-50, 50), rho=rho, rng=4)
+    r = P.private_mean(X, lower=-50, upper=50, rho=rho, rng=4)
     assert r.rho == pytest.approx(rho, rel=1e-12)
     assert r.guarantee is None
     total = sum(st.count * (st.epsilon ** 2 / 8 if st.kind == "bounded-range"
@@ -124,10 +124,10 @@ def test_rho_budget_is_spent_exactly(rho):
 def test_user_budget():
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 5)
     split = {"center": 0.1, "radius": 0.02, "scales": 0.2, "clip": 0.03}
-    r = P.private_mean(X, domain=(-50, 50), rho=1.0, budget=split, rng=6)
+    r = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, rng=6)
     assert r.budget.mean == pytest.approx(0.65)
     assert r.budget.scales == 0.2
-    iso = P.private_mean(X, domain=(-50, 50), rho=1.0, scaling="isotropic",
+    iso = P.private_mean(X, lower=-50, upper=50, rho=1.0, scaling="isotropic",
                          budget={"center": 0.1, "clip": 0.05}, rng=6)
     assert iso.scales is None and np.all(iso.scaling == 1.0)
     assert [st.name for st in iso.steps] == ["center", "clip", "mean"]
@@ -138,7 +138,7 @@ def test_user_budget():
 # ---------------------------------------------------------------------------
 def test_record_holds_only_private_and_public_quantities():
     X = _gaussian_data(2000, [1.0, 3.0, 0.5, 10.0], 5.0, 7)
-    r = P.private_mean(X, domain=(-1e3, 1e3), epsilon=1.0, delta=1e-6, rng=8)
+    r = P.private_mean(X, lower=-1e3, upper=1e3, epsilon=1.0, delta=1e-6, rng=8)
     fields = set(records.PipelineRelease.__dataclass_fields__)
     assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
@@ -160,7 +160,7 @@ def test_mean_is_accurate_on_gaussian_data():
     X = _gaussian_data(n, stds, mu, 9)
     errs = []
     for seed in range(10):
-        r = P.private_mean(X, domain=(-1e4, 1e4), rho=0.5, rng=seed)
+        r = P.private_mean(X, lower=-1e4, upper=1e4, rho=0.5, rng=seed)
         errs.append((r.estimate - X.mean(axis=0)) / r.noise_std)
         # the private scales are within 30% (the scale step's tolerance at this n)
         assert np.all(np.abs(np.log(r.scales / stds)) < 0.3)
@@ -173,21 +173,21 @@ def test_mean_is_accurate_on_gaussian_data():
 
 def test_sum_is_n_times_the_mean_and_add_remove_counts():
     X = _gaussian_data(3000, [1.0, 2.0, 4.0], 1.0, 10)
-    m = P.private_mean(X, domain=(-100, 100), rho=1.0, rng=11)
-    s = P.private_sum(X, domain=(-100, 100), rho=1.0, rng=11)
+    m = P.private_mean(X, lower=-100, upper=100, rho=1.0, rng=11)
+    s = P.private_sum(X, lower=-100, upper=100, rho=1.0, rng=11)
     np.testing.assert_allclose(s.estimate, 3000 * m.estimate, rtol=1e-12)
     np.testing.assert_allclose(s.noise_std, 3000 * m.noise_std, rtol=1e-12)
-    a = P.private_sum(X, domain=(-100, 100), rho=1.0, neighbouring="add-remove", rng=12)
+    a = P.private_sum(X, lower=-100, upper=100, rho=1.0, neighbouring="add-remove", rng=12)
     s_count = a.steps[0].noise_multiplier
     assert abs(a.count - 3000) < 5 * s_count
     assert np.all(np.abs(a.estimate - X.sum(axis=0)) < 5 * a.noise_std + 0.02 * 3000)
-    am = P.private_mean(X, domain=(-100, 100), rho=1.0, neighbouring="add-remove", rng=12)
+    am = P.private_mean(X, lower=-100, upper=100, rho=1.0, neighbouring="add-remove", rng=12)
     assert am.budget.count == P.SCALAR_SHARE
 
 
 def test_isotropic_baseline_and_calibrated_radius():
     X = _gaussian_data(5000, np.ones(50), 0.0, 13)
-    r = P.private_mean(X, domain=(-100, 100), rho=1.0, scaling="isotropic", clip_probability=0.01,
+    r = P.private_mean(X, lower=-100, upper=100, rho=1.0, scaling="isotropic", clip_probability=0.01,
                        rng=14)
     from scipy import stats
     # the radius targets the 0.99 quantile of ||x - c|| (chi with 50 dof)
@@ -215,7 +215,7 @@ def test_clip_radius_with_one_dominant_scale():
 def test_data_outside_the_domain_is_clamped_not_an_error():
     X = _gaussian_data(2000, [1.0, 1.0], 0.0, 15)
     X[:100] += 1000.0           # 5% of the rows far outside the box
-    r = P.private_mean(X, domain=(-10, 10), rho=1.0, rng=16)
+    r = P.private_mean(X, lower=-10, upper=10, rho=1.0, rng=16)
     assert np.all(np.isfinite(r.estimate))
     # the far rows are clipped: the estimate is near the bulk, not the raw mean (50)
     assert np.all(np.abs(r.estimate) < 2.0)
@@ -242,12 +242,12 @@ def test_robust_scaling_bounds_an_underestimated_scale():
      ValueError, "sum"),
     (dict(rho=1.0, budget=[0.1]), TypeError, "budget"),
     (dict(rho=1.0, regularization=-1.0), ValueError, "regularization"),
-    (dict(rho=1.0, domain=(0.0, [1.0, 2.0, 3.0])), ValueError, "domain"),
+    (dict(rho=1.0, lower=0.0, upper=[1.0, 2.0, 3.0]), ValueError, "upper"),
     (dict(rho=1.0, neighbouring="swap"), ValueError, "neighbouring"),
 ])
 def test_argument_errors_name_the_argument(kwargs, exc, match):
     X = np.ones((10, 2))
-    kw = dict(domain=(-1.0, 1.0))
+    kw = dict(lower=-1.0, upper=1.0)
     kw.update(kwargs)
     with pytest.raises(exc, match=match):
         P.private_mean(X, **kw)
@@ -256,10 +256,10 @@ def test_argument_errors_name_the_argument(kwargs, exc, match):
 def test_bad_data_is_refused_without_echoing_it():
     X = np.array([[1.0, 2.0], [np.nan, 3.0]])
     with pytest.raises(ValueError, match="X") as info:
-        P.private_mean(X, domain=(-1, 1), rho=1.0)
+        P.private_mean(X, lower=-1, upper=1, rho=1.0)
     assert "3.0" not in str(info.value)
     with pytest.raises(ValueError, match="X"):
-        P.private_sum(np.ones(5), domain=(-1, 1), rho=1.0)
+        P.private_sum(np.ones(5), lower=-1, upper=1, rho=1.0)
 
 
 def test_public_names():
@@ -290,7 +290,7 @@ _E2[0, 0] = 4.5
 
 def _release(p):
     def release(data, gen):
-        return P.private_mean(data, domain=(-10, 10), epsilon=_EPS, delta=_DELTA,
+        return P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA,
                               clip_probability=p, rng=gen).estimate
     return release
 

@@ -39,7 +39,9 @@ quantile steps just enough to be reliable, capped, and the rest to the mean.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -49,7 +51,9 @@ from numpy.typing import ArrayLike
 from dpsum import _validation as V
 from dpsum.design.scaling import Scaling, gaussian_data_scaling
 from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
@@ -69,7 +73,14 @@ from dpsum.privacy.composition import (
     zcdp_rho,
 )
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
-from dpsum.release.records import BudgetSplit, PipelineRelease
+from dpsum.release.records import (
+    DIAGNOSTICS_SHARE,
+    BudgetSplit,
+    PipelineRelease,
+    PublicInputWarning,
+    clipping_excess,
+    clipping_message,
+)
 
 __all__ = [
     "CENTER_MARGIN",
@@ -78,6 +89,7 @@ __all__ = [
     "SCALAR_SHARE",
     "REGULARIZATION",
     "RADIUS_MARGIN",
+    "MIN_EPSILON_N",
     "default_clip_probability",
     "default_budget",
     "robust_scaling",
@@ -109,6 +121,13 @@ MAX_COORDINATE_SHARE = 0.15
 
 #: Share of each scalar step (count, radius, clip).
 SCALAR_SHARE = 0.01
+
+
+#: The pipeline's quantile steps stay inside the data once ``epsilon_c n`` is
+#: about this or more (``epsilon_c`` a coordinate's parameter in the center
+#: step; book chapter "When the data model is unknown"); below it the release
+#: warns before spending anything (replace-one) or right after the count.
+MIN_EPSILON_N = 60.0
 
 
 #: ``lambda`` of :func:`robust_scaling`.
@@ -324,20 +343,88 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
-         regularization: Any, rng: Any, statistic: Any) -> PipelineRelease:
+def _few_rows_message(who: str, eps_c: float, n: float) -> str:
+    return (f"{who}: too few rows for the pipeline's private quantile steps "
+            f"(epsilon_c n = {eps_c * n:.3g}, below the {MIN_EPSILON_N:g} at which the private "
+            "centre stays inside the data): the error can be many times a coordinate's scale. "
+            "Prefer a mechanism with public inputs (elliptical_gaussian_mechanism with a box "
+            "known in advance), a larger budget, or fewer columns")
+
+
+def _grid_sum(data: np.ndarray, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
+              relation: Neighbouring, gen: Any) -> tuple[np.ndarray, float, int, int]:
+    """The last step on the grid path: the clipped sum of the scaled deviations,
+    rounded to the public grid ``2^K`` (rows clipped to the inner radius of
+    :func:`dpsum.kernels.grid.make_grid_plan`, so that every rounded row lies in
+    the ball of radius ``C``), summed exactly in integers, plus exact discrete
+    Gaussian noise of scale ``s_mean`` times the integer sensitivity (the same
+    zCDP as the float path). Returns the noisy sum (scaled space, float), the
+    noise's scale parameter in the scaled space (at least its standard
+    deviation), the grid exponent ``K`` and the clipped row count (not private)."""
+    d = b.size
+    plan, K, k = make_grid_plan(C, b, center, d)
+    S, clipped = accumulate_grid(data, plan, k)
+    units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
+    if relation is Neighbouring.REPLACE:
+        units *= 2
+    sigma = s_mean * units * (1 + 1e-12)                  # rounded up: never less noise
+    noise = discrete_gaussian(sigma * sigma, size=d, rng=gen)
+    Y = [int(a) + int(z) for a, z in zip(S, np.ravel(noise))]
+    T = np.array([math.ldexp(float(y), K) for y in Y])
+    return T, math.ldexp(sigma, K), K, clipped
+
+
+def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
+         neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
+         regularization: Any, rng: Any, statistic: Any, secure: Any = False,
+         diagnostics: Any = True) -> PipelineRelease:
+    who = f"private_{statistic}"
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
     scaling = Scaling.parse(scaling)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)
+    secure_ = V.check_bool(secure, "secure")
+    diag_ = V.check_bool(diagnostics, "diagnostics")
     if budget is not None:
         split = _user_budget(budget, relation, scaling)
-    data = V.check_data_matrix(X, finite=False)
+    columns = V.column_labels(X)
+    if columns is not None:
+        data, columns = V.as_dataset(X, "X")          # column by column: errors name a column
+    else:
+        data = V.check_data_matrix(X, finite=False)
     n, d = data.shape
-    lo, hi = check_domain(domain, d)
-    gen = V.check_rng(rng)
+    lo, hi = V.check_box(lower, upper, d)
+    if secure_:
+        secure_gen = V.check_secure_rng(rng)
+        # the quantile steps use NumPy's floating-point samplers (see the Notes)
+        gen = secure_gen if secure_gen is not None else np.random.default_rng()
+    else:
+        gen = V.check_rng(rng)
+        secure_gen = gen
+    notes: list[str] = []
+
+    def warn(msg: str) -> None:
+        warnings.warn(msg, PublicInputWarning, stacklevel=4)
+        notes.append(msg)
+
+    def diag_share(sp: BudgetSplit) -> BudgetSplit:
+        if not diag_:
+            return sp
+        if sp.mean <= 2 * DIAGNOSTICS_SHARE:
+            raise ValueError("budget leaves too little for the mean to also pay for the "
+                             "diagnostics; lower the shares or pass diagnostics=False")
+        return dataclasses.replace(sp, diagnostics=DIAGNOSTICS_SHARE,
+                                   mean=sp.mean - DIAGNOSTICS_SHARE)
+
+    if relation is Neighbouring.REPLACE:
+        # n is public: check the pipeline's size before spending anything
+        sp0 = split if budget is not None else default_budget(n, d, total, neighbouring=relation,
+                                                              scaling=scaling)
+        eps_c0 = _exp_epsilon(sp0.center * total, d)
+        if eps_c0 * n < MIN_EPSILON_N:
+            warn(_few_rows_message(who, eps_c0, n))
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
 
@@ -354,7 +441,12 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
         n_eff = count
     if budget is None:
         split = default_budget(n_eff, d, total, neighbouring=relation, scaling=scaling)
+    split = diag_share(split)
     p = default_clip_probability(n_eff) if p_given is None else p_given
+    if relation is Neighbouring.ADD_REMOVE:
+        eps_c1 = _exp_epsilon(split.center * total, d)
+        if eps_c1 * n_eff < MIN_EPSILON_N:             # from the private count
+            warn(_few_rows_message(who, eps_c1, n_eff))
 
     min_scale = (hi - lo) * ASINH_RESOLUTION
     box = float(np.linalg.norm(hi - lo))
@@ -392,18 +484,52 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(split.mean * total)
     sens = clipped_sum_sensitivity(C, relation)
-    T, _ = clipped_sum(data, C, b, center)
-    noisy = (T + _gaussian_noise(gen, s_mean * sens, size=d)) / b
+    if secure_:
+        T_noisy, scale, K, clipped = _grid_sum(data, C, b, center, s_mean, relation,
+                                               secure_gen)
+        noisy = T_noisy / b
+        dev_std = scale / b                      # the scale parameter: >= the std
+        unit = np.ldexp(np.ones(d), K) / b
+    else:
+        T, clipped = clipped_sum(data, C, b, center)
+        noisy = (T + _gaussian_noise(gen, s_mean * sens, size=d)) / b
+        dev_std = s_mean * sens / b
     steps.append(gaussian_step("mean", s_mean))
-    dev_std = s_mean * sens / b
     if statistic == "mean":
         estimate = center + noisy / n_eff
         noise_std = dev_std / n_eff
+        if secure_:
+            unit = unit / n_eff
     else:
         estimate = count * center + noisy
         noise_std = dev_std
         if relation is Neighbouring.ADD_REMOVE:
             noise_std = np.hypot(dev_std, s_count * center)
+    # 7. diagnostics: rows clipped and rows outside the box, one Gaussian release
+    # of L2 sensitivity sqrt(2) (one row changes each count by at most 1)
+    clip_count = outside_count = diag_std = None
+    if diag_:
+        s_diag = zcdp_gaussian_multiplier(split.diagnostics * total)
+        diag_std = s_diag * math.sqrt(2.0)
+        outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+        if secure_:
+            z = discrete_gaussian(diag_std * diag_std * (1 + 1e-12), size=2, rng=secure_gen)
+            clip_count, outside_count = float(clipped + int(z[0])), float(outside + int(z[1]))
+        else:
+            clip_count = float(clipped + _gaussian_noise(gen, diag_std))
+            outside_count = float(outside + _gaussian_noise(gen, diag_std))
+        steps.append(gaussian_step("diagnostics", s_diag))
+        if clipping_excess(outside_count, diag_std, 0.0, n_eff):
+            warn(clipping_message(who, "outside the box [lower, upper]", outside_count, 0.0,
+                                  n_eff, "the box is too small or misplaced for these data; "
+                                  "the private centre and scales are then wrong and the "
+                                  "estimate is biased. Widen the box (from public "
+                                  "knowledge, not from X)"))
+        elif clipping_excess(clip_count, diag_std, p * n_eff, n_eff):
+            warn(clipping_message(who, "clipped", clip_count, p * n_eff, n_eff,
+                                  "the private scales or centre missed the data (too few "
+                                  "rows, or heavy tails); the estimate is biased towards the "
+                                  "private centre"))
     guarantee = None
     if dlt is not None:
         guarantee = _compose_zcdp(tuple(steps), dlt)
@@ -414,19 +540,28 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
     return PipelineRelease(
         estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
-        neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee)
+        neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
+        secure=secure_, lower=lo, upper=hi, columns=columns, clip_count=clip_count,
+        outside_count=outside_count, diagnostics_std=diag_std, notes=tuple(notes),
+        grid_unit=unit if secure_ else None)
 
 
 _DOC_PARAMS = """
     Parameters
     ----------
-    X : array_like, shape (n, d)
-        The private data; finite reals.
-    domain : (lower, upper)
-        A public box bounding every coordinate: two scalars or two length-d
-        vectors with ``lower < upper``. Data outside it are not an error:
-        the quantile steps clamp them into the box; the clipped sum needs no
-        box.
+    X : array_like or pandas.DataFrame, shape (n, d)
+        The private data; finite reals. A DataFrame's column labels are kept
+        (``columns``, :meth:`~dpsum.release.PipelineRelease.to_pandas`); an
+        error names the column, never a row or a value.
+    lower, upper : float or array_like, shape (d,)
+        A public box that should contain every row, known without looking at
+        the data (a sensor's range, a plausible order of magnitude): scalars
+        or length-d vectors with ``lower < upper``. Its role: the private
+        quantile steps search it, so a box that misses the data gives a
+        confidently wrong answer (the diagnostics warn), and a box many
+        orders of magnitude too wide costs accuracy. Data outside it are not
+        an error: the quantile steps clamp them into the box; the clipped sum
+        needs no box.
     epsilon, delta : float, optional
         The budget as an (epsilon, delta) guarantee ...
     rho : float, optional
@@ -446,34 +581,67 @@ _DOC_PARAMS = """
     regularization : float
         ``lambda`` of :func:`robust_scaling`.
     rng : numpy.random.Generator, int or None
-        Source of randomness.
+        Source of randomness. With ``secure=True``, None draws the last
+        step's noise from the operating system's secure generator.
+    secure : bool
+        The grid path for the final release: the clipped sum is rounded to a
+        public grid and summed exactly in integers, and its noise (and the
+        diagnostics' noise) is an exact discrete Gaussian of the same zCDP.
+        The quantile steps (centre, radius, scales, clip) still use the
+        floating-point exponential mechanism: an exact sampler for it is not
+        implemented (its weights are exponentials of data-dependent ranks
+        times gap lengths, which would need exact arithmetic on those
+        lengths); their outputs are rounded public parameters of the last
+        step, not released values added to the data. See the Notes.
+    diagnostics : bool
+        True (the default): spend :data:`~dpsum.release.records.DIAGNOSTICS_SHARE`
+        of the budget (taken from the mean's share; part of the stated
+        guarantee) on private counts of the rows the last step clipped and of
+        the rows outside the box, and warn
+        (:class:`~dpsum.release.records.PublicInputWarning`) when either is
+        far above the design's expectation (``n p_C`` and 0). They also give
+        :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
+        this off (the whole budget goes to the steps above).
 
     Returns
     -------
     PipelineRelease
+        Its ``confidence_intervals`` cover the mean (sum) of the *clipped*
+        rows; its ``data_intervals`` the data mean (sum), assuming every row
+        lies in the box. ``notes`` holds the warnings raised.
+
+    Warns
+    -----
+    PublicInputWarning
+        Too few rows for the quantile steps (before anything is spent when
+        ``n`` is public), or the diagnostics above.
 """
 
 
-def private_mean(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
-                 rho: float | None = None, neighbouring: Neighbouring | str = "replace",
+def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                 delta: float | None = None, rho: float | None = None,
+                 neighbouring: Neighbouring | str = "replace",
                  budget: Mapping | None = None, scaling: str = "scaled",
                  clip_probability: float | None = None,
-                 regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
-    return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
+                 regularization: float = REGULARIZATION, rng: Any = None,
+                 secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean")
+                statistic="mean", secure=secure, diagnostics=diagnostics)
 
 
-def private_sum(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
-                rho: float | None = None, neighbouring: Neighbouring | str = "replace",
+def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                delta: float | None = None, rho: float | None = None,
+                neighbouring: Neighbouring | str = "replace",
                 budget: Mapping | None = None, scaling: str = "scaled",
                 clip_probability: float | None = None,
-                regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
-    return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
+                regularization: float = REGULARIZATION, rng: Any = None,
+                secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum")
+                statistic="sum", secure=secure, diagnostics=diagnostics)
 
 
 private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.
@@ -494,12 +662,18 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     can be many times that of a mechanism with public inputs: in the case
     study (899 and 285 rows) it was 3 to 8 times the Gaussian mechanism's
     with a public box on the digits and 30 to 150 times on breast cancer. With few rows, prefer public bounds
-    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`).
+    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`). Below
+    ``epsilon_c n = MIN_EPSILON_N`` the release warns (before spending
+    anything when ``n`` is public) and records the warning in ``notes``.
+
+    ``secure=True`` hardens the last step (the release added to the data)
+    and the diagnostics; the quantile steps keep the floating-point
+    exponential mechanism, for the reason given under ``secure``.
 
     Examples
     --------
     >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
-    >>> r = private_mean(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> r = private_mean(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
 """

@@ -383,6 +383,12 @@ class PipelineRelease:
     diagnostics_std : float or None
     notes : tuple of str
         The warnings the release raised (about its public inputs or its size).
+    grid_unit : numpy.ndarray or None
+        With ``secure=True``: one grid unit of the last step per coordinate,
+        in the units of the estimate. ``noise_std`` then holds the discrete
+        Gaussian's scale parameter (at least its standard deviation), and the
+        intervals and balls widen by one unit, since
+        ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``.
     """
 
     estimate: np.ndarray
@@ -407,9 +413,11 @@ class PipelineRelease:
     outside_count: float | None = None
     diagnostics_std: float | None = None
     notes: tuple = ()
+    grid_unit: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in ("estimate", "noise_std", "center", "scales", "scaling", "lower", "upper"):
+        for name in ("estimate", "noise_std", "center", "scales", "scaling", "lower", "upper",
+                     "grid_unit"):
             object.__setattr__(self, name, _read_only(getattr(self, name)))
 
     @property
@@ -574,7 +582,7 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     around its estimate, with its recorded ``noise_std``.
 
     >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
-    >>> pm = dpsum.private_mean(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> pm = dpsum.private_mean(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> lo, hi = confidence_intervals(pm, 0.05, simultaneous=True)
     >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(pm.noise_std, 1 - 0.95 ** 0.5)))
     True
@@ -583,6 +591,8 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
         b = float(V.check_probability(beta, "beta", scalar=True))
         sim = V.check_bool(simultaneous, "simultaneous")
         lo, hi = pipeline_intervals(release, b, sim)
+        if release.grid_unit is not None:
+            lo, hi = lo - release.grid_unit, hi + release.grid_unit
         return Intervals(lo, hi, target=release.target, level=1 - b, simultaneous=sim,
                          columns=release.columns)
     rel = require_gaussian_noise(release, laplace=True)
@@ -638,14 +648,15 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
     The private pipeline's sum under replace-one:
 
     >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
-    >>> ps = dpsum.private_sum(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> ps = dpsum.private_sum(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> confidence_ball(ps, 0.05).radius == noise_norm_quantile(ps.noise_std, 0.05)
     True
     """
     if isinstance(release, PipelineRelease):
         b = float(V.check_probability(beta, "beta", scalar=True))
+        extra = 0.0 if release.grid_unit is None else float(np.linalg.norm(release.grid_unit))
         return ConfidenceBall(center=np.asarray(release.estimate, dtype=float),
-                              radius=pipeline_radius(release, b), beta=b,
+                              radius=pipeline_radius(release, b) + extra, beta=b,
                               target=release.target)
     rel = require_gaussian_noise(release)
     grid = grid_noise_law(rel)
@@ -799,10 +810,14 @@ def _rounded(x: float | None, digits: int = 4) -> float | None:
     return None if x is None else float(f"{float(x):.{digits}g}")
 
 
+def _relation(rel: Any) -> str:
+    return str(getattr(rel.neighbouring, "value", rel.neighbouring))
+
+
 def _guarantee(rel: Any) -> dict:
     """epsilon, delta (rounded), neighbouring relation, and rho where there is one."""
     out: dict = {"epsilon": _rounded(rel.epsilon), "delta": _rounded(rel.delta),
-                 "neighbouring": str(rel.neighbouring)}
+                 "neighbouring": _relation(rel)}
     if isinstance(rel, PipelineRelease):
         out["rho"] = _rounded(rel.rho)
     if rel.notes:
@@ -818,7 +833,7 @@ def _short_repr(rel: Any, kind: str, who: str) -> str:
         eps, dlt = f"rho={rel.rho:.4g}", "-"
     secure = ", secure" if rel.secure else ""
     text = (f"{kind}({who}, {rel.statistic} of {d} coordinates, epsilon={eps}, delta={dlt}, "
-            f"{rel.neighbouring}{secure}; estimate {short_array(rel.estimate)}; "
+            f"{_relation(rel)}{secure}; estimate {short_array(rel.estimate)}; "
             f"noise std {short_array(rel.noise_std, 1)}")
     if rel.notes:
         text += f"; {len(rel.notes)} warning(s), see .notes"
@@ -891,7 +906,7 @@ def _to_dict(rel: Any, beta: float) -> dict:
         "estimate": _jsonable(np.asarray(rel.estimate, dtype=float)),
         "columns": None if rel.columns is None else [str(c) for c in rel.columns],
         "guarantee": {"epsilon": rel.epsilon, "delta": rel.delta,
-                      "neighbouring": str(rel.neighbouring)},
+                      "neighbouring": _relation(rel)},
         "secure": bool(rel.secure),
     }
     if isinstance(rel, PipelineRelease):
