@@ -103,7 +103,7 @@ def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, re
     assert g.epsilon <= independent * (1 + 1e-9)
     assert independent <= g.epsilon * 1.02
     names = [st.name for st in r.steps]
-    expected = ["center", "radius", "scales", "clip", "mean"]
+    expected = ["center", "radius", "scales", "clip", "mean", "diagnostics"]
     assert names == (["count"] + expected if relation == "add-remove" else expected)
 
 
@@ -125,12 +125,17 @@ def test_user_budget():
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 5)
     split = {"center": 0.1, "radius": 0.02, "scales": 0.2, "clip": 0.03}
     r = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, rng=6)
-    assert r.budget.mean == pytest.approx(0.65)
+    # the diagnostics (on by default) take their share from the mean's
+    assert r.budget.mean == pytest.approx(0.65 - records.DIAGNOSTICS_SHARE)
+    assert r.budget.diagnostics == records.DIAGNOSTICS_SHARE
     assert r.budget.scales == 0.2
+    off = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, rng=6,
+                         diagnostics=False)
+    assert off.budget.mean == pytest.approx(0.65) and off.clip_count is None
     iso = P.private_mean(X, lower=-50, upper=50, rho=1.0, scaling="isotropic",
                          budget={"center": 0.1, "clip": 0.05}, rng=6)
     assert iso.scales is None and np.all(iso.scaling == 1.0)
-    assert [st.name for st in iso.steps] == ["center", "clip", "mean"]
+    assert [st.name for st in iso.steps] == ["center", "clip", "mean", "diagnostics"]
 
 
 # ---------------------------------------------------------------------------
@@ -142,12 +147,13 @@ def test_record_holds_only_private_and_public_quantities():
     fields = set(records.PipelineRelease.__dataclass_fields__)
     assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
-                      "budget", "steps", "guarantee"}
+                      "budget", "steps", "guarantee", "secure", "lower", "upper", "columns",
+                      "clip_count", "outside_count", "diagnostics_std", "notes", "grid_unit"}
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)
     # the scaling and noise are functions of the released scales and radius only
     np.testing.assert_allclose(r.scaling, P.robust_scaling(r.scales))
-    s_mean = r.steps[-1].noise_multiplier
+    s_mean = next(st for st in r.steps if st.name == "mean").noise_multiplier
     np.testing.assert_allclose(r.noise_std, s_mean * 2 * r.clip_norm / r.scaling / 2000)
     with pytest.raises(AttributeError):
         r.estimate = None

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import interpolate, optimize, special
+from scipy import special
+
+from dpsum._lazy import interpolate, optimize
 
 from dpsum import _validation as V
 from dpsum.design.clipping_loss import clipping_loss_moment

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 from scipy.special import erf, log_expit, xlogy
-from scipy.stats import binom
+
+from dpsum._lazy import optimize, stats
 
 from dpsum import _validation as V
 from dpsum._validation import check_bool, check_epsilon, check_integer, check_positive
@@ -492,7 +492,7 @@ def _cks_log_delta(rho: float, eps: float) -> float:
         return 0.0  # the bound is trivial (delta = 1)
     while dg(hi) <= 0.0:  # pragma: no cover - the bracket above already suffices
         hi += 1.0
-    u = math.exp(brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15))
+    u = math.exp(optimize.brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15))
     return min(0.0, g(u))
 
 
@@ -516,7 +516,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
         hi += 1.0
     if h(lo) >= 0.0:  # pragma: no cover - L is at least ~1e-16 here
         return math.inf
-    u = math.exp(brentq(h, lo, hi, xtol=1e-13, rtol=1e-15))
+    u = math.exp(optimize.brentq(h, lo, hi, xtol=1e-13, rtol=1e-15))
     return (u + 1.0) * rho + math.log(u / (u + 1.0)) + (L - math.log1p(u)) / u
 
 
@@ -653,7 +653,7 @@ def _outcomes(eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             f"{MAX_OUTCOMES}; group steps with equal epsilons")
     for e0, m in zip(values, counts):
         j = np.arange(m + 1)
-        pj = np.exp(binom.logpmf(j, m, math.exp(float(log_expit(e0)))))
+        pj = np.exp(stats.binom.logpmf(j, m, math.exp(float(log_expit(e0)))))
         lj = (2 * j - m) * e0
         p = np.outer(p, pj).ravel()
         loss = np.add.outer(loss, lj).ravel()
