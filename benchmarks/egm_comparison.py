@@ -24,11 +24,11 @@ soon as a probe's value is within ``p_C / 10`` of ``1 - p_C`` and returns the
 midpoint of the bracket at that moment (on an error code of the algorithm
 the probe is moved up by one).
 
-This script writes ``book/data/egm_comparison.csv``: every row of the
-published file with
+With ``--write`` this script writes ``book/data/egm_comparison.csv``
+(otherwise it only prints the headline): every row of the published file with
 
 * the published ``C^2`` values and gain;
-* dpsum's ``C^2`` values (:class:`dpsum.gchisq.GeneralizedChiSquare`) and gain;
+* dpsum's ``C^2`` values (:class:`dpsum.GeneralizedChiSquare`) and gain;
 * an independent check that shares no code with ``dpsum.gchisq``: the true
   clip probability at the published and at dpsum's ``C^2``, divided by
   ``p_C``, by Imhof's form of the Gil-Pelaez inversion of the characteristic
@@ -46,7 +46,7 @@ published file with
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/egm_comparison.py --egm-results PATH/TO/results.csv
+    .venv/bin/python benchmarks/egm_comparison.py --egm-results PATH/TO/results.csv --write
 
 where ``results.csv`` is the file from TSPoulsen/egm (commit 855a674 or
 later). Without ``--egm-results`` the published columns are read back from
@@ -60,15 +60,15 @@ from __future__ import annotations
 import argparse
 import csv
 import ctypes
-import math
 import os
 import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import integrate
 
-from dpsum.gchisq import GeneralizedChiSquare
+from dpsum import GeneralizedChiSquare
+from dpsum_book.published import check_imhof, imhof_sf, published_search, weights, zipf_stds
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "book" / "data" / "egm_comparison.csv"
@@ -76,101 +76,8 @@ PUBLISHED = ("d", "n_pow", "scew", "sigma_total", "c_normal", "c_trans")
 AGREE = 0.01  # relative difference counted as agreement
 
 
-# ------------------------------------------------------------ the settings
-
-def zipf_stds(d: int, a: float, total: float) -> np.ndarray:
-    """``sigma_j = total * j^-a / sum_i i^-a``, exactly as the published script
-    forms them (scipy's Zipf probability mass function)."""
-    return stats.zipfian.pmf(np.arange(1, d + 1), a, d) * total
-
-
-def weights(sigma: np.ndarray, scaled: bool) -> np.ndarray:
-    """Generalized chi-square weights of ``||x||^2`` (``scaled=False``) or of
-    the squared norm after Lemma 3.1's scaling (``scaled=True``)."""
-    return sigma / sigma.sum() if scaled else sigma**2
-
-
-# ------------------------------------------ independent check: Gil-Pelaez
-
-def imhof_sf(x: float, lam, epsabs: float = 1e-13) -> tuple[float, float]:
-    """``P(sum_j lam_j Z_j^2 > x)`` and an error estimate, by Imhof (1961).
-
-    Gil-Pelaez inversion of the characteristic function
-    ``prod_j (1 - 2i lam_j t)^(-1/2)`` gives
-    ``P(Q > x) = 1/2 + (1/pi) int_0^inf sin(theta(u)) / (u rho(u)) du`` with
-    ``theta(u) = sum_j arctan(lam_j u) / 2 - x u / 2`` and
-    ``rho(u) = prod_j (1 + lam_j^2 u^2)^(1/4)``. The integral is split at
-    ``u0 = 100 / x`` (about eight periods of the carrier ``x u / 2``); beyond
-    it ``sin(phi(u) - x u / 2) = sin(phi) cos(x u / 2) - cos(phi) sin(x u / 2)``
-    with the slowly varying ``phi(u) = sum_j arctan(lam_j u) / 2`` is
-    integrated by QUADPACK's Fourier routine (QAWF), which handles the slow
-    decay ``u^(-1 - d/2)`` of a sum dominated by a few weights. The absolute
-    error is about 1e-13, so relative errors stay below 1e-6 for tail
-    probabilities down to 1e-6, the smallest this comparison needs; far
-    smaller tails would lose their digits to cancellation.
-    """
-    lam = np.asarray(lam, dtype=float)
-    lam = lam[lam > 0]
-    w = 0.5 * x
-
-    def phi(u):
-        return 0.5 * float(np.sum(np.arctan(lam * u)))
-
-    def amplitude(u):
-        return math.exp(-0.25 * float(np.sum(np.log1p((lam * u) ** 2)))) / u
-
-    def head(u):
-        if u == 0.0:
-            return 0.5 * (float(lam.sum()) - x)  # the limit of the integrand at 0
-        return math.sin(phi(u) - w * u) * amplitude(u)
-
-    u0 = 50.0 / w
-    a, ea = integrate.quad(head, 0.0, u0, limit=2000, epsabs=epsabs, epsrel=1e-13)
-    b, eb = integrate.quad(lambda u: math.sin(phi(u)) * amplitude(u), u0, np.inf,
-                           weight="cos", wvar=w, limlst=200, limit=2000, epsabs=epsabs)
-    c, ec = integrate.quad(lambda u: math.cos(phi(u)) * amplitude(u), u0, np.inf,
-                           weight="sin", wvar=w, limlst=200, limit=2000, epsabs=epsabs)
-    return 0.5 + (a + b - c) / math.pi, (ea + eb + ec) / math.pi
-
-
-def check_imhof() -> None:
-    """The inversion against closed forms: chi-square with 1, 10 and 100
-    degrees of freedom, scaled, at tail probabilities 1e-1 to 1e-6."""
-    for dof, scale in ((1, 2.0), (10, 1.0), (100, 0.3)):
-        for p in (1e-1, 1e-3, 1e-6):
-            x = scale * stats.chi2.isf(p, dof)
-            value, _ = imhof_sf(x, np.full(dof, scale))
-            assert abs(value / p - 1) < 1e-6, (dof, p, value)
-
-
-# ------------------------------------------------- the published procedure
-
-def published_search(cdf, p: float) -> float:
-    """The quantile search of the published script, rewritten: ``cdf(x)``
-    returns ``(value, error_code)``; the target is ``1 - p`` and the
-    tolerance on the distribution function is ``p / 10``."""
-    prob, tol = 1.0 - p, p / 10.0
-    lo, hi = 0.0, 1.0
-    while True:  # double the upper end until it is above the target
-        value, code = cdf(hi)
-        if code == 0 and value < prob:
-            lo, hi = hi, 2.0 * hi
-        elif code == 0:
-            break
-        else:
-            hi += 10.0
-    value = 0.0
-    while lo < hi and abs(value - prob) > tol:
-        mid = 0.5 * (lo + hi)
-        value, code = cdf(mid)
-        while code != 0:
-            mid += 1.0
-            value, code = cdf(mid)
-        if value < prob:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)  # the bracket's midpoint, not the probe that stopped the loop
+# the settings, the published search and the independent inversion live in
+# dpsum_book.published (the chapter uses them too)
 
 
 def davies_cdf_factory():
@@ -303,6 +210,8 @@ def main() -> None:
     parser.add_argument("--egm-results", type=Path, default=None,
                         help="results.csv of TSPoulsen/egm (default: the published "
                              "columns of the existing output)")
+    parser.add_argument("--write", action="store_true",
+                        help="write book/data/egm_comparison.csv (default: print only)")
     parser.add_argument("--reproduce-davies", action="store_true",
                         help="also rerun the published search on Davies' algorithm (CHI2COMB_LIB)")
     args = parser.parse_args()
@@ -320,13 +229,15 @@ def main() -> None:
     for r in rows:
         for name, flag in old.get(_key(r), {}).items():
             r[f"davies_reproduced_{name}"] = flag
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    with open(OUT, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: (repr(v) if isinstance(v, float) else v) for k, v in r.items()})
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    if args.write:
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        with open(OUT, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            for r in rows:
+                writer.writerow({k: (repr(v) if isinstance(v, float) else v)
+                                 for k, v in r.items()})
+        print(f"wrote {OUT.relative_to(ROOT)}")
     headline(rows)
 
 

@@ -4,10 +4,10 @@ The companion package of the book *Private Sums of Vectors*. The top level
 holds what a reader of the book calls; everything else lives in the
 subpackage of its layer, from the bottom up:
 
-- :mod:`dpsum.privacy` — neighbouring relations, calibration, composition
 - :mod:`dpsum.distributions` — the generalized chi-square; discrete Gaussian and Laplace
+- :mod:`dpsum.privacy` — neighbouring relations, calibration, composition
 - :mod:`dpsum.design` — scaling vectors, the exact clip radius, public set-ups
-- :mod:`dpsum.kernels` — the float and grid clipping kernels
+- :mod:`dpsum.kernels` — the float and grid clipping kernels (beside design)
 - :mod:`dpsum.release` — release records, their noise intervals, the accumulator
 - :mod:`dpsum.engines` — the accumulator's pass on a dask cluster (extra ``dpsum[dask]``)
 - :mod:`dpsum.mechanisms`, :mod:`dpsum.binary`, :mod:`dpsum.pipeline` — the releases

@@ -64,6 +64,7 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "as_real_array",
+    "describe",
     "scalar_or_array",
     "check_real",
     "check_positive",
@@ -85,6 +86,7 @@ __all__ = [
     "index_labels",
     "check_bits",
     "check_rng",
+    "check_secure_rng",
     "check_callable",
     "RandomLike",
 ]
@@ -93,20 +95,45 @@ __all__ = [
 RandomLike = Union[np.random.Generator, np.random.SeedSequence, int, None]
 
 _INTEGRAL_LIMIT = 2.0**63  # whole floats beyond this do not fit an int64
+_INT_LIMIT = 2**63         # integers (counts, sizes, seeds) must fit an int64
 
 
-def _describe(value: Any) -> str:
-    """A short description of ``value`` for an error message, without array contents."""
-    if isinstance(value, np.generic):
-        return repr(value.item())
-    if isinstance(value, numbers.Number):
-        return repr(value)
-    if value is None or isinstance(value, (str, bytes)):
-        return repr(value) if len(repr(value)) <= 40 else type(value).__name__
-    shape = np.shape(value) if isinstance(value, np.ndarray) else None
-    if shape is not None:
-        return f"an array of shape {shape}"
+def describe(value: Any) -> str:
+    """A short description of ``value`` for an error message.
+
+    Only a real number (a Python or NumPy int or float, not a bool) is shown
+    by value, and only when it is short; a string, bytes or any other object
+    is described by its type, an array by its shape. A private value passed as
+    a string (``"271828.18"``) or inside an object therefore never reaches an
+    error message. Checkers of data arguments (``X``, ``value``, ``bits``)
+    never call this with the data.
+    """
+    if value is None:
+        return "None"
+    if isinstance(value, (bool, np.bool_)):
+        return "a boolean"
+    if isinstance(value, (np.integer, np.floating)):
+        value = value.item()
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        return text if len(text) <= 24 else f"a {type(value).__name__} of {len(text)} digits"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
     return f"a {type(value).__name__}"
+
+
+def _type_name(value: Any) -> str:
+    """The type of ``value`` for an error message ("str", "bytes", "NoneType", ...)."""
+    return type(value).__name__
+
+
+def _refuse_masked(value: Any, name: str) -> None:
+    """Masked arrays are refused: numpy operations ignore or drop the mask
+    inconsistently, so the masked entries (often sentinel values) would reach
+    the release."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"{name} must not be a numpy masked array: remove the masked entries "
+                        "(or fill them with a public value) and pass a plain array")
 
 
 def as_real_array(value: Any, name: str) -> np.ndarray:
@@ -123,7 +150,8 @@ def as_real_array(value: Any, name: str) -> np.ndarray:
     """
     if value is None or isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a real number or an array of real numbers, "
-                        f"got {_describe(value)}")
+                        f"got {_type_name(value)}")
+    _refuse_masked(value, name)
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a real number, not a boolean")
     if isinstance(value, np.ndarray):
@@ -138,9 +166,18 @@ def as_real_array(value: Any, name: str) -> np.ndarray:
                              "(the nested sequences have different lengths)") from None
         except Exception:  # pragma: no cover - exotic objects
             raise TypeError(f"{name} must be a real number or an array of real numbers, "
-                            f"got {_describe(value)}") from None
+                            f"got {_type_name(value)}") from None
     if arr.dtype == np.bool_:
         raise TypeError(f"{name} must hold real numbers, not booleans")
+    if arr.dtype == object and arr.size and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+            for v in arr.flat):
+        # Python integers beyond int64 (2**70): real numbers, converted to float
+        try:
+            arr = np.array(arr.tolist(), dtype=np.float64)
+        except OverflowError:
+            raise ValueError(f"{name} must hold real numbers within the float range "
+                             "(an integer exceeds 1.8e308)") from None
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real number or an array of real numbers, "
                         f"got dtype {arr.dtype}")
@@ -180,7 +217,7 @@ def check_real(value: Any, name: str, *, finite: bool = True, scalar: bool = Fal
     if np.any(np.isnan(arr)):
         raise ValueError(f"{name} must not be NaN")
     if finite and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {_describe(value)}")
+        raise ValueError(f"{name} must be finite, got {describe(value)}")
     return _finished(arr, value, scalar, name)
 
 
@@ -197,11 +234,11 @@ def check_positive(value: Any, name: str, *, allow_zero: bool = False,
     if np.any(np.isnan(arr)):
         raise ValueError(f"{name} must not be NaN")
     if finite and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {_describe(value)}")
+        raise ValueError(f"{name} must be finite, got {describe(value)}")
     ok = arr >= 0 if allow_zero else arr > 0
     if not np.all(ok):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be {bound}, got {_describe(value)}")
+        raise ValueError(f"{name} must be {bound}, got {describe(value)}")
     return _finished(arr, value, scalar, name)
 
 
@@ -228,7 +265,7 @@ def check_open_interval(value: Any, name: str, low: float = 0.0, high: float = 1
             what = "lie strictly between 0 and 1"
         else:
             what = f"lie in {left}{low:g}, {high:g})"
-        raise ValueError(f"{name} must {what}, got {_describe(value)}")
+        raise ValueError(f"{name} must {what}, got {describe(value)}")
     return _finished(arr, value, scalar, name)
 
 
@@ -259,28 +296,44 @@ def check_integer(value: Any, name: str, minimum: int | None = 1, maximum: int |
     """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, not a boolean")
+    _refuse_masked(value, name)
     if isinstance(value, numbers.Integral):
         out: Any = int(value)
+        if not -_INT_LIMIT < out < _INT_LIMIT:
+            raise ValueError(f"{name} must be an integer of magnitude below 2^63, "
+                             f"got a {out.bit_length()}-bit integer")
         arr = None
     else:
         if value is None or isinstance(value, (str, bytes)):
-            raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+            raise TypeError(f"{name} must be an integer, got {_type_name(value)}")
         if isinstance(value, numbers.Real) or np.ndim(value) == 0 or array:
             try:
                 arr = np.asarray(value)
             except ValueError:
                 raise ValueError(f"{name} must be a rectangular array of integers") from None
+            except Exception:  # pragma: no cover - exotic objects
+                raise TypeError(f"{name} must be an integer, got {_type_name(value)}") from None
         else:
-            raise TypeError(f"{name} must be an integer, got {_describe(value)}")
+            raise TypeError(f"{name} must be an integer, got {describe(value)}")
         if arr.dtype == np.bool_:
             raise TypeError(f"{name} must hold integers, not booleans")
+        if arr.dtype == object and arr.size and all(
+                isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                for v in arr.flat):
+            if any(not -_INT_LIMIT < int(v) < _INT_LIMIT for v in arr.flat):
+                raise ValueError(f"{name} must be an integer of magnitude below 2^63 (every entry)")
+            arr = arr.astype(np.int64)
         if arr.dtype.kind == "f":
-            whole = np.isfinite(arr) & (np.abs(arr) < _INTEGRAL_LIMIT)
-            if not np.all(whole) or not np.all(arr == np.round(arr)):
-                raise ValueError(f"{name} must be a whole number, got {_describe(value)}")
+            if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+                raise ValueError(f"{name} must be a whole number, got {describe(value)}")
+            if not np.all(np.abs(arr) < _INTEGRAL_LIMIT):
+                raise ValueError(f"{name} must be an integer of magnitude below 2^63, "
+                                 f"got {describe(value)}")
         elif arr.dtype.kind not in "iu":
             raise TypeError(f"{name} must be an integer or an array of integers, "
                             f"got dtype {arr.dtype}")
+        elif arr.dtype.kind == "u" and arr.size and arr.max() >= _INT_LIMIT:
+            raise ValueError(f"{name} must be an integer of magnitude below 2^63 (every entry)")
         if arr.ndim and not array:
             raise ValueError(f"{name} must be a scalar integer, got an array of shape {arr.shape}")
         _nonempty(arr, name)
@@ -296,7 +349,7 @@ def check_integer(value: Any, name: str, minimum: int | None = 1, maximum: int |
             what = f"an integer <= {maximum}"
         else:
             what = f"an integer between {minimum} and {maximum}"
-        raise ValueError(f"{name} must be {what}, got {_describe(value)}")
+        raise ValueError(f"{name} must be {what}, got {describe(value)}")
     return out
 
 
@@ -312,7 +365,7 @@ def check_size(size: Any, name: str = "size") -> int | tuple[int, ...] | None:
     """An output shape: None, a non-negative integer or a tuple of them."""
     if size is None:
         return None
-    if isinstance(size, tuple):
+    if isinstance(size, (tuple, list)):
         return tuple(check_integer(s, name, 0) for s in size)
     return check_integer(size, name, 0)
 
@@ -320,14 +373,14 @@ def check_size(size: Any, name: str = "size") -> int | tuple[int, ...] | None:
 def check_bool(value: Any, name: str) -> bool:
     """``True`` or ``False`` only (Python or NumPy booleans)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+        raise TypeError(f"{name} must be True or False, got {describe(value)}")
     return bool(value)
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """One of the strings ``choices``."""
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {tuple(choices)}, got {_describe(value)}")
+        raise TypeError(f"{name} must be one of {tuple(choices)}, got {describe(value)}")
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
@@ -377,12 +430,16 @@ def check_bits(bits: Any, name: str = "bits") -> np.ndarray:
     """
     if bits is None or isinstance(bits, (str, bytes)) or np.isscalar(bits):
         raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, "
-                        f"got {_describe(bits)}")
+                        f"got {_type_name(bits)}")
+    _refuse_masked(bits, name)
     try:
         arr = np.asarray(bits)
     except ValueError:
         raise ValueError(f"{name} must be a 1-d array (the nested sequences have "
                          "different lengths)") from None
+    except Exception:  # pragma: no cover - exotic objects
+        raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, "
+                        f"got {_type_name(bits)}") from None
     if arr.dtype == np.bool_:
         out = arr
     elif arr.dtype.kind in "iu":
@@ -400,24 +457,34 @@ def check_bits(bits: Any, name: str = "bits") -> np.ndarray:
 
 
 def check_rng(rng: Any) -> np.random.Generator:
-    """``rng`` as a :class:`numpy.random.Generator` (SPEC 7).
+    """``rng`` as a :class:`numpy.random.Generator` (SPEC 7): the one rng rule.
 
     Accepts a Generator (returned as it is), a non-negative integer seed, a
-    :class:`numpy.random.SeedSequence` or ``None`` (fresh entropy).
+    :class:`numpy.random.SeedSequence` or ``None`` (fresh entropy). The grid
+    path's exact samplers accept the same values and read ``None`` as the
+    operating system's CSPRNG (:func:`check_secure_rng`).
     """
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (bool, np.bool_)):
-        raise TypeError("rng must be a numpy.random.Generator, an int seed or None, got a bool")
+        raise TypeError("rng must be a numpy.random.Generator, a SeedSequence, an int seed "
+                        "or None, got a bool")
     if isinstance(rng, numbers.Integral):
         if rng < 0:
-            raise ValueError(f"rng must be a non-negative int seed (or a Generator or None), "
-                             f"got {int(rng)}")
+            raise ValueError("rng must be a non-negative int seed (or a Generator, a "
+                             "SeedSequence or None), got a negative integer")
         return np.random.default_rng(int(rng))
     if rng is None or isinstance(rng, np.random.SeedSequence):
         return np.random.default_rng(rng)
-    raise TypeError(
-        f"rng must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
+    raise TypeError("rng must be a numpy.random.Generator, a SeedSequence, an int seed or "
+                    f"None, got {type(rng).__name__}")
+
+
+def check_secure_rng(rng: Any) -> np.random.Generator | None:
+    """The rng rule of the grid path: ``None`` stays ``None`` (the operating
+    system's CSPRNG, ``os.urandom``); anything else is :func:`check_rng`'s
+    (reproducible, not secure)."""
+    return None if rng is None else check_rng(rng)
 
 
 def check_callable(value: Any, name: str, how: str) -> Any:
@@ -425,13 +492,6 @@ def check_callable(value: Any, name: str, how: str) -> Any:
     if not callable(value):
         raise TypeError(f"{name} must be callable as {how}")
     return value
-
-
-def check_secure_rng(rng: Any) -> np.random.Generator | None:
-    """The grid path's randomness: ``None`` stays None (the operating system's
-    secure generator); anything else is checked as :func:`check_rng` (a seed or
-    Generator gives reproducible draws, not secure ones)."""
-    return None if rng is None else check_rng(rng)
 
 
 def check_box(lower: Any, upper: Any, d: int, names: tuple[str, str] = ("lower", "upper")

@@ -1,14 +1,13 @@
 """Binary sums: randomized response, additive binomial noise and sample-and-threshold.
 
 Each of ``n`` users holds a bit ``x_i`` in ``{0, 1}`` and the analyst wants the
-count ``k = sum_i x_i`` (book chapter "Binary sums", which follows the
-binary-sums notes of the seeds). Three mechanisms are implemented, each with
+count ``k = sum_i x_i`` (the chapter :ref:`Binary sums <ch-binary>`). Three mechanisms are implemented, each with
 its privacy condition, its estimator of ``k`` and the closed-form bias and
 variance of that estimator:
 
 * :func:`randomized_response` -- every user reports their bit, flipped with
-  probability ``1 / (1 + e^epsilon)`` (Warner 1965; the fair-coin scheme of the
-  DP background chapter is ``epsilon = ln 3``). Pure ``epsilon``-DP, unbiased
+  probability ``1 / (1 + e^epsilon)`` (Warner 1965; the fair-coin scheme, a
+  truthful answer with probability 3/4, is ``epsilon = ln 3``). Pure ``epsilon``-DP, unbiased
   estimator, variance ``n e^eps / (e^eps - 1)^2``.
 * :func:`binomial_noise_mechanism` -- the count plus ``Binomial(n, p)`` noise
   with ``p = 50 ln(2/delta) / (epsilon^2 n)``, valid for
@@ -89,8 +88,8 @@ __all__ = [
 
 #: Largest epsilon the published conditions of the binomial mechanism and of
 #: sample-and-threshold allow (both papers state ``epsilon <= 1``); the
-#: mechanisms refuse larger values. The arguments of the book's chapter "Binary sums" reach
-#: further: the binomial argument holds for every ``epsilon <= sqrt(5)``
+#: mechanisms refuse larger values. The book's proofs reach
+#: further (:prf:ref:`binary-prop-binomial-range`, :prf:ref:`binary-prop-st-range`): the binomial argument holds for every ``epsilon <= sqrt(5)``
 #: (:data:`BINOMIAL_PROOF_EPSILON`; it needs ``epsilon / (2 sqrt 5) + 1/mu <=
 #: tanh(epsilon / 2)``, not the stronger ``epsilon / sqrt 5 <= tanh(epsilon / 2)``,
 #: which fails beyond 1.204), and the sample-and-threshold argument holds
@@ -110,8 +109,7 @@ SAMPLE_THRESHOLD_PROOF_EPSILON = float(
     3.0 / math.expm1(1.0)
     + special.lambertw(-3.0 / math.expm1(1.0) * math.exp(-3.0 / math.expm1(1.0))).real)
 
-#: Keep probability of the fair-coin randomized response of the DP background
-#: chapter: truthful with probability 1/2, otherwise a second fair coin, so the
+#: Keep probability of the fair-coin randomized response: truthful with probability 1/2, otherwise a second fair coin, so the
 #: true answer is reported with probability 3/4 (``epsilon = ln 3``).
 WARNER_KEEP_PROBABILITY = 0.75
 
@@ -157,7 +155,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
     if epsilon > MAX_EPSILON:
         raise ValueError(
             f"epsilon must be <= {MAX_EPSILON:g} for the {mechanism}: its privacy proof "
-            f"covers epsilon in (0, 1] only (book chapter 'Binary sums'), got {epsilon!r}"
+            f"covers epsilon in (0, 1] only, got {V.describe(epsilon)}"
         )
 
 
@@ -270,7 +268,7 @@ class BinaryRelease:
 def _check_k(k: Any, n: Any) -> Any:
     kk = _check_int(k, "k")
     if np.any(np.asarray(kk) > n):
-        raise ValueError(f"k must be at most n = {n}, got {k!r}")
+        raise ValueError(f"k must be at most n = {n}, got {V.describe(k)}")
     return kk
 
 
@@ -317,7 +315,7 @@ def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
 
 def randomized_response_keep_probability(epsilon: ArrayLike) -> float | np.ndarray:
     """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
-    reports the true bit (book chapter "Differential privacy", randomized response).
+    reports the true bit (:prf:ref:`binary-def-rr`).
 
     The likelihood ratio of a report under the two values of a user's bit is
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).
@@ -349,7 +347,7 @@ def randomized_response_epsilon(keep_probability: ArrayLike) -> float | np.ndarr
     if not np.all(np.asarray(q) > 0.5):
         raise ValueError(
             f"keep_probability must exceed 1/2 (otherwise the reports carry no "
-            f"information or invert it), got {keep_probability!r}"
+            f"information or invert it), got {V.describe(keep_probability)}"
         )
     eps = special.logit(q)
     return V.scalar_or_array(eps)
@@ -371,7 +369,7 @@ def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
     eps = V.check_epsilon(epsilon, scalar=True)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
-    flip = gen.random(x.shape[0]) < special.expit(-eps)
+    flip = gen.random(x.shape[0]) < _flip_threshold(eps)   # rounded up: see randomized_response
     return x ^ flip
 
 
@@ -380,7 +378,7 @@ def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -
 
     With keep probability ``q``, ``E[output] = q k + (1 - q)(n - k)``, so
     ``k_hat = (output - (1 - q) n) / (2 q - 1)``. For ``epsilon = ln 3``
-    (``q = 3/4``) this is the seed's ``2 n_obs - N / 2``.
+    (``q = 3/4``, the fair-coin scheme) this is ``2 n_obs - n / 2``.
 
     Examples
     --------
@@ -389,11 +387,12 @@ def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     nn = _check_int(n, "n", minimum=1)
-    out = np.asarray(output)
-    if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {output!r}")
+    out = V.check_real(output, "output")
+    if np.ndim(nn):
+        raise ValueError("n must be a scalar here")
+    _check_estimable(eps, nn)
     if np.any(out < 0) or np.any(out > nn):
-        raise ValueError(f"output must lie in [0, n], got {output!r}")
+        raise ValueError(f"output must lie in [0, n], got {V.describe(output)}")
     # 1 - q = expit(-eps) and 2 q - 1 = tanh(eps / 2)
     est = (out - special.expit(-eps) * nn) / math.tanh(eps / 2.0)
     return V.scalar_or_array(est)
@@ -412,8 +411,61 @@ def randomized_response_variance(n: ArrayLike, epsilon: ArrayLike) -> float | np
     """
     nn = _check_int(n, "n", minimum=1)
     eps = V.check_epsilon(epsilon)
-    value = np.asarray(nn, dtype=float) / (4.0 * np.sinh(np.asarray(eps) / 2.0) ** 2)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        # (sqrt(n) / (2 sinh(eps/2)))^2: no subnormal intermediate for small eps
+        half = np.asarray(eps) / 2.0
+        value = (np.sqrt(np.asarray(nn, dtype=float)) / (2.0 * np.sinh(half))) ** 2
+    if not np.all(np.isfinite(value)) or np.any(half < np.finfo(np.float64).tiny):
+        raise ValueError("epsilon is too small: the variance n / (4 sinh^2(epsilon / 2)) "
+                         "is not a finite float")
     return V.scalar_or_array(value)
+
+
+#: Flip probabilities are rounded up by this relative amount before sampling
+#: (more than the few units in the last place of ``expit``'s error).
+_FLIP_ROUND_UP = 2.0 ** -48
+_CHUNK = 1 << 20
+
+
+def _flip_threshold(eps: float) -> float:
+    """The threshold ``f >= 1 / (1 + e^eps)`` compared with ``U`` in ``U < f``
+    (at most 1/2, at least ``2^-53`` so that a flip stays possible)."""
+    f = float(special.expit(-eps)) * (1.0 + _FLIP_ROUND_UP)
+    return min(0.5, max(f, 2.0 ** -53))
+
+
+def _count_below(gen: np.random.Generator, m: int, f: float) -> int:
+    """The number of ``m`` uniforms on the ``2^-53`` grid that are ``< f``:
+    Binomial(m, ceil(f 2^53) 2^-53) exactly."""
+    count = 0
+    for start in range(0, m, _CHUNK):
+        size = min(_CHUNK, m - start)
+        count += int(np.count_nonzero(gen.random(size) < f))
+    return count
+
+
+def _exact_flip_probability(epsilon: float) -> float:
+    """The exact flip probability ``p' = ceil(f 2^53) 2^-53`` that
+    :func:`randomized_response` uses for ``epsilon`` (see its Notes); the
+    effective epsilon ``ln((1 - p') / p')`` is at most ``epsilon``.
+
+    Examples
+    --------
+    >>> _exact_flip_probability(40.0) == 2.0 ** -53
+    True
+    """
+    eps = V.check_epsilon(epsilon, scalar=True)
+    f = _flip_threshold(eps)
+    return math.ldexp(math.ceil(math.ldexp(f, 53)), -53)
+
+
+def _check_estimable(eps: float, n: int) -> None:
+    """Refuse an epsilon for which the unbiased estimate of the count,
+    ``(output - n / (1 + e^eps)) / tanh(eps / 2)``, is not a finite float."""
+    denom = math.tanh(eps / 2.0)
+    if eps < 4.0 * np.finfo(np.float64).tiny or not n / denom < math.inf:
+        raise ValueError("epsilon is too small: the estimate of the count, of magnitude "
+                         "up to n / tanh(epsilon / 2), is not a finite float")
 
 
 def randomized_response(bits: ArrayLike, *, epsilon: float,
@@ -441,6 +493,29 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
         ``output`` is the number of 1-reports, ``probability`` the keep
         probability, ``delta`` is 0.
 
+    Notes
+    -----
+    **Sampled exactly, never less private than asked.** Each report is drawn
+    from its own uniform ``U`` on the grid ``{j 2^-53}`` (NumPy's
+    ``Generator.random``), flipped when ``U < f`` with ``f`` the flip
+    probability ``1 / (1 + e^eps)`` rounded *up* (a relative ``2^-48``
+    above the computed value, which covers its rounding error). The exact
+    flip probability is then ``p' = ceil(f 2^53) 2^-53 >= 1 / (1 + e^eps)``
+    and ``p' <= 1/2``, so the effective epsilon ``ln((1 - p') / p')`` is at
+    most ``epsilon``: equal to it up to a relative ``1e-14`` for moderate
+    ``epsilon``, and at most ``ln(2^53 - 1) = 36.7`` however large
+    ``epsilon`` is (a 1 is reported as 0 with probability at least
+    ``2^-53``). The count is not drawn as two binomials: NumPy's binomial
+    sampler rounds its probability (``1 - p`` in floating point), which made
+    the effective epsilon of ``epsilon = 36`` about 36.04 and of
+    ``epsilon >= 37`` infinite. The cost is one uniform per user.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is so small that the estimate ``n / tanh(epsilon / 2)``
+        is not a finite float (``epsilon`` below about ``2 n / 1.8e308``).
+
     Examples
     --------
     >>> r = randomized_response([1, 0] * 500, epsilon=2.0, rng=0)
@@ -451,11 +526,13 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
     n = int(x.shape[0])
+    _check_estimable(eps, n)
     k = int(np.count_nonzero(x))
     q = float(special.expit(eps))
-    flip = float(special.expit(-eps))
-    # ones kept plus zeros flipped: the law of the count of the per-user reports
-    output = int(gen.binomial(k, q)) + int(gen.binomial(n - k, flip))
+    flip = _flip_threshold(eps)
+    # ones kept plus zeros flipped, each report from its own uniform on the
+    # 2^-53 grid (see the docstring): the law of the count of the reports
+    output = (k - _count_below(gen, k, flip)) + _count_below(gen, n - k, flip)
     return BinaryRelease(
         estimate=float(randomized_response_estimate(output, n, epsilon=eps)),
         output=output,
@@ -477,8 +554,9 @@ def binomial_min_users(epsilon: ArrayLike, delta: ArrayLike) -> int | np.ndarray
     ``ceil(100 ln(2/delta) / epsilon^2)``, where ``p`` reaches 1/2.
 
     Vectorised over ``epsilon`` and ``delta`` (returns an int for scalars).
-    The condition is the seed's; it does not depend on ``epsilon <= 1``, which
-    the mechanism checks separately.
+    The condition is the one under which the binomial mechanism is private
+    (:prf:ref:`binary-thm-binomial`); it does not depend on
+    ``epsilon <= 1``, which the mechanism checks separately.
 
     Examples
     --------
@@ -552,7 +630,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
     pp = V.check_probability(p, "p")
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {output!r}")
+        raise TypeError(f"output must be a number, got {V.describe(output)}")
     est = out - nn * pp
     return V.scalar_or_array(est)
 
@@ -560,7 +638,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
 def binomial_variance(n: int, epsilon: float, delta: float, p: float | None = None) -> float:
     """Variance ``n p (1 - p)`` of the binomial estimator, whatever ``k`` is.
 
-    With the seed's ``p`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
+    With the default ``p = 50 ln(2/delta) / (epsilon^2 n)`` this is ``(50 ln(2/delta) / epsilon^2)(1 - p)``: the
     least noise is at the smallest admissible ``n`` (``p = 1/2``) and it grows
     towards ``50 ln(2/delta) / epsilon^2`` as ``n`` grows.
 
@@ -621,11 +699,12 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     In the shuffle model every user sends their bit and, with probability
     ``p``, one extra 1-message; the shuffler hides who sent what, so the
     analyst sees ``k + Binomial(n, p)`` (Ghazi et al. 2021; Balcer and Cheu
-    2020). The seed's calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
+    2020). The calibration ``p = 50 ln(2/delta) / (epsilon^2 n)`` gives
     (epsilon, delta)-DP when ``p <= 1/2`` (``n >= 100 ln(2/delta) / epsilon^2``,
-    :func:`binomial_min_users`) and ``epsilon <= 1`` (the book's chapter "Binary sums": the
-    Chernoff bound is applied with ``alpha = epsilon / sqrt(5)``, which must
-    not exceed ``tanh(epsilon / 2)``). The estimate ``output - n p`` is unbiased
+    :func:`binomial_min_users`) and ``epsilon <= 1``
+    (:prf:ref:`binary-thm-binomial`; the proof's Chernoff step needs
+    ``epsilon / (2 sqrt 5) + 1/mu <= tanh(epsilon / 2)``, which holds up to
+    ``epsilon = sqrt 5``, :prf:ref:`binary-prop-binomial-range`). The estimate ``output - n p`` is unbiased
     with variance ``n p (1 - p)``.
 
     Parameters
@@ -667,10 +746,10 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
         if np.ndim(pp):
             raise ValueError("p must be a scalar")
         if pp > 0.5:
-            raise ValueError(f"p must be at most 1/2 for the binomial mechanism, got {p!r}")
+            raise ValueError(f"p must be at most 1/2 for the binomial mechanism, got {V.describe(p)}")
         if pp < p_min:
             raise ValueError(
-                f"p must be at least 50 ln(2/delta) / (epsilon^2 n) = {p_min:.6g}, got {p!r}"
+                f"p must be at least 50 ln(2/delta) / (epsilon^2 n) = {p_min:.6g}, got {V.describe(p)}"
             )
     k = int(np.count_nonzero(x))
     output = k + int(gen.binomial(n, pp))
@@ -695,7 +774,7 @@ def sample_threshold_tau(delta: ArrayLike) -> float | np.ndarray:
 
     The logarithm is natural: the bad event is bounded by a Chernoff bound
     ``exp(-tau h)``, and ``exp(-(tau - 3)) = delta`` needs ``tau - 3 = ln(1/delta)``
-    (the book's chapter "Binary sums"). Vectorised over ``delta``.
+    (:prf:ref:`binary-thm-st`). Vectorised over ``delta``.
 
     Examples
     --------
@@ -751,9 +830,9 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     pp = V.check_probability(p, "p")
     out = np.asarray(output)
     if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {output!r}")
+        raise TypeError(f"output must be a number, got {V.describe(output)}")
     if np.any(out < 0):
-        raise ValueError(f"output must be >= 0, got {output!r}")
+        raise ValueError(f"output must be >= 0, got {V.describe(output)}")
     est = out / pp
     return V.scalar_or_array(est)
 
@@ -905,7 +984,7 @@ def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *
     if -math.log1p(-pp) > eps:
         raise ValueError(
             f"p must satisfy ln(1/(1-p)) <= epsilon (the privacy loss of a suppressed or "
-            f"smaller count), got p = {p!r} with epsilon = {epsilon!r}"
+            f"smaller count), got p = {V.describe(p)} with epsilon = {V.describe(epsilon)}"
         )
     max_k = _check_int(max_count, "max_count", minimum=1)
     t = _int_threshold(tau)
@@ -933,7 +1012,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     variance are :func:`sample_threshold_bias` and
     :func:`sample_threshold_variance`.
 
-    Privacy (the book's chapter "Binary sums"): (epsilon, delta)-DP for ``epsilon <= 1``,
+    Privacy (:prf:ref:`binary-thm-st`): (epsilon, delta)-DP for ``epsilon <= 1``,
     ``threshold >= 3 + ln(1/delta)`` and ``p <= epsilon / threshold``, under
     replace-one and add-remove alike.
 
@@ -974,7 +1053,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
             raise ValueError("threshold must be a scalar")
         if tau < tau_min:
             raise ValueError(
-                f"threshold must be at least 3 + ln(1/delta) = {tau_min:.6g}, got {threshold!r}"
+                f"threshold must be at least 3 + ln(1/delta) = {tau_min:.6g}, got {V.describe(threshold)}"
             )
     if p is None:
         pp = eps / tau
@@ -984,7 +1063,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
             raise ValueError("p must be a scalar")
         if pp > eps / tau:
             raise ValueError(
-                f"p must be at most epsilon / threshold = {eps / tau:.6g}, got {p!r}"
+                f"p must be at most epsilon / threshold = {eps / tau:.6g}, got {V.describe(p)}"
             )
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
@@ -1013,7 +1092,7 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
     ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
-    ``"binomial"``: ``n p (1 - p)`` with the seed's ``p``, and ``inf`` where
+    ``"binomial"``: ``n p (1 - p)`` with the default ``p``, and ``inf`` where
     ``n < 100 ln(2/delta) / epsilon^2`` (the mechanism is not available);
     ``"sample_and_threshold"``: ``bias^2 + variance`` (depends on ``k`` only).
     Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are

@@ -1,42 +1,44 @@
-r"""Analytic upper bounds on the clip radius of the Gaussian-data mechanism (report section 3).
+r"""Analytic upper bounds on the clip radius of the Gaussian-data mechanism.
 
-the Gaussian-data mechanism clips every scaled record at the smallest radius ``C`` with
+The Gaussian-data mechanism clips every scaled record at the smallest radius ``C`` with
 ``P(||x_hat||^2 > C^2) <= p_C``, where ``||x_hat||^2 = sum_j X_j^2`` and the
 ``X_j ~ N(0, s_j^2)`` are independent (``s_j = b_j sigma_j``). The exact
-``C`` is a generalized chi-square quantile (:func:`dpsum.clipping.clip_radius`). The
-report replaces it, "for the sake of analysis", by upper bounds; this module
-implements each of them, plus the sharp chi-square bound the report did not
-use (book chapter "The Bernstein bound"):
+``C`` is a generalized chi-square quantile (:func:`dpsum.design.clip_radius`). Closed-form
+upper bounds on it are easier to reason about; this module implements the ones
+the chapter :ref:`The Bernstein bound <bernstein>` compares, of which the
+chi-square bound of Laurent and Massart is the sharpest:
 
-* the Bernstein tail lemma (``bernstein-lem-tail``), Bernstein's inequality with the moment constant
+* :prf:ref:`the Bernstein tail lemma <bernstein-lem-tail>`, Bernstein's inequality with the moment constant
   ``L = 3 sigma_*^2``: :func:`bernstein_tail_threshold`,
   :func:`bernstein_max_t`, :func:`bernstein_tail_bound`,
   :func:`bernstein_clip_radius`;
-* the Bernstein error bound (``bernstein-thm-error``), the Bernstein tail lemma (``bernstein-lem-tail``) at ``t = sqrt(ln n)`` with the scaling of the scaling lemma (``gaussian-data-lem-scaling``):
+* :prf:ref:`the Bernstein error bound <bernstein-thm-error>`, the tail lemma at ``t = sqrt(ln n)`` with the scaling of
+  :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`:
   :func:`bernstein_error_clip_radius_squared`, :func:`bernstein_error_bound`,
   :func:`bernstein_error_max_log_n`, :func:`bernstein_error_condition_holds`;
-* the report's Chebyshev alternative: :func:`chebyshev_clip_radius` and its
-  inverse :func:`chebyshev_clip_probability` (the constraint
-  ``Var / (1 - E)^2 = p``);
-* the report's "Extra" section, the Bernstein ``alpha``:
-  :func:`bernstein_alpha`, as written and with its moments corrected;
+* the Chebyshev constraint (:ref:`bernstein-chebyshev`):
+  :func:`chebyshev_clip_radius` and its inverse
+  :func:`chebyshev_clip_probability` (the constraint ``Var / (1 - E)^2 = p``);
+* the second Bernstein bound (:ref:`bernstein-second-bound`):
+  :func:`bernstein_alpha`, from the moment form of Bernstein's inequality, or
+  with bounded summands as a heuristic;
 * Laurent and Massart's chi-square bound (Lemma 1 of Laurent and Massart,
   2000): :func:`laurent_massart_threshold`,
   :func:`laurent_massart_clip_radius`. It holds for every ``t`` and is
-  sharper than the Bernstein tail lemma (``bernstein-lem-tail``) wherever the Bernstein tail lemma (``bernstein-lem-tail``) applies.
+  sharper than the tail lemma wherever the tail lemma applies.
 
 Every bound is *above* the exact quantile: the tests compare each one with
-:class:`dpsum.gchisq.GeneralizedChiSquare` (and with ``scipy.stats.chi2`` in the
+:class:`dpsum.distributions.GeneralizedChiSquare` (and with ``scipy.stats.chi2`` in the
 isotropic case).
 
 Outside the validity range
 --------------------------
-the Bernstein tail lemma (``bernstein-lem-tail``) holds only for ``0 <= t <= sqrt(2 sum s_j^4) / (6 s_*^2)``, and
-the Bernstein error bound (``bernstein-thm-error``) only when ``ln n <= sum sigma_j^2 / (18 sigma_*^2)``. The functions
+The tail lemma holds only for ``0 <= t <= sqrt(2 sum s_j^4) / (6 s_*^2)``,
+and the error bound only when ``ln n <= sum sigma_j^2 / (18 sigma_*^2)``. The functions
 that evaluate these formulas raise :class:`ValueError` outside that range,
 with a message giving the limit. With ``strict=False`` they return the
 formula's value anyway; that value is then *not* a proven bound (for large
-enough ``t`` it falls below the exact quantile, as the chapter on the Bernstein bound shows).
+enough ``t`` it falls below the exact quantile, as the chapter shows).
 :func:`bernstein_tail_bound` needs no such switch: beyond the range it returns
 the weaker bound ``exp(-t_max^2)``, which still holds.
 
@@ -75,12 +77,13 @@ __all__ = [
     "BERNSTEIN_MOMENT_CONSTANT",
 ]
 
-#: The report's moment constant: (13) holds with ``L = 3 sigma_*^2`` (the Bernstein tail lemma (``bernstein-lem-tail``)).
+#: The moment constant of the Bernstein tail lemma: the moment condition of
+#: Bernstein's inequality holds with ``L = 3 sigma_*^2``.
 BERNSTEIN_MOMENT_CONSTANT = 3.0
 
-#: The smallest ``L / sigma_*^2`` for which the moment condition (13) holds
-#: for every ``k >= 2``: the exact ratios approach 2 from below as ``k`` grows
-#: (book chapter "The Bernstein bound", "The constant L").
+#: The smallest ``L / sigma_*^2`` for which the moment condition holds for
+#: every ``k >= 2``: the exact ratios approach 2 from below as ``k`` grows
+#: (the book's proposition "The smallest constant", bernstein-prop-smallest-l).
 SMALLEST_MOMENT_CONSTANT = 2.0
 
 # relative slack when comparing a user's t or ln(n) with a validity limit, so
@@ -151,19 +154,20 @@ def _check_n(n: Any) -> Any:
     """``n >= 1`` (a dataset size, or ``1/p`` for a clipping probability ``p``)."""
     value = V.check_positive(n, "n")
     if not np.all(np.asarray(value) >= 1):
-        raise ValueError(f"n must be >= 1, got {n!r}")
+        raise ValueError(f"n must be >= 1, got {V.describe(n)}")
     return value
 
 
-# ------------------------------------------------------------ the Bernstein tail lemma (``bernstein-lem-tail``)
+# ------------------------------------------------------- the Bernstein tail lemma
 def bernstein_max_t(stds: ArrayLike) -> float:
-    r"""The largest ``t`` for which the Bernstein tail lemma (``bernstein-lem-tail``) holds.
+    r"""The largest ``t`` for which :prf:ref:`the Bernstein tail lemma <bernstein-lem-tail>` holds.
 
     .. math:: t_{\max} = \frac{1}{6\sigma_*^2}\sqrt{2\sum_j \sigma_j^4}
               = \frac{1}{2L}\sqrt{\sum_j \mathbb E[Y_j^2]},
               \qquad L = 3\sigma_*^2,\ \mathbb E[Y_j^2] = 2\sigma_j^4,
 
-    the range of Bernstein's inequality in the report's form (19). It depends
+    the range of Bernstein's inequality in the form the lemma uses
+    (:ref:`bernstein-form`). It depends
     only on the ratios ``sigma_j / sigma_*``: ``sqrt(2 d) / 6`` when all
     ``sigma_j`` are equal, and at most that for any ``d`` standard deviations.
 
@@ -191,7 +195,7 @@ def _check_t(t: Any, t_max: float, strict: bool) -> Any:
     if strict and np.any(np.asarray(tv) > t_max * (1 + _LIMIT_RTOL)):
         worst = float(np.max(tv))
         raise ValueError(
-            f"t = {worst:.6g} is outside the range of the Bernstein tail lemma (``bernstein-lem-tail``), 0 <= t <= "
+            f"t = {worst:.6g} is outside the range of the Bernstein tail lemma, 0 <= t <= "
             f"sqrt(2 sum sigma_j^4) / (6 sigma_*^2) = {t_max:.6g}; pass strict=False to "
             "evaluate the formula anyway (it is then not a proven bound), or use "
             "laurent_massart_threshold, which holds for every t")
@@ -199,17 +203,17 @@ def _check_t(t: Any, t_max: float, strict: bool) -> Any:
 
 
 def bernstein_tail_threshold(stds: ArrayLike, t: ArrayLike, *, strict: bool = True) -> float | np.ndarray:
-    r"""The threshold of the Bernstein tail lemma (``bernstein-lem-tail``): ``t sqrt(8 sum sigma_j^4) + sum sigma_j^2``.
+    r"""The threshold of the Bernstein tail lemma: ``t sqrt(8 sum sigma_j^4) + sum sigma_j^2``.
 
-    the Bernstein tail lemma (``bernstein-lem-tail``) states that for independent ``X_j ~ N(0, sigma_j^2)``
+    :prf:ref:`the Bernstein tail lemma <bernstein-lem-tail>` states that for independent ``X_j ~ N(0, sigma_j^2)``
 
     .. math:: \Pr\Bigl[\sum_j X_j^2 \ge t\sqrt{8\sum_j\sigma_j^4} + \sum_j\sigma_j^2\Bigr]
               < e^{-t^2},
               \qquad 0 \le t \le \frac{1}{6\sigma_*^2}\sqrt{2\sum_j\sigma_j^4},
 
     so the threshold is an upper bound on the ``e^{-t^2}`` upper quantile of
-    ``sum_j X_j^2`` (book chapter "The Bernstein bound"; it follows from Bernstein's inequality,
-    Boucheron, Lugosi and Massart 2013, the classic calibration (``gaussian-thm-classic``).10).
+    ``sum_j X_j^2`` (it follows from Bernstein's inequality in its moment
+    form, Theorem 2.10 of Boucheron, Lugosi and Massart 2013).
 
     Parameters
     ----------
@@ -239,11 +243,11 @@ def bernstein_tail_threshold(stds: ArrayLike, t: ArrayLike, *, strict: bool = Tr
 
 
 def bernstein_tail_bound(stds: ArrayLike, x: ArrayLike) -> float | np.ndarray:
-    r"""the Bernstein tail lemma (``bernstein-lem-tail``) as a bound on the tail probability ``P(sum_j X_j^2 >= x)``.
+    r"""The Bernstein tail lemma as a bound on the tail probability ``P(sum_j X_j^2 >= x)``.
 
     With ``t = (x - sum sigma_j^2) / sqrt(8 sum sigma_j^4)``, the bound is
-    ``1`` for ``t <= 0``, ``exp(-t^2)`` for ``0 < t <= t_max`` (the Bernstein tail lemma (``bernstein-lem-tail``)) and
-    ``exp(-t_max^2)`` for ``t > t_max``: there the Bernstein tail lemma (``bernstein-lem-tail``) cannot be applied at
+    ``1`` for ``t <= 0``, ``exp(-t^2)`` for ``0 < t <= t_max`` (:prf:ref:`the Bernstein tail lemma <bernstein-lem-tail>`) and
+    ``exp(-t_max^2)`` for ``t > t_max``: there the lemma cannot be applied at
     ``t``, but it applies at ``t_max``, whose threshold lies below ``x``, and
     the tail probability decreases in ``x``. The returned value is therefore a
     valid upper bound for every real ``x``.
@@ -276,12 +280,12 @@ def bernstein_tail_bound(stds: ArrayLike, x: ArrayLike) -> float | np.ndarray:
 def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
                           scaling: ArrayLike | None = None, *,
                           strict: bool = True) -> float:
-    r"""Upper bound on the clip radius from the Bernstein tail lemma (``bernstein-lem-tail``): ``C <= sqrt(threshold)``.
+    r"""Upper bound on the clip radius from the Bernstein tail lemma: ``C <= sqrt(threshold)``.
 
-    the Bernstein tail lemma (``bernstein-lem-tail``) at ``t = sqrt(ln(1/p_C))`` (so that ``e^{-t^2} = p_C``; the
-    report's ``t = sqrt(ln n)`` for ``p_C = 1/n``) applied to the scaled
+    :prf:ref:`the Bernstein tail lemma <bernstein-lem-tail>` at ``t = sqrt(ln(1/p_C))`` (so that ``e^{-t^2} = p_C``;
+    ``t = sqrt(ln n)`` for ``p_C = 1/n``) applied to the scaled
     record, whose coordinates have standard deviations ``b_j sigma_j``.
-    Same arguments as :func:`dpsum.clipping.clip_radius`.
+    Same arguments as :func:`dpsum.design.clip_radius`.
 
     Parameters
     ----------
@@ -293,7 +297,7 @@ def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
         Scaling vector ``b`` (all > 0); ``None`` means ``b = 1``.
     strict : bool, default True
         Raise ``ValueError`` when ``sqrt(ln(1/p_C))`` exceeds the range of
-        the Bernstein tail lemma (``bernstein-lem-tail``) (see :func:`bernstein_tail_threshold`).
+        the tail lemma (see :func:`bernstein_tail_threshold`).
 
     Returns
     -------
@@ -302,7 +306,7 @@ def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
 
     Examples
     --------
-    >>> from dpsum.clipping import clip_radius
+    >>> from dpsum.design import clip_radius
     >>> bool(bernstein_clip_radius(np.ones(200), 1e-3) >= clip_radius(np.ones(200), 1e-3))
     True
     """
@@ -313,7 +317,7 @@ def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
     t_max = bernstein_max_t(s)
     if strict and t > t_max * (1 + _LIMIT_RTOL):
         raise ValueError(
-            f"clip_probability = {p:.6g} is outside the range of the Bernstein tail lemma (``bernstein-lem-tail``): it needs "
+            f"clip_probability = {p:.6g} is outside the range of the Bernstein tail lemma: it needs "
             f"t = sqrt(ln(1/p)) = {t:.6g} <= t_max = {t_max:.6g}, i.e. clip_probability >= "
             f"{math.exp(-t_max * t_max):.6g} for these standard deviations; pass strict=False "
             "to evaluate the formula anyway (it is then not a proven bound), or use "
@@ -324,14 +328,14 @@ def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
     return pw.s_max * math.sqrt(t * math.sqrt(8.0 * pw.r4) + pw.r2)
 
 
-# -------------------------------------------------------------- the Bernstein error bound (``bernstein-thm-error``)
+# ------------------------------------------------------ the Bernstein error bound
 def bernstein_error_max_log_n(stds: ArrayLike) -> float:
     r"""The right-hand side of the Bernstein error bound's condition: ``sum sigma_j^2 / (18 sigma_*^2)``.
 
-    the Bernstein error bound (``bernstein-thm-error``) holds when ``ln n`` is at most this value. It equals
-    ``bernstein_max_t(b * stds)**2`` for the scaling ``b`` of the scaling lemma (``gaussian-data-lem-scaling``), since
-    the condition is the Bernstein tail lemma's range ``sqrt(ln n) <= t_max`` for the scaled
-    record. It is at most ``d / 18``, with equality when all ``sigma_j`` are
+    :prf:ref:`the Bernstein error bound <bernstein-thm-error>` holds when ``ln n`` is at most this value. It equals
+    ``bernstein_max_t(b * stds)**2`` for the scaling ``b`` of
+    :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`, since the condition is the tail lemma's range
+    ``sqrt(ln n) <= t_max`` for the scaled record. It is at most ``d / 18``, with equality when all ``sigma_j`` are
     equal.
 
     Parameters
@@ -386,7 +390,7 @@ def _bernstein_error_checked(stds: Any, n: Any, strict: bool) -> Any:
     if strict and np.any(log_n > limit * (1 + _LIMIT_RTOL)):
         worst = float(np.max(log_n))
         raise ValueError(
-            f"the Bernstein error bound (``bernstein-thm-error``) needs ln(n) <= sum sigma_j^2 / (18 sigma_*^2) = {limit:.6g} "
+            f"the Bernstein error bound needs ln(n) <= sum sigma_j^2 / (18 sigma_*^2) = {limit:.6g} "
             f"(n <= {math.exp(limit):.6g}), got ln(n) = {worst:.6g}; pass strict=False to "
             "evaluate the formula anyway (it is then not a proven bound), or use "
             "laurent_massart_clip_radius, which holds for every n")
@@ -395,12 +399,13 @@ def _bernstein_error_checked(stds: Any, n: Any, strict: bool) -> Any:
 
 def bernstein_error_clip_radius_squared(stds: ArrayLike, n: ArrayLike, *,
                                  strict: bool = True) -> float | np.ndarray:
-    r"""the Bernstein error bound's upper bound on ``C^2`` for the scaling of the scaling lemma (``gaussian-data-lem-scaling``).
+    r"""The Bernstein error bound's upper bound on ``C^2`` for the scaling of the scaling lemma.
 
     .. math:: C^2 \le \frac{\sqrt{8\ln(n)\sum_j\sigma_j^2}}{\sum_j\sigma_j} + 1,
 
-    the Bernstein tail lemma (``bernstein-lem-tail``) at ``t = sqrt(ln n)`` for the scaled standard deviations
-    ``b_j sigma_j = sqrt(sigma_j / sum_i sigma_i)`` (proof of the Bernstein error bound (``bernstein-thm-error``)), so
+    :prf:ref:`the Bernstein tail lemma <bernstein-lem-tail>` at ``t = sqrt(ln n)`` for the scaled standard
+    deviations ``b_j sigma_j = sqrt(sigma_j / sum_i sigma_i)`` of
+    :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>` (the proof of :prf:ref:`the Bernstein error bound <bernstein-thm-error>`), so
     that ``P(||x_hat|| >= C) < 1/n``. Equal to
     ``bernstein_clip_radius(stds, 1/n, gaussian_data_scaling(stds))**2``.
 
@@ -431,19 +436,20 @@ def bernstein_error_clip_radius_squared(stds: ArrayLike, n: ArrayLike, *,
 def bernstein_error_bound(stds: ArrayLike, n: ArrayLike, epsilon: float, delta: float, *,
                          neighbouring: Neighbouring | str = "replace",
                          strict: bool = True) -> float | np.ndarray:
-    r"""the Bernstein error bound's bound on the expected squared error (9) of the Gaussian-data mechanism.
+    r"""The Bernstein error bound on the expected squared error of the Gaussian-data mechanism.
 
     .. math:: \mathbb E\|\eta\|^2 \le 4\sigma_{opt}^2 \sum_j\sigma_j
               \Bigl(\sqrt{8\ln(n)\sum_j\sigma_j^2} + \sum_j\sigma_j\Bigr)
 
-    for the scaling of the scaling lemma (``gaussian-data-lem-scaling``) and clipping probability ``1/n``, where
-    ``sigma_opt = analytic_sigma(epsilon, delta)`` is the noise of the analytic calibration (``gaussian-thm-analytic``)
-    for unit sensitivity. It is equation (20),
-    ``(2 C sigma_opt)^2 sum_j b_j^{-2}``, with ``C^2`` replaced by
+    (:prf:ref:`the Bernstein error bound <bernstein-thm-error>`) for the scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>` and
+    clipping probability ``1/n``, where ``sigma_opt = analytic_sigma(epsilon,
+    delta)`` is the noise of :prf:ref:`the analytic calibration
+    <gaussian-thm-analytic>` for unit sensitivity. It is the mechanism's
+    error ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` with ``C^2`` replaced by
     :func:`bernstein_error_clip_radius_squared`, so its ratio to the exact error
-    :func:`dpsum.errors.gaussian_data_error` is the ratio of the two ``C^2``. Under
+    :func:`dpsum.accuracy.gaussian_data_error` is the ratio of the two ``C^2``. Under
     add-remove neighbours the sensitivity is ``C`` instead of ``2C`` and the
-    factor 4 becomes 1. Like equation (9), it is the error against the
+    factor 4 becomes 1. Like that error, it is the error against the
     clipped sum: the clipping bias is not included.
 
     Parameters
@@ -465,7 +471,7 @@ def bernstein_error_bound(stds: ArrayLike, n: ArrayLike, epsilon: float, delta: 
 
     Examples
     --------
-    >>> from dpsum.errors import gaussian_data_error
+    >>> from dpsum.accuracy import gaussian_data_error
     >>> stds = np.ones(100)
     >>> bool(bernstein_error_bound(stds, 100, 1.0, 1e-6) >= gaussian_data_error(stds, 1.0, 1e-6, 1 / 100))
     True
@@ -480,22 +486,22 @@ def bernstein_error_bound(stds: ArrayLike, n: ArrayLike, epsilon: float, delta: 
     return V.scalar_or_array(out, n)
 
 
-# ------------------------------------------------ the Chebyshev alternative
+# ------------------------------------------------ the Chebyshev constraint
 def chebyshev_clip_radius(stds: ArrayLike, clip_probability: float,
                           scaling: ArrayLike | None = None, *,
                           one_sided: bool = False) -> float:
     r"""Upper bound on the clip radius from Chebyshev's inequality.
 
-    The report's alternative to the Bernstein tail lemma (``bernstein-lem-tail``) (end of section 3): with
+    An alternative to the Bernstein tail lemma (:ref:`bernstein-chebyshev`): with
     ``E = E||x_hat||^2 = sum s_j^2`` and ``V = Var||x_hat||^2 = 2 sum s_j^4``
     (``s = b * stds``), Chebyshev's inequality gives
     ``P(||x_hat||^2 >= E + a) <= V / a^2``, so
 
     .. math:: C^2 = E + \sqrt{V / p_C}
 
-    has clipping probability at most ``p_C``. This is the report's constraint
+    has clipping probability at most ``p_C``. This is the Chebyshev constraint
     ``Var / (1 - E)^2 = p`` solved for the radius instead of the scaling (the
-    error (9) does not change when ``b`` is multiplied by a constant, so
+    mechanism's error does not change when ``b`` is multiplied by a constant, so
     fixing the radius at 1 and fixing the scale of ``b`` are the same
     choice; :func:`chebyshev_clip_probability` is the inverse). With
     ``one_sided=True`` Cantelli's inequality ``P(X - E >= a) <= V / (V + a^2)``
@@ -510,7 +516,7 @@ def chebyshev_clip_radius(stds: ArrayLike, clip_probability: float,
     scaling : array_like, shape (d,), optional
         Scaling vector ``b`` (all > 0); ``None`` means ``b = 1``.
     one_sided : bool, default False
-        Use Cantelli's one-sided inequality instead of the report's two-sided
+        Use Cantelli's one-sided inequality instead of the two-sided
         Chebyshev inequality.
 
     Returns
@@ -536,15 +542,15 @@ def chebyshev_clip_probability(stds: ArrayLike, clip_norm: float = 1.0,
                                one_sided: bool = False) -> float:
     r"""Chebyshev's upper bound on the clipping probability at radius ``C``.
 
-    The left-hand side of the report's Chebyshev constraint,
+    The left-hand side of the Chebyshev constraint (:ref:`bernstein-chebyshev`),
 
     .. math:: \Pr\bigl[\|\hat x\|^2 \ge C^2\bigr] \le
               \frac{\operatorname{Var}\|\hat x\|^2}{(C^2 - \mathbb E\|\hat x\|^2)^2},
 
-    which for ``C = 1`` is the report's ``Var / (1 - E)^2``, with
+    which for ``C = 1`` is ``Var / (1 - E)^2``, with
     ``E = sum s_j^2``, ``Var = 2 sum s_j^4`` and ``s = b * stds``. When
-    ``C^2 <= E`` Chebyshev gives nothing and the bound 1 is returned (the
-    report's warning that the constraint can be met with ``E > 1``); the
+    ``C^2 <= E`` Chebyshev gives nothing and the bound 1 is returned (a
+    scaling can meet the constraint with ``E > 1``, where it says nothing); the
     result is also capped at 1. With ``one_sided=True`` Cantelli's bound
     ``Var / (Var + (C^2 - E)^2)`` is returned.
 
@@ -582,13 +588,14 @@ def chebyshev_clip_probability(stds: ArrayLike, clip_norm: float = 1.0,
     return float(min(1.0, var / (gap * gap)))
 
 
-# ------------------------------------------------------ the "Extra" alpha
+# ------------------------------------------------ the second Bernstein bound
 def bernstein_alpha(stds: ArrayLike, clip_probability: float, *, as_written: bool = False,
                           moment_constant: float = BERNSTEIN_MOMENT_CONSTANT) -> float:
-    r"""The report's Bernstein ``alpha``: a bound on ``C^2`` for the scaling lemma's scaling.
+    r"""The second Bernstein bound ``alpha`` on ``C^2`` for the scaling lemma's scaling.
 
-    The "Extra" section of the report bounds the clip radius for the scaling
-    of the scaling lemma (``gaussian-data-lem-scaling``), under which ``E||x_hat||^2 = 1``, by ``C^2 <= alpha = 1 + t``
+    The second Bernstein bound (:ref:`bernstein-second-bound`) bounds the clip
+    radius for the scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`, under which
+    ``E||x_hat||^2 = 1``, by ``C^2 <= alpha = 1 + t``
     with ``t`` solving
 
     .. math:: \exp\Bigl(-\frac{t^2/2}{V + c\,t}\Bigr) = q,
@@ -597,39 +604,41 @@ def bernstein_alpha(stds: ArrayLike, clip_probability: float, *, as_written: boo
 
     that is ``t = c l + sqrt(c^2 l^2 + 2 V l)`` with ``l = ln(1/q)``.
 
-    * ``as_written=False`` (default, corrected): Bernstein's inequality for
-      the centred summands ``Y_j = x_hat_j^2 - E x_hat_j^2``, whose moments
-      satisfy condition (13) with ``L = moment_constant * s_*^2``
-      (``s_*^2 = sigma_* / sum sigma``), gives the one-sided bound
-      ``P(||x_hat||^2 - 1 >= t) <= exp(-t^2 / (2 (V + L t)))`` (Boucheron,
-      Lugosi and Massart 2013, the classic calibration (``gaussian-thm-classic``).10), so ``c = L`` and ``q = p_C``.
-      This holds for every ``p_C``: no range restriction.
-    * ``as_written=True``: the report's formula, Bernstein's inequality for
-      *bounded* summands with the bound ``16 s_*^2`` (four standard
-      deviations, "less than 0.0001 fraction of the data is outside this
-      bound in each dimension") and the two-sided factor 2: ``c = 16 s_*^2 / 3``
-      and ``q = p_C / 2``. The summands are not bounded, so this is not a
-      proof; but since ``16/3 > 3`` and ``2/p_C > 1/p_C``, the value is never
-      below the corrected one, hence still an upper bound on ``C^2``.
+    * ``as_written=False`` (default, the proven bound): Bernstein's
+      inequality for the centred summands ``Y_j = x_hat_j^2 - E x_hat_j^2``,
+      whose moments satisfy the moment condition with
+      ``L = moment_constant * s_*^2`` (``s_*^2 = sigma_* / sum sigma``), gives
+      the one-sided bound ``P(||x_hat||^2 - 1 >= t) <= exp(-t^2 / (2 (V + L t)))``
+      (:prf:ref:`bernstein-thm-bernstein`; Boucheron, Lugosi and Massart 2013,
+      Theorem 2.10), so ``c = L`` and ``q = p_C``. This holds for every
+      ``p_C``: no range restriction.
+    * ``as_written=True``: the bounded-summand variant, Bernstein's
+      inequality for summands truncated at ``16 s_*^2`` (four standard
+      deviations) and the two-sided factor 2: ``c = 16 s_*^2 / 3`` and
+      ``q = p_C / 2``. Squared Gaussians are unbounded, so this is a
+      heuristic, not a proof; but since ``16/3 > 3`` and ``2/p_C > 1/p_C``,
+      its value is never below the proven one, hence still an upper bound on
+      ``C^2``.
 
     Parameters
     ----------
     stds : array_like, shape (d,)
         Standard deviations ``sigma_j > 0`` of the data.
     clip_probability : float
-        Target clipping probability ``p_C`` in (0, 1) (the report uses
-        ``10^-4``).
+        Target clipping probability ``p_C`` in (0, 1) (the chapter compares
+        the bounds at ``10^-4``).
     as_written : bool, default False
-        Reproduce the report's formula instead of the corrected one.
+        Evaluate the bounded-summand variant instead of the proven bound.
     moment_constant : float, default 3.0
-        ``L / s_*^2`` for the corrected version: 3 is the Bernstein tail lemma (``bernstein-lem-tail``),
+        ``L / s_*^2`` for the proven bound: 3 is the constant of the tail lemma,
         2 (:data:`SMALLEST_MOMENT_CONSTANT`) the smallest valid value. Must be
         at least 2; ignored when ``as_written`` is true.
 
     Returns
     -------
     float
-        ``alpha``, an upper bound on ``C^2`` in the space scaled by the scaling lemma (``gaussian-data-lem-scaling``).
+        ``alpha``, an upper bound on ``C^2`` in the space scaled by the
+        scaling lemma.
 
     Examples
     --------
@@ -643,8 +652,8 @@ def bernstein_alpha(stds: ArrayLike, clip_probability: float, *, as_written: boo
     L = V.check_positive(moment_constant, "moment_constant", scalar=True)
     if L < SMALLEST_MOMENT_CONSTANT:
         raise ValueError(
-            f"moment_constant must be >= {SMALLEST_MOMENT_CONSTANT:g}: condition (13) fails "
-            f"for L = {L:.6g} sigma_*^2 at large k (book chapter 'The Bernstein bound')")
+            f"moment_constant must be >= {SMALLEST_MOMENT_CONSTANT:g}: the moment condition of "
+            f"Bernstein's inequality fails for L = {L:.6g} sigma_*^2 at large k")
     # scaled variances s_j^2 = sigma_j / S1; s_*^2 = r_max / r1 = 1 / r1
     s_star2 = 1.0 / pw.r1
     var = 2.0 * pw.r2 / pw.r1**2
@@ -669,9 +678,10 @@ def laurent_massart_threshold(stds: ArrayLike, x: ArrayLike) -> float | np.ndarr
 
     This is Bernstein's inequality with the sharp sub-gamma constants of the
     chi-square (variance factor ``2 sum sigma^4``, scale ``2 sigma_*^2``). At
-    ``x = t^2`` its threshold is below that of the Bernstein tail lemma (``bernstein-lem-tail``) for all
+    ``x = t^2`` its threshold is below that of :prf:ref:`the Bernstein tail lemma <bernstein-lem-tail>` for all
     ``t <= (sqrt 2 - 1) sqrt(sum sigma^4) / sigma_*^2``, which contains
-    the Bernstein tail lemma's whole range, and unlike the Bernstein tail lemma (``bernstein-lem-tail``) it holds for every ``x``.
+    the tail lemma's whole range, and unlike the tail lemma it holds for
+    every ``x``.
 
     Parameters
     ----------
@@ -701,8 +711,9 @@ def laurent_massart_clip_radius(stds: ArrayLike, clip_probability: float,
 
     ``C = sqrt(sum s_j^2 + 2 sqrt(l sum s_j^4) + 2 s_*^2 l)`` with
     ``l = ln(1/p_C)`` and ``s = b * stds``; valid for every ``p_C`` in (0, 1),
-    so it can replace the Bernstein error bound's bound where the Bernstein error bound's condition fails.
-    Same arguments as :func:`dpsum.clipping.clip_radius`.
+    so it can replace the Bernstein error bound where that bound's condition
+    fails.
+    Same arguments as :func:`dpsum.design.clip_radius`.
 
     Returns
     -------
@@ -710,7 +721,7 @@ def laurent_massart_clip_radius(stds: ArrayLike, clip_probability: float,
 
     Examples
     --------
-    >>> from dpsum.clipping import clip_radius
+    >>> from dpsum.design import clip_radius
     >>> bool(laurent_massart_clip_radius(np.ones(10), 1e-6) >= clip_radius(np.ones(10), 1e-6))
     True
     >>> laurent_massart_clip_radius([1e-300] * 3, 1e-6) > 0  # relative to the largest std: no underflow

@@ -1,16 +1,16 @@
 """The vector-sum mechanisms of the book, each one call: validate the public
 inputs, build the mechanism's public set-up (an empty accumulator,
-:mod:`dpsum.release.accumulator`), pass the rows through it once and release.
+:class:`dpsum.release.Accumulator`), pass the rows through it once and release.
 
 - :func:`gaussian_mechanism`: a precomputed statistic plus calibrated Gaussian
-  noise (book, algorithm ``gaussian-alg-gaussian``).
-- :func:`laplace_mechanism`: the same with Laplace noise, pure DP (theorem
-  ``laplace-thm-laplace``).
+  noise (:prf:ref:`gaussian-alg-gaussian`).
+- :func:`laplace_mechanism`: the same with Laplace noise, pure DP
+  (:prf:ref:`laplace-thm-laplace`).
 - :func:`elliptical_gaussian_mechanism`: the Elliptical Gaussian mechanism on
-  data in a known box (algorithm ``elliptical-alg-elliptical``).
+  data in a known box (:prf:ref:`elliptical-alg-elliptical`).
 - :func:`gaussian_data_mechanism`: clipping in a scaled space with the exact
-  clip radius, for data with known scales (algorithm
-  ``gaussian-data-alg-clipped``).
+  clip radius, for data with known scales
+  (:prf:ref:`gaussian-data-alg-clipped`).
 - :func:`clipped_gaussian_mechanism`: isotropic clipping at a given radius.
 
 The in-memory release is the accumulator's pass on one block, and a
@@ -19,7 +19,7 @@ The in-memory release is the accumulator's pass on one block, and a
 
 Every mechanism validates all its arguments before it reads the data, never
 modifies its input, draws noise only from the ``rng`` it is given, and returns
-a :class:`~dpsum.release.records.Release` whose fields are the private
+a :class:`~dpsum.release.Release` whose fields are the private
 estimate and functions of public inputs only.
 
 .. warning::
@@ -143,11 +143,11 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                        calibration: str = "analytic",
                        neighbouring: Neighbouring | str = "replace",
                        rng: RandomLike = None, secure: bool = False) -> Release:
-    """the Gaussian mechanism: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
+    """The Gaussian mechanism: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
 
     ``sigma = sensitivity * sigma_opt`` with ``sigma_opt`` from the analytic
-    calibration (the analytic calibration (``gaussian-thm-analytic``), the default) or the classic one (the classic calibration (``gaussian-thm-classic``), only
-    for ``epsilon < 1``).
+    calibration (:prf:ref:`gaussian-thm-analytic`, the default) or the
+    classic one (:prf:ref:`gaussian-thm-classic`, only for ``epsilon < 1``).
 
     Parameters
     ----------
@@ -165,7 +165,7 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
     rng : numpy.random.Generator, int or None
         Source of randomness.
     secure : bool
-        Take the grid path (:func:`dpsum.grid.secure_gaussian`): the value is
+        Take the grid path (:func:`dpsum.release.secure_gaussian`): the value is
         rounded to a public grid ``2^K`` (the rounding charged to the
         sensitivity) and exact discrete Gaussian noise is added; with
         ``rng=None`` the noise comes from the OS's secure generator.
@@ -232,14 +232,14 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   secure: bool = False, statistic: str = "sum",
                                   diagnostics: bool | float = False) -> Release:
     """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
-    in the public box ``[lower, upper]`` (book, algorithm ``elliptical-alg-elliptical``).
+    in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
 
     Coordinate ``j`` of every row is clamped to ``[lower_j, upper_j]`` (so a
     replaced row moves the sum by at most ``Delta_j = upper_j - lower_j`` in
     coordinate ``j``; the mechanism clamps ``x_j - m_j`` to
     ``[-Delta_j/2, Delta_j/2]`` around the midpoint ``m`` and adds ``n m``
     back, ``n`` being public). Noise ``N(0, (sigma_opt Delta_j / b_j)^2)`` with
-    the optimal scaling ``b`` (theorem ``elliptical-thm-optimal``) is added to
+    the optimal scaling ``b`` (:prf:ref:`elliptical-thm-optimal`) is added to
     coordinate ``j``; the expected squared error is ``sigma_opt^2 ||Delta||_1^2``.
     Neighbouring relation: replace-one.
 
@@ -264,7 +264,7 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     secure : bool
         Take the grid path: clamped values divided by ``Delta_j / b_j`` are
         rounded to a public grid, summed exactly in integers
-        (:func:`dpsum.kernels.grid.grid_clamped_sum`) and given exact discrete
+        (:func:`dpsum.kernels.grid_clamped_sum`) and given exact discrete
         Gaussian noise.
     statistic : {"sum", "mean"}
         Release the sum, or the mean (the sum, its noise and its intervals
@@ -314,7 +314,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             secure: bool = False, statistic: str = "sum",
                             diagnostics: bool | float = False) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
-    known scales (book, algorithm ``gaussian-data-alg-clipped``).
+    known scales (:prf:ref:`gaussian-data-alg-clipped`).
 
     Each record is centred and scaled, ``x̂_i = (x_i - c) ⊙ b``, clipped to the
     ball of radius ``C`` and summed; isotropic noise ``N(0, (Delta sigma_opt)^2)``
@@ -324,7 +324,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
 
     ``C`` is the exact clip radius: the smallest radius with
     ``Pr[||x̂|| > C] <= p_C`` for ``x ~ N(c, diag(stds^2))``, from the
-    generalized chi-square quantile (:func:`dpsum.design.clip_radius.clip_radius`).
+    generalized chi-square quantile (:func:`dpsum.design.clip_radius`).
 
     ``stds`` and ``center`` are **public** inputs describing the data model.
     They must come from prior knowledge or a separate private release, never
@@ -347,10 +347,10 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         ``p_C`` in (0, 1). Defaults to ``1/n`` under replace-one, where ``n``
         is public. Under add-remove ``n`` is private, so ``p_C`` must be given.
     scaling : {"scaled", "isotropic"} or array_like, shape (d,)
-        The book's scaling for Gaussian data (lemma ``gaussian-data-lem-scaling``,
-        the default), ``b = 1`` (isotropic clipping), or an explicit positive
-        vector (its overall scale does not matter); see
-        :class:`dpsum.design.scaling.Scaling`.
+        The book's scaling for Gaussian data (:prf:ref:`the scaling lemma
+        <gaussian-data-lem-scaling>`, the default), ``b = 1`` (isotropic
+        clipping), or an explicit positive vector (its overall scale does not
+        matter); see :class:`dpsum.design.Scaling`.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation. Under add-remove with a nonzero center the
         sensitivity is ``C + ||b ⊙ c||``, since a whole record, center
@@ -358,7 +358,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     rng : numpy.random.Generator, int, SeedSequence or None
         Source of randomness.
     secure : bool
-        Take the grid path (:func:`dpsum.kernels.grid.grid_clipped_sum` and exact
+        Take the grid path (:func:`dpsum.kernels.grid_clipped_sum` and exact
         discrete Gaussian noise from the OS's secure generator when ``rng`` is
         None); the clipping time then does not depend on the data.
     statistic : {"sum", "mean"}
@@ -377,7 +377,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     Release
         With ``clip_norm`` (C), ``scaling`` (b), ``center``, ``stds``,
         ``clip_probability`` and the sensitivity: everything the guarantee
-        depends on (computed by :func:`dpsum.design.gaussian_data.gaussian_data_setup`).
+        depends on (computed by :func:`dpsum.design.gaussian_data_setup`).
         Its intervals cover the sum (mean) of the clipped rows; its
         :meth:`~Release.data_intervals` the data sum (mean) under the model.
 
@@ -516,7 +516,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
     between its values on neighbouring datasets), adding independent Laplace
     noise of scale ``b = Delta_1 / epsilon`` to every coordinate is
     epsilon-DP, with ``delta = 0`` (Dwork, McSherry, Nissim and Smith 2006;
-    book, chapter "Laplace or Gaussian?", theorem ``laplace-thm-laplace``).
+    :prf:ref:`laplace-thm-laplace`).
     Each coordinate's noise has variance ``2 b^2``, so the expected squared
     L2 error is ``2 d Delta_1^2 / epsilon^2``.
 
@@ -536,11 +536,11 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         system's secure generator; a seed or Generator gives reproducible,
         not secure, draws.
     secure : bool
-        Take the grid path (:func:`dpsum.grid.secure_laplace`): the statistic
+        Take the grid path (:func:`dpsum.release.secure_laplace`): the statistic
         is rounded to the public grid ``2^K`` with the rounding charged to the
         L1 sensitivity, and the noise is an exact discrete Laplace on the
-        grid. Still ``epsilon``-DP with ``delta = 0`` (book, chapter on
-        floating-point attacks, theorem ``fp-thm-discrete-laplace``), and
+        grid. Still ``epsilon``-DP with ``delta = 0``
+        (:prf:ref:`fp-thm-discrete-laplace`), and
         immune to attacks on the low-order bits.
 
     Returns

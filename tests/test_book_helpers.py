@@ -7,6 +7,7 @@ import ast
 import base64
 import io
 import json
+import math
 from pathlib import Path
 
 import matplotlib
@@ -16,9 +17,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from scipy import stats  # noqa: E402
 
+import dpsum  # noqa: E402
+import dpsum.audit  # noqa: E402
 import dpsum_book  # noqa: E402
-from dpsum_book import alt, conventions, style  # noqa: E402
+from dpsum_book import alt, conventions, data, evaluation, published, style  # noqa: E402
+from dpsum_book import audit_power as ap  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -302,3 +307,126 @@ def test_dpsum_book_uses_only_public_dpsum_names():
         for name in _imports(path):
             if name.split(".")[0] == "dpsum":
                 assert not any(part.startswith("_") for part in name.split(".")), (path, name)
+
+
+# ------------------------------------------------------------ data files
+
+def test_write_and_read_round_trip_keeps_every_digit(tmp_path):
+    rows = [{"case": "a", "x": 0.1 + 0.2, "n": np.int64(3)}, {"case": "b", "x": 1e-300, "n": 4}]
+    path = data.write_csv("t.csv", rows, data=tmp_path)
+    assert path == tmp_path / "t.csv"
+    cols = data.read_columns("t.csv", data=tmp_path)
+    assert cols["x"][0] == 0.1 + 0.2 and cols["x"][1] == 1e-300
+    assert list(cols["case"]) == ["a", "b"] and cols["n"].tolist() == [3.0, 4.0]
+    assert data.read_rows("t.csv", data=tmp_path)[1]["case"] == "b"
+    assert "largest relative difference from the stored file 0" in \
+        data.compare_with_file("t.csv", rows, data=tmp_path)
+    moved = [dict(rows[0], x=0.3 * (1 + 1e-6)), rows[1]]
+    text = data.compare_with_file("t.csv", moved, data=tmp_path)
+    assert "1e-06" in text, text
+    assert "4 rows, the stored file has 2" in data.compare_with_file("t.csv", rows * 2,
+                                                                      data=tmp_path)
+
+
+def test_read_rows_skips_attribution_comments(tmp_path):
+    (tmp_path / "c.csv").write_text("# from somewhere\n# second note\na,b\n1,x\n")
+    assert data.read_rows("c.csv", data=tmp_path) == [{"a": "1", "b": "x"}]
+
+
+@pytest.mark.parametrize("name", ["../x.csv", "x.txt", "sub/x.csv", 3])
+def test_data_names_are_file_names_in_book_data(name):
+    with pytest.raises(ValueError, match="name"):
+        data.read_rows(name)
+
+
+def test_write_refuses_no_rows(tmp_path):
+    with pytest.raises(ValueError, match="rows"):
+        data.write_csv("e.csv", [], data=tmp_path)
+
+
+def test_the_stored_book_data_files_are_readable():
+    for path in sorted(data.DATA.glob("*.csv")):
+        cols = data.read_columns(path.name)
+        assert cols and all(len(v) == len(next(iter(cols.values()))) for v in cols.values())
+
+
+# ------------------------------------------------------------ experiments
+
+def test_evaluation_rows_reproduce_the_stored_files():
+    """A few rows of each deterministic experiment, recomputed, against book/data."""
+    stored = data.read_rows("zipf_gains.csv")
+    for i in (0, 17, len(stored) - 1):
+        s = stored[i]
+        row = evaluation.zipf_row(float(s["a"]), int(s["d"]), float(s["k"]))
+        for key, value in row.items():
+            assert float(s[key]) == pytest.approx(value, rel=1e-9), (i, key)
+    s = next(r for r in data.read_rows("skew_sweep.csv")
+             if (r["d"], r["n"], r["a"]) == ("100", "1000000", "1.0"))
+    row = evaluation.sweep_row(100, 10**6, 1.0)
+    for key, value in row.items():
+        assert float(s[key]) == pytest.approx(float(value), rel=1e-9), key
+    s = data.read_rows("optimum_gaps.csv")[0]
+    row = evaluation.optimum_row(*evaluation.OPTIMUM_SETTINGS[0])
+    assert float(s["lemma_over_all"]) == pytest.approx(row["lemma_over_all"], rel=1e-6)
+
+
+def test_error_factor_of_isotropic_scaling_is_d_times_the_squared_radius():
+    sigma = evaluation.power_law(5, 1.0)
+    C = dpsum.clip_radius(sigma, 1e-3)
+    assert evaluation.error_factor(sigma, 1e-3, np.ones(5)) == pytest.approx(5 * C * C, rel=1e-12)
+    assert evaluation.zipf_stds(7, 0.5).sum() == pytest.approx(1.0, rel=1e-15)
+
+
+def test_tail_rows_lie_outside_the_clip_ball_with_the_right_frequency():
+    """Rows from the tilted sampler are all outside the ball, and their mean squared
+    scaled norm matches the conditional mean computed by quadrature-free Monte Carlo
+    from plain rows (rejection), within 5 standard errors."""
+    rng = np.random.default_rng(3)
+    sigma, b = evaluation.power_law(4, 1.0), np.ones(4)
+    C = float(dpsum.clip_radius(sigma, 0.05, b))
+    x = evaluation.tail_rows(sigma, b, C, 4000, rng)
+    r2 = np.sum((x * b) ** 2, axis=1)
+    assert np.all(r2 > C * C)
+    plain = rng.standard_normal((400_000, 4)) * sigma
+    p2 = np.sum(plain**2, axis=1)
+    ref = p2[p2 > C * C]
+    se = math.sqrt(r2.var() / r2.size + ref.var() / ref.size)
+    assert abs(r2.mean() - ref.mean()) < 5 * se
+
+
+def test_published_search_and_imhof_agree_with_closed_forms():
+    published.check_imhof()  # asserts 1e-6 relative against chi-square tails
+    p = 1e-3
+    q = published.published_search(lambda x: (float(stats.chi2.cdf(x, 3)), 0), p)
+    assert abs(stats.chi2.sf(q, 3) - p) <= p / 10  # the search's own tolerance
+    w = published.weights(published.zipf_stds(10, 1.0, 2.0), scaled=True)
+    assert w.sum() == pytest.approx(1.0)
+
+
+def test_audit_power_cases_have_the_violation_they_name():
+    for name in ap.PLANS:
+        c = ap.case(name)
+        assert c.name == name and 0.9 < c.oracle(ap.PLANS[name][-1][0]) <= 1
+    coin = ap.binomial_broken_coin()
+    laws = dpsum.audit.binary_output_laws("binomial", ap.BINOMIAL_USERS, 0, epsilon=ap.EPS,
+                                          delta=ap.DELTA, p=coin)
+    assert dpsum.audit.pair_epsilon(*laws, ap.DELTA) == pytest.approx(ap.EPS_DETECT, rel=1e-8)
+    with pytest.raises(ValueError, match="name"):
+        ap.case("no-such-case")
+
+
+def test_audit_power_rows_and_merge():
+    rows = ap.power_rows(["rr-1.6"], runs=40)
+    assert [(r["n_samples"], r["n_pilot"]) for r in rows] == ap.PLANS["rr-1.6"]
+    for r in rows:
+        assert 0 <= r["rejections"] <= 40 and r["ci_low"] <= r["rate"] <= r["ci_high"]
+    old = data.read_rows("audit_power.csv")
+    merged = ap.merge_rows(rows, old)
+    assert [r["case"] for r in merged] == [r["case"] for r in old]
+    assert sum(1 for r in merged if r["runs"] == 40) == len(rows)
+
+
+def test_size_row_counts_false_alarms_below_the_binomial_tolerance():
+    (row,) = ap.size_rows(200)
+    assert row["rejections"] <= stats.binom.ppf(1 - 1e-6, 200, row["exact_size"])
+    assert row["exact_size"] <= row["alpha"]

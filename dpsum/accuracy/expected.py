@@ -1,10 +1,12 @@
 """Closed-form expected squared L2 errors of the mechanisms.
 
-The error measure of the book (chapter "Differential privacy") is ``E||M(X) - f(X)||^2``. For a
-mechanism that adds independent Gaussian noise with standard deviations
-``s_j`` to an exact statistic it equals ``sum_j s_j^2`` (the expected-norm corollary (``definitions-cor-expected-norm``)). For
-the clipping mechanisms the formulas below are the error against the
-*clipped* sum; the clipping bias comes on top (book chapters 4 and 6).
+The error measure of the book (:prf:ref:`definitions-def-error`) is
+``E||M(X) - f(X)||^2``. For a mechanism that adds independent Gaussian noise
+with standard deviations ``s_j`` to an exact statistic it equals
+``sum_j s_j^2`` (:prf:ref:`the expected-norm corollary
+<definitions-cor-expected-norm>`). For the clipping mechanisms the formulas
+below are the error against the *clipped* sum; the clipping bias comes on top
+(:ref:`gaussian-data-clip-bias`, :func:`gaussian_data_clipping_error`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def _sum_of_squares(v: np.ndarray) -> float:
 
 
 def isotropic_noise_error(noise_std: float, d: int) -> float:
-    """``d sigma^2``: expected squared norm of ``N(0, sigma^2 I_d)`` noise (equation (1)).
+    """``d sigma^2``: expected squared norm of ``N(0, sigma^2 I_d)`` noise (:prf:ref:`definitions-cor-expected-norm`).
 
     Parameters
     ----------
@@ -67,11 +69,11 @@ def isotropic_noise_error(noise_std: float, d: int) -> float:
 
 def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float:
     """``d sigma_opt^2 ||Delta||^2``: the Gaussian mechanism on a sum of rows
-    clamped to a box of side lengths ``Delta_j`` (equation (5)).
+    clamped to a box of side lengths ``Delta_j``.
 
-    The L2 sensitivity of the sum is ``||Delta||`` (equation (4)) and the
-    noise ``sigma_opt ||Delta||`` per coordinate (the analytic calibration (``gaussian-thm-analytic``)). ``widths`` was
-    called ``bounds`` (still accepted as a keyword, with a DeprecationWarning).
+    The L2 sensitivity of the sum is ``||Delta||``
+    (:prf:ref:`gaussian-prop-box-sensitivity`) and the noise
+    ``sigma_opt ||Delta||`` per coordinate (:prf:ref:`gaussian-thm-analytic`).
 
     Examples
     --------
@@ -85,13 +87,13 @@ def gaussian_sum_error(widths: ArrayLike, epsilon: float, delta: float) -> float
 
 def elliptical_noise_error(widths: ArrayLike, epsilon: float, delta: float,
                            scaling: ArrayLike | None = None) -> float:
-    """``sigma_opt^2 sum_j (Delta_j / b_j)^2``: the Elliptical Gaussian mechanism (the Elliptical Gaussian mechanism).
+    """``sigma_opt^2 sum_j (Delta_j / b_j)^2``: the error of the Elliptical Gaussian mechanism.
 
-    With the optimal scaling of the optimal-scaling theorem (``elliptical-thm-optimal``) (the default) this is
-    ``sigma_opt^2 ||Delta||_1^2`` (equation (6)). An explicit ``scaling`` is
-    used as given after normalising it to unit norm, as the Elliptical Gaussian mechanism requires.
-    ``widths`` was called ``bounds`` (still accepted as a keyword, with a
-    DeprecationWarning).
+    With the optimal scaling of :prf:ref:`the optimal-scaling theorem
+    <elliptical-thm-optimal>` (the default) this is
+    ``sigma_opt^2 ||Delta||_1^2``. An explicit ``scaling`` is used as given
+    after normalising it to unit norm, as the Elliptical Gaussian mechanism
+    requires.
 
     Examples
     --------
@@ -113,7 +115,7 @@ def elliptical_noise_error(widths: ArrayLike, epsilon: float, delta: float,
 
 def clipped_noise_error(clip_norm: float, scaling: ArrayLike, epsilon: float, delta: float,
                         neighbouring: Neighbouring | str = "replace") -> float:
-    """``(2 C sigma_opt)^2 sum_j b_j^{-2}``: the Gaussian-data mechanism's noise (equation (9)).
+    """``(2 C sigma_opt)^2 sum_j b_j^{-2}``: the Gaussian-data mechanism's noise error.
 
     Under add-remove the sensitivity is ``C`` instead of ``2C``, which divides
     the error by four (for a centred model; with a center use
@@ -136,11 +138,11 @@ def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_prob
                         scaling: str | ArrayLike = "scaled",
                         neighbouring: Neighbouring | str = "replace",
                         center: ArrayLike | None = None) -> float:
-    """Equation (9) with the exact clip radius ``C`` for the given scaling.
+    """The Gaussian-data mechanism's noise error ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` with the exact clip radius.
 
     The noise of :func:`dpsum.mechanisms.gaussian_data_mechanism` with the
     same arguments, from the same set-up
-    (:func:`dpsum.gaussian_data.gaussian_data_setup`): ``sum_j noise_std_j^2``.
+    (:func:`dpsum.design.gaussian_data_setup`): ``sum_j noise_std_j^2``.
 
     Parameters
     ----------
@@ -183,15 +185,15 @@ def gaussian_data_clipping_error(stds: ArrayLike, n: int, clip_probability: floa
     ``B = E||f(X) - f̄(X)||^2 = n E[(1 - C/R)_+^2 ||x - mu||^2]`` with
     ``R = ||(x - mu) ⊙ b||``: the squared distance between the sum and the
     clipped sum to which the Gaussian-data mechanism adds noise. The error of the Gaussian-data mechanism
-    over the model is equation (9) plus ``B``. Evaluated with the book's
-    proposition "The clipping error in closed form" (chapter "the Gaussian-data mechanism:
-    Gaussian data", label ``gaussian-data-prop-clip-error``): ``sum_j stds_j^2 E g(Q_j)``, each expectation a
+    over the model is its noise error (:func:`gaussian_data_error`) plus
+    ``B``. Evaluated with :prf:ref:`gaussian-data-prop-clip-error`:
+    ``sum_j stds_j^2 E g(Q_j)``, each expectation a
     one-dimensional integral of a generalized chi-square survival function,
     computed by :func:`dpsum.accuracy.clipping_loss_moment` (exact).
 
     It is a statement about the model. On real data, compare it with the
     clipping error actually incurred (computable, non-privately, from
-    :func:`dpsum.clipping.clipped_sum`) to see how far the data are from the model.
+    :func:`dpsum.kernels.clipped_sum`) to see how far the data are from the model.
 
     Parameters
     ----------
@@ -229,7 +231,7 @@ def elliptical_improvement_ratio(widths: ArrayLike) -> float:
 
     By Cauchy–Schwarz it lies in ``[1, d]``, with 1 exactly when all
     ``Delta_j`` are equal; for positive ``Delta`` it is strictly below ``d``
-    when ``d > 1`` (book chapter "Laplace or Gaussian").
+    when ``d > 1`` (:prf:ref:`elliptical-prop-ratio`).
 
     Examples
     --------

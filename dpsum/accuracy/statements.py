@@ -1,5 +1,5 @@
 """Total-error statements and planning: noise plus clipping loss, with the
-probability they hold (book chapter 'Accuracy you can publish').
+probability they hold (the chapter :ref:`Accuracy you can publish <accuracy>`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class _NoiseRadius:
 
     ``noise_std = s_max * shape`` with ``max(shape) = 1``; the radius at failure
     probability ``b`` is ``s_max * sqrt(isf(b))`` of the generalized chi-square
-    with weights ``shape^2``. the Gaussian-data mechanism's noise has the shape ``b_min / b``
+    with weights ``shape^2``. The Gaussian-data mechanism's noise has the shape ``b_min / b``
     whatever ``n`` and ``epsilon`` are, so a planner builds this once.
     """
 
@@ -167,6 +167,7 @@ def release_error_bound(release: Release, beta: float, *, stds: Any, n: int,
     Examples
     --------
     >>> import dpsum
+    >>> from dpsum.release import noise_norm_quantile
     >>> X = np.random.default_rng(0).normal(0.0, [1.0, 0.5], size=(1000, 2))
     >>> rel = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 0.5], rng=0, center=0)
     >>> eb = release_error_bound(rel, 0.05, stds=[1.0, 0.5], n=1000)
@@ -282,8 +283,8 @@ def gaussian_data_error_bound(stds: Any, n: int, *, epsilon: float, delta: float
     clip_probability : float, optional
         ``p_C``; ``1/n`` by default (replace-one only).
     scaling : {"scaled", "isotropic"} or array_like
-        the Gaussian-data mechanism (the scaling lemma (``gaussian-data-lem-scaling``)), the isotropic clipping baseline, or any
-        positive vector.
+        The scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`,
+        the isotropic clipping baseline, or any positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation.
     include_bias : bool

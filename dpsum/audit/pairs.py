@@ -1,14 +1,11 @@
-"""Worst-case neighbouring pairs for auditing the mechanisms of :mod:`dpsum`.
+"""Worst-case neighbouring pairs for auditing the mechanisms of the package.
 
 An empirical audit (:func:`dpsum.audit.epsilon_lower_bound`) can only find a
 violation on the datasets it is given, so each mechanism gets a builder for
-the pair of neighbouring datasets on which its privacy loss is largest (book
-chapter "Checking privacy empirically"). The builders take the mechanism's own public arguments; the one
+the pair of neighbouring datasets on which its privacy loss is largest
+(:ref:`audit-pairs`). The builders take the mechanism's own public arguments; the one
 for the Gaussian-data mechanism computes the clip radius, scaling and sensitivity with the
-mechanism's own set-up (:func:`dpsum.gaussian_data.gaussian_data_setup`).
-
-These functions used to live in :mod:`dpsum.audit`; the old names there
-still work, with a :class:`DeprecationWarning`.
+mechanism's own set-up (:func:`dpsum.design.gaussian_data_setup`).
 """
 
 from __future__ import annotations
@@ -51,7 +48,8 @@ def statistic_pair(sensitivity: float, d: int = 1) -> Pair:
 
     For isotropic Gaussian noise only the distance matters, and the largest
     distance neighbouring datasets can produce is the sensitivity, so this
-    pair is worst case (the privacy loss is then exactly that of the analytic calibration (``gaussian-thm-analytic``)).
+    pair is worst case (the privacy loss is then exactly the one
+    :prf:ref:`the analytic calibration <gaussian-thm-analytic>` accounts for).
 
     Examples
     --------
@@ -134,8 +132,6 @@ def elliptical_pair(widths: ArrayLike, *, n: int = 1, factor: float = 10.0,
     ``coordinates`` restricts the change to some coordinates (e.g. the one
     whose noise is smallest relative to its width, ``argmin sigma_j / Delta_j``);
     such a pair is never worse than the corner, but isolates one coordinate.
-    ``widths`` was called ``bounds`` (still accepted as a keyword, with a
-    DeprecationWarning).
 
     Examples
     --------
@@ -192,7 +188,7 @@ def gaussian_data_pair(stds: ArrayLike, *, center: ArrayLike | None = None,
 
     Arguments as for the mechanism (``n`` is the size of the first dataset);
     the scaling ``b``, clip radius ``C`` and sensitivity come from the
-    mechanism's own set-up (:func:`dpsum.gaussian_data.gaussian_data_setup`).
+    mechanism's own set-up (:func:`dpsum.design.gaussian_data_setup`).
     The changed record ``x`` has scaled, centred version
     ``(x - c) ⊙ b = factor * C * u`` for a unit ``u``, far outside the clip
     ball of radius ``C``:

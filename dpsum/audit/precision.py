@@ -1,4 +1,4 @@
-"""The precision attack on floating-point outputs (book chapter 'Floating point').
+"""The precision attack on floating-point outputs (:ref:`fp-attack`).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def precision_event(outputs: np.ndarray, sensitivity: float, bits: int = 6) -> n
 def precision_epsilon_lower_bound(first: np.ndarray, second: np.ndarray, *,
                                   sensitivity: float, delta: float, bits: int = 6,
                                   alpha: float = 0.05) -> tuple[float, tuple[int, int]]:
-    """A lower bound on epsilon from the precision event.
+    """A lower bound on epsilon from the precision event (:prf:ref:`fp-def-event`).
 
     ``first`` are releases of a mechanism on the dataset whose statistic is
     ``Delta`` and ``second`` on its neighbour whose statistic is ``0``; the

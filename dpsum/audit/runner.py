@@ -1,5 +1,5 @@
-"""Running a privacy audit on a release function (book chapter 'Checking privacy
-empirically').
+"""Running a privacy audit on a release function (the chapter
+:ref:`Checking privacy empirically <ch-auditing>`).
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def epsilon_lower_bound(release: Callable[..., Any], dataset: Any, neighbour: An
                         batched: bool = False) -> AuditResult:
     """Audit a mechanism: a lower bound on its epsilon from releases on two neighbours.
 
-    The procedure (book chapter "Checking privacy empirically"):
+    The procedure (:prf:ref:`audit-alg`):
 
     1. **Pilot run.** ``n_pilot`` releases on each dataset choose a unit
        direction ``w`` (the difference of the pilot means divided
@@ -232,7 +232,7 @@ def epsilon_lower_bound(release: Callable[..., Any], dataset: Any, neighbour: An
     whose result is below its claim has not been shown private. Only
     half-space events of one projection of the output are tested, on the
     datasets given (choose a worst-case pair: see
-    :func:`dpsum.pairs.replace_one_pair` and friends), and outputs are read as
+    :func:`dpsum.audit.replace_one_pair` and friends), and outputs are read as
     numbers, so floating-point attacks on the noise (Mironov 2012) and timing
     side channels are not examined.
 
@@ -391,7 +391,7 @@ def simulate_audits(release: Callable, dataset: Any, neighbour: Any, *, epsilon:
     false-alarm rate on one that satisfies it. :func:`audit_power` gives the
     power of one test at a fixed threshold (an oracle that knows the best
     event); the pilot's noisy choice of threshold makes the real power lower,
-    and only a simulation measures by how much (book chapter "Checking privacy empirically").
+    and only a simulation measures by how much (:ref:`audit-power`).
 
     Parameters
     ----------
@@ -425,7 +425,7 @@ def discrete_law_release(first: Any, second: Any) -> Callable:
     """A batched release that samples two discrete output laws exactly.
 
     ``first`` and ``second`` are probability vectors over the outputs
-    ``0, 1, 2, ...`` (for example from :func:`~dpsum.pairs.binary_output_laws`). The
+    ``0, 1, 2, ...`` (for example from :func:`~dpsum.audit.binary_output_laws`). The
     returned ``release(dataset, rng, size)`` draws ``size`` outputs from
     ``first`` when ``dataset`` is 1 and from ``second`` when it is 0; pass it
     to :func:`epsilon_lower_bound` or :func:`simulate_audits` with the pair
@@ -456,7 +456,7 @@ BATCHED_SAMPLERS = frozenset({"normal", "standard_normal"})
 def refused_attributes(generator_class: type = np.random.Generator) -> frozenset[str]:
     """The public attributes of ``generator_class`` that the batched path refuses.
 
-    Every public name of the class except :data:`BATCHED_SAMPLERS`: the
+    Every public name of the class except ``BATCHED_SAMPLERS``: the
     other samplers (one draw would be shared by the whole batch), ``spawn``,
     and ``bit_generator`` (from which a release could build a generator that
     is not batched). The set is read from the class, not from a fixed list,

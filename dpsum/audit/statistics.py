@@ -1,6 +1,6 @@
 """The statistics of a privacy audit: Clopper-Pearson bounds, the epsilon a pair
-of counts certifies, and the power of the test (book chapter 'Checking privacy
-empirically').
+of counts certifies, and the power of the test (the chapter
+:ref:`Checking privacy empirically <ch-auditing>`).
 """
 
 from __future__ import annotations

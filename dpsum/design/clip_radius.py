@@ -1,5 +1,5 @@
 """The exact clip radius: the smallest radius that a scaled Gaussian row exceeds
-with probability at most p_C (book chapter 'Gaussian data').
+with probability at most p_C (:ref:`gaussian-data-clip-radius`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The clipping loss under the Gaussian model: one implementation, exact by default.
 
 For a row ``x ~ N(c, diag(stds^2))`` with scaled norm ``R = ||(x - c) ⊙ b||``,
-clipping at radius ``C`` removes ``(1 - C/R)_+ (x - c)`` (book chapter
-"Gaussian data", proposition ``gaussian-data-prop-clip-error``). Its second
+clipping at radius ``C`` removes ``(1 - C/R)_+ (x - c)``
+(:prf:ref:`gaussian-data-prop-clip-error`). Its second
 moment is the model's expected clipping loss per row; ``n`` rows centred at the
 model's mean lose ``n`` times it in squared L2 norm.
 """

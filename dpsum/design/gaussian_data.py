@@ -1,13 +1,13 @@
-"""the Gaussian-data mechanism's public set-up: everything fixed before the data is read.
+"""The Gaussian-data mechanism's public set-up: everything fixed before the data is read.
 
-the Gaussian-data mechanism (book chapter "Gaussian data") releases a clipped, scaled sum. Its scaling
+The Gaussian-data mechanism (:prf:ref:`gaussian-data-alg-clipped`) releases a clipped, scaled sum. Its scaling
 ``b``, clip radius ``C``, L2 sensitivity and noise level are functions of
 public inputs only: the data model (``stds``, ``center``), the clip
 probability ``p_C``, the scaling rule, the neighbouring relation and the
 privacy parameters. :func:`gaussian_data_setup` computes them in one place,
 and the mechanism (:func:`dpsum.mechanisms.gaussian_data_mechanism`), its
-error formula (:func:`dpsum.errors.gaussian_data_error`) and its worst-case
-audit pair (:func:`dpsum.pairs.gaussian_data_pair`) all call it, so the three
+error formula (:func:`dpsum.accuracy.gaussian_data_error`) and its worst-case
+audit pair (:func:`dpsum.audit.gaussian_data_pair`) all call it, so the three
 can never disagree about, say, the sensitivity under add-remove with a center.
 
 The rules, each stated once here:
@@ -15,14 +15,15 @@ The rules, each stated once here:
 - ``p_C`` defaults to ``1/n`` under replace-one, where the number of rows
   ``n`` is public (and needs ``n >= 2``); under add-remove ``n`` is private,
   so ``p_C`` must be given.
-- ``C`` is the exact clip radius (:func:`dpsum.clipping.clip_radius`) of the
+- ``C`` is the exact clip radius (:func:`dpsum.design.clip_radius`) of the
   scaled, centred record ``(x - c) ⊙ b`` under ``x ~ N(c, diag(stds^2))``.
 - The sensitivity of the scaled, clipped sum is ``2C`` under replace-one
   (the center cancels) and ``C + ||b ⊙ c||`` under add-remove, since a whole
   record, center included, enters or leaves the sum (``C`` when ``c = 0``).
 - The noise is isotropic ``N(0, (sensitivity * sigma_opt)^2)`` in the scaled
   space, so coordinate ``j`` of the released sum gets the standard deviation
-  ``sensitivity * sigma_opt / b_j`` (equation (9) is the sum of their squares).
+  ``sensitivity * sigma_opt / b_j`` (the mechanism's expected squared error
+  is the sum of their squares).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class GaussianDataSetup:
         The privacy guarantee (None when the set-up was asked for the clipping
         geometry only).
     sigma_opt : float or None
-        The noise multiplier for unit sensitivity (the analytic calibration (``gaussian-thm-analytic``)).
+        The noise multiplier for unit sensitivity (:prf:ref:`gaussian-thm-analytic`).
     noise_std : numpy.ndarray or None
         Per-coordinate noise standard deviation of the released sum,
         ``sensitivity * sigma_opt / b``.
@@ -107,7 +108,7 @@ class GaussianDataSetup:
 
     @property
     def expected_squared_error(self) -> float:
-        """Equation (9): ``sum_j noise_std_j^2``, the expected squared error
+        """The mechanism's expected squared error ``sum_j noise_std_j^2``
         against the clipped sum (needs ``epsilon`` and ``delta``).
 
         Examples

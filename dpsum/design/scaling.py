@@ -2,7 +2,8 @@
 
 A scaling vector maps a record ``x`` to ``x ⊙ b``; noise is added to the sum in
 that space and mapped back by ``b^{-1}``, so coordinate ``j`` receives noise
-proportional to ``1 / b_j`` (book chapters 3 and 4).
+proportional to ``1 / b_j`` (the chapters :ref:`The Elliptical Gaussian
+mechanism <elliptical>` and :ref:`Gaussian data <gaussian-data>`).
 """
 
 from __future__ import annotations
@@ -35,18 +36,17 @@ def _positive_vector(values: Any, name: str) -> np.ndarray:
 
 
 def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
-    """Optimal scaling of the Elliptical Gaussian mechanism (the optimal-scaling theorem (``elliptical-thm-optimal``)).
+    """Optimal scaling of the Elliptical Gaussian mechanism (:prf:ref:`elliptical-thm-optimal`).
 
     ``b_j = sqrt(Delta_j / sum_i Delta_i)``, so that ``||b|| = 1`` and the
     expected squared error ``sigma_opt^2 sum_j (Delta_j / b_j)^2`` attains its
-    minimum ``sigma_opt^2 ||Delta||_1^2`` (equation (6)).
+    minimum ``sigma_opt^2 ||Delta||_1^2``.
 
     Parameters
     ----------
     widths : array_like, shape (d,)
         Per-coordinate sensitivities ``Delta_j > 0`` (the width of the interval
-        each coordinate is clamped to). Formerly ``bounds``, which still
-        works as a keyword with a DeprecationWarning.
+        each coordinate is clamped to).
 
     Returns
     -------
@@ -66,9 +66,10 @@ def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
 def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
     """Scaling ``b_j ∝ sigma_j^{-alpha}`` normalised so that ``E||x ⊙ b||^2 = 1``.
 
-    The normalisation is the normalisation,
-    ``sum_j (b_j sigma_j)^2 = 1``. ``alpha = 0`` is isotropic clipping,
-    ``alpha = 1/2`` is the scaling lemma (``gaussian-data-lem-scaling``) and ``alpha = 1`` is whitening (book chapter "Choosing the scaling and the clip probability").
+    The normalisation is the constraint of the chapter :ref:`Gaussian data
+    <gaussian-data-constraint>`, ``sum_j (b_j sigma_j)^2 = 1``. ``alpha = 0``
+    is isotropic clipping, ``alpha = 1/2`` the scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`
+    and ``alpha = 1`` whitening (:ref:`ch6-best-scaling`).
 
     Parameters
     ----------
@@ -93,11 +94,13 @@ def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
 
 
 def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
-    """The scaling of the scaling lemma (``gaussian-data-lem-scaling``): ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
+    """The scaling of the scaling lemma: ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
 
-    It is the stationary point of the Lagrangian that minimises equation (9)
-    under the constraint ``E||x ⊙ b||^2 = 1`` (equation (10)) with the clip
-    radius held fixed (book chapter "Gaussian data", the scaling lemma (``gaussian-data-lem-scaling``)).
+    It is the stationary point of the Lagrangian that minimises the
+    Gaussian-data mechanism's expected error under the constraint
+    ``E||x ⊙ b||^2 = 1`` with the clip radius held fixed (:prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`).
+    The exact optimum, with the radius depending on ``b``, is
+    :func:`error_optimal_scaling`.
 
     Parameters
     ----------
@@ -115,7 +118,7 @@ def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
 
 def whitening_scaling(stds: ArrayLike) -> np.ndarray:
     """Whitening, ``b_j = 1 / (sigma_j sqrt(d))``: every scaled coordinate has
-    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (book chapter "Choosing the scaling and the clip probability").
+    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (:ref:`ch6-best-scaling`).
 
     Examples
     --------
@@ -194,20 +197,20 @@ _FAMILIES = ("power", "tilted", "all")
 
 
 def _normalise(b: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Rescale ``b`` to the normalisation, ``sum_j (b_j sigma_j)^2 = 1``."""
+    """Rescale ``b`` to the constraint ``sum_j (b_j sigma_j)^2 = 1``."""
     return b / np.sqrt(np.sum((b * sigma) ** 2))
 
 
 def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     """The saddlepoint family ``b_j^2 ∝ 1 / (sigma_j (kappa sigma_j + sqrt(1 + kappa^2 sigma_j^2)))``.
 
-    Normalised by constraint (10), ``sum_j (b_j sigma_j)^2 = 1``. At
+    Normalised by the constraint ``sum_j (b_j sigma_j)^2 = 1``. At
     ``kappa = 0`` it is the scaling lemma's scaling (``b_j ∝ sigma_j^{-1/2}``) and as
     ``kappa -> inf`` it tends to whitening (``b_j ∝ 1/sigma_j``); ``kappa``
     has the units of ``1/sigma``. The family solves the stationarity
     condition of the exact error ``C(b)^2 sum_j b_j^{-2}`` when the
     conditional moments ``E[Z_j^2 | ||x̂|| = C]`` are replaced by their
-    saddlepoint values ``1 / (1 - 2 s w_j)`` (book chapter "Choosing the scaling and the clip probability").
+    saddlepoint values ``1 / (1 - 2 s w_j)`` (:ref:`ch6-tilted-family`).
 
     Parameters
     ----------
@@ -310,14 +313,15 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
 
 def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: str = "tilted",
                           exact: bool = False, max_iter: int = 100) -> np.ndarray:
-    """The scaling ``b`` that minimises the Gaussian-data mechanism's expected error, equation (9)
+    """The scaling ``b`` that minimises the Gaussian-data mechanism's expected error
     with the exact clip radius.
 
-    the scaling lemma (``gaussian-data-lem-scaling``) minimises ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` as if ``C`` did
+    :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>` minimises ``(2 C sigma_opt)^2 sum_j b_j^{-2}`` as if ``C`` did
     not depend on ``b``; here ``C(b)`` is the exact radius of
-    :func:`dpsum.clipping.clip_radius` and the minimised quantity is
+    :func:`dpsum.design.clip_radius` and the minimised quantity is
     ``F(b) = C(b)^2 sum_j b_j^{-2}``, which fixes the error for every
-    ``epsilon``, ``delta`` and neighbouring relation at once (book chapter "Choosing the scaling and the clip probability").
+    ``epsilon``, ``delta`` and neighbouring relation at once
+    (:ref:`ch6-best-scaling`).
 
     Parameters
     ----------
@@ -327,7 +331,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
         The clip probability ``p_C`` in (0, 1).
     family : {"tilted", "power", "all"}
         Where to search: ``"tilted"`` the one-parameter family of
-        :func:`tilted_scaling` (from the scaling lemma (``gaussian-data-lem-scaling``) to whitening), ``"power"`` the
+        :func:`tilted_scaling` (from the scaling lemma's scaling to whitening), ``"power"`` the
         family ``b_j ∝ sigma_j^{-alpha}``, ``-1/2 <= alpha <= 2``
         (:func:`power_scaling`), ``"all"`` every positive vector: L-BFGS in
         ``log b`` with the exact gradient, started from the better of the
@@ -346,9 +350,9 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     Returns
     -------
     numpy.ndarray
-        ``b`` normalised by constraint (10), ``sum_j (b_j sigma_j)^2 = 1``.
+        ``b`` normalised by the constraint ``sum_j (b_j sigma_j)^2 = 1``.
         Its exact ``F`` is never larger than that of the family's named
-        members: the scaling lemma (``gaussian-data-lem-scaling``) and whitening (``"tilted"``, ``"all"``), and
+        members: the scaling lemma's scaling and whitening (``"tilted"``, ``"all"``), and
         ``alpha`` in {0, 1/2, 1} (``"power"``, ``"all"``), which include
         isotropic clipping.
 
@@ -362,9 +366,9 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     --------
     >>> stds = np.array([4.0, 1.0, 0.25])
     >>> b = error_optimal_scaling(stds, 1e-6)
-    >>> round(float(np.sum((b * stds) ** 2)), 12)  # constraint (10)
+    >>> round(float(np.sum((b * stds) ** 2)), 12)  # the constraint sum_j (b_j sigma_j)^2 = 1
     1.0
-    >>> from dpsum.clipping import clip_radius
+    >>> from dpsum.design import clip_radius
     >>> F = lambda b: clip_radius(stds, 1e-6, b) ** 2 * np.sum(b ** -2.0)
     >>> bool(F(b) <= F(gaussian_data_scaling(stds)))
     True
@@ -379,7 +383,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     candidates = []
     if family in ("tilted", "all"):
         smax, smin = float(sigma.max()), float(sigma.min())
-        # t = log(kappa sigma_max): from ~the scaling lemma (``gaussian-data-lem-scaling``) (kappa sigma_max = 1e-4)
+        # t = log(kappa sigma_max): from ~the scaling lemma's scaling (kappa sigma_max = 1e-4)
         # to ~whitening (kappa sigma_min = 1e4)
         lo, hi = np.log(1e-4), np.log(1e4 * smax / smin)
 

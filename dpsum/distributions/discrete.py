@@ -35,14 +35,7 @@ class _Bits:
     _CHUNK = 4096
 
     def __init__(self, rng: Any) -> None:
-        if rng is None:
-            self._gen = None
-        elif isinstance(rng, np.random.Generator):
-            self._gen = rng
-        elif isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-            self._gen = np.random.default_rng(int(rng))
-        else:
-            raise TypeError("rng must be None (secure), a numpy.random.Generator or an int seed")
+        self._gen = V.check_secure_rng(rng)    # the one rng rule; None: os.urandom
         self.secure = self._gen is None
         self._words: list[int] = []
 
@@ -126,11 +119,19 @@ def _discrete_gaussian_one(p: int, q: int, bits: _Bits) -> int:
             return y
 
 
+def _shape(size: object) -> tuple[int, ...]:
+    """An output shape from ``size`` (an int >= 0 or a tuple of them; not a bool)."""
+    checked = V.check_size(size, "size")
+    if checked is None:
+        return ()
+    return (checked,) if isinstance(checked, int) else checked
+
+
 def _as_fraction(value: float | Fraction, name: str = "sigma2") -> Fraction:
     """A positive parameter as an exact rational (a float converts exactly)."""
     if isinstance(value, Fraction):
         out = value
-    elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    elif isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         out = Fraction(int(value))
     else:
         out = Fraction(float(V.check_positive(value, name)))
@@ -179,8 +180,7 @@ def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = ()
     """
     s2 = _as_fraction(sigma2)
     bits = _Bits(rng)
-    shape: tuple[int, ...] = ((int(size),) if isinstance(size, numbers.Integral)
-                              else tuple(size))  # type: ignore[arg-type]
+    shape = _shape(size)
     count = math.prod(shape)
     out = [_discrete_gaussian_one(s2.numerator, s2.denominator, bits) for _ in range(count)]
     return np.array(out, dtype=object).reshape(shape)
@@ -243,8 +243,7 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
     """
     tau = _as_fraction(scale, "scale")
     bits = _Bits(rng)
-    shape: tuple[int, ...] = ((int(size),) if isinstance(size, numbers.Integral)
-                              else tuple(size))  # type: ignore[arg-type]
+    shape = _shape(size)
     t, s = tau.numerator, tau.denominator
     out = [_discrete_laplace(t, bits, s) for _ in range(math.prod(shape))]
     return np.array(out, dtype=object).reshape(shape)

@@ -1,6 +1,6 @@
 r"""The generalized chi-square distribution, accurate far into both tails.
 
-the Gaussian-data mechanism clips every transformed record at the smallest
+The Gaussian-data mechanism clips every transformed record at the smallest
 radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where
 
 .. math::
@@ -9,9 +9,9 @@ radius ``C`` with ``P(||x_hat|| > C) <= p_C``, where
     \qquad Z_j \sim \mathcal N(0, 1) \text{ independent},\ w_j > 0,
 
 is a *generalized chi-square* variable (noncentrality ``lambda_j = m_j^2``;
-``m_j = 0`` when the data are centred) and ``p_C = 1/n`` is tiny. A closed-form
-bound is loose; this module computes the distribution itself (book chapter "Gaussian data", "The clip
-radius"). :class:`GeneralizedChiSquare` is that CDF: survival function,
+``m_j = 0`` when the data are centred) and ``p_C = 1/n`` is tiny, so the
+exact clip radius needs a numerical distribution function accurate far into
+the upper tail (:ref:`gaussian-data-clip-radius`). :class:`GeneralizedChiSquare` is that CDF: survival function,
 distribution function, their logarithms, quantiles and density, to a relative
 error near ``1e-14`` for probabilities down to ``1e-300`` and beyond, for one
 to millions of terms.
@@ -135,7 +135,7 @@ Rounding for the clip radius
 :meth:`GeneralizedChiSquare.isf` returns the quantile itself, not a rounded
 bound; its relative error is below ``1e-13`` in every case of the test suite
 and is asserted there to be at most ``1e-12``. The clip radius of the Gaussian-data mechanism
-(:func:`dpsum.clipping.clip_radius`) is ``sqrt(isf(p_C))`` rounded up by a
+(:func:`dpsum.design.clip_radius`) is ``sqrt(isf(p_C))`` rounded up by a
 relative ``1e-12``, which covers that error: the clip probability at the
 returned radius does not exceed ``p_C``.
 """
@@ -272,8 +272,9 @@ class GeneralizedChiSquare:
     r"""The distribution of ``X = sum_j w_j (Z_j + m_j)^2``, ``Z_j`` iid N(0, 1).
 
     This is the law of the squared norm of a transformed record in
-    the Gaussian-data mechanism (the clip inequality ``P(||x_i . b||^2 > C^2) < 1/n``;
-    book chapter \"Gaussian data\"): ``w_j = b_j^2 sigma_j^2`` and
+    the Gaussian-data mechanism, whose clip radius ``C`` solves
+    ``P(||x_i ⊙ b||^2 > C^2) = p_C`` (:prf:ref:`gaussian-data-def-gchisq`):
+    ``w_j = b_j^2 sigma_j^2`` and
     ``m_j = b_j (mu_j - center_j) / (b_j sigma_j)``.
 
     Parameters
@@ -300,11 +301,11 @@ class GeneralizedChiSquare:
     probabilities in (0, 1); all are vectorised and return a float for scalar
     input. ``x <= 0`` gives ``cdf = 0`` and ``sf = 1`` exactly. The numerical
     method (saddlepoint-contour inversion) is described in the module
-    docstring of :mod:`dpsum.gchisq`.
+    docstring of ``dpsum.distributions.gchisq``.
 
     Examples
     --------
-    >>> from dpsum.gchisq import GeneralizedChiSquare
+    >>> from dpsum.distributions import GeneralizedChiSquare
     >>> X = GeneralizedChiSquare([4.0, 1.0, 0.25])
     >>> X.mean()
     5.25
@@ -1016,9 +1017,11 @@ class GeneralizedChiSquare:
         ``w = sqrt(2 (c x - K(c)))`` and ``v = c sqrt(K''(c))`` at the
         saddlepoint ``c`` of ``x`` (Lugannani and Rice 1980), solved for ``x``.
         Its relative error is of order 1e-3 in the tail, so it is for locating
-        optima cheaply (:func:`dpsum.scaling.error_optimal_scaling`), not for
-        clip radii, which use :meth:`isf`. Returns NaN where the approximation
-        does not apply (``p`` near the median, where ``w`` is near 0).
+        optima cheaply (:func:`dpsum.design.error_optimal_scaling`), not for
+        clip radii, which use :meth:`isf`. Where the approximation does not
+        apply (``p`` near the median, where ``w`` is near 0, or ``p`` so close
+        to 1 that the bracket fails) it returns the exact :meth:`isf`
+        instead: never NaN.
 
         Parameters
         ----------
@@ -1045,7 +1048,7 @@ class GeneralizedChiSquare:
         f_hi = self._lugannani_rice(v_hi)[1] - log_p
         f_lo = self._lugannani_rice(v_lo)[1] - log_p
         if not (math.isfinite(f_hi) and f_hi > 0 and f_lo < 0):
-            return math.nan
+            return float(self.isf(pv))        # the approximation does not apply here
         v = optimize.brentq(lambda t: self._lugannani_rice(t)[1] - log_p, v_lo, v_hi,
                             xtol=1e-12, rtol=1e-12)
         return self._lugannani_rice(v)[0] * self._wmax

@@ -3,18 +3,18 @@
 The vector mechanisms of :mod:`dpsum.mechanisms` accept a
 :class:`dask.array.Array` of shape ``(n, d)`` and come here. The pass over the
 rows runs where the data lives: every row chunk is folded into a fresh
-:class:`~dpsum.accumulator.Accumulator` by one task (a map over the chunks),
+:class:`~dpsum.release.Accumulator` by one task (a map over the chunks),
 the partial results are merged by a tree of tasks (``split_every`` partials
 per merge), and only the merged accumulator, a few vectors of length ``d``,
-reaches the client, which adds the noise once (book appendix "At scale",
-``book/16_at_scale``). Nothing gathers the data on one machine. With a
+reaches the client, which adds the noise once (the appendix
+:ref:`At scale <at-scale>`). Nothing gathers the data on one machine. With a
 :class:`dask.distributed.Client` active the tasks run on its cluster; without
 one, on dask's default scheduler (threads).
 
 The release is the in-memory mechanism's: the same public set-up, the same
 noise from the same ``rng``, and a clipped sum that differs from the
 in-memory one only by the rounding of the different summation order
-(:func:`dpsum.accumulator.merged_sum_rounding_bound`).
+(:func:`dpsum.release.merged_sum_rounding_bound`).
 
 dask is an optional dependency (``pip install "dpsum[dask]"``); this module
 imports it only when a dask array is actually released, so ``import dpsum``
@@ -135,7 +135,7 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
     -------
     Accumulator
         ``accumulator`` merged with the accumulator of all rows of ``X``.
-        Its sums are private: call :meth:`~dpsum.accumulator.Accumulator.release`.
+        Its sums are private: call :meth:`~dpsum.release.Accumulator.release`.
 
     Raises
     ------

@@ -1,10 +1,10 @@
-"""Clipping: the exact clip radius of the Gaussian-data mechanism and the clipped sum of rows.
+"""The floating-point clipping kernel: the clipped (or clamped) sum of rows.
 
-the Gaussian-data mechanism clips every scaled record ``x̂_i = (x_i - c) ⊙ b`` to the ball of
+The Gaussian-data mechanism clips every scaled record ``x̂_i = (x_i - c) ⊙ b`` to the ball of
 radius ``C`` and sums. ``C`` is the smallest radius whose exceedance
 probability under the public model ``x_i ~ N(c, diag(sigma^2))`` is at most
 ``p_C``; since ``||x̂||^2 = sum_j (b_j sigma_j)^2 Z_j^2`` is a generalized
-chi-square, ``C = sqrt(isf(p_C))`` (book chapter "Gaussian data").
+chi-square, ``C = sqrt(isf(p_C))`` (:func:`dpsum.design.clip_radius`).
 
 The clipped sum (:func:`clipped_sum`) is correct over the whole float64 range:
 every row is centred before it enters the sum, squared norms are formed in
@@ -12,8 +12,9 @@ units where ``C`` lies in ``[1, 2)`` (a power-of-two rescaling, exact), rows
 whose intermediate values overflow are clipped through a per-row power-of-two
 normalisation instead of being dropped, and each row's contribution has exact
 (real-number) norm at most ``C``. The rounding analysis is in the docstring of
-:func:`clipped_sum` and in the book chapter on floating-point attacks
-(``book/15_floating_point``). The input is never modified.
+:func:`clipped_sum` and in the chapter
+:ref:`Floating-point attacks and the grid path <fp-clipping>`
+(:prf:ref:`fp-thm-row`). The input is never modified.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def sum_rounding_bound(n_rows: int, d: int) -> float:
     >>> bool(sum_rounding_bound(10**6, 100) < 1e-6), bool(sum_rounding_bound(10**3, 100) < sum_rounding_bound(10**6, 100))
     (True, True)
     """
-    if n_rows < 0 or d < 1:
-        raise ValueError("n_rows must be >= 0 and d >= 1")
+    n_rows = V.check_integer(n_rows, "n_rows", 0)
+    d = V.check_integer(d, "d", 1)
     m = max(1, _BLOCK_ELEMENTS // d)
     blocks = max(1, -(-n_rows // m))
     groups = -(-blocks // _GROUP_BLOCKS)
@@ -125,7 +126,7 @@ def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None
     ``x̂_i = (x_i - center) ⊙ scaling`` — the loop of the Gaussian-data mechanism — in one pass
     over ``X``, block by block, without a scaled copy of ``X``.
 
-    **Guarantee (book, chapter on floating-point attacks).** Row ``i``
+    **Guarantee** (:prf:ref:`fp-thm-row`). Row ``i``
     contributes an exact real vector ``r_i`` that depends on ``x_i`` and the
     public parameters only, with ``||r_i|| <= C`` exactly, ``r_i = x̂_i`` up to
     rounding when ``||x̂_i|| < C (1 - mu)``, and ``r_i = f_i x̂_i`` up to
@@ -151,7 +152,7 @@ def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None
 
     **Timing.** The running time grows with the number of clipped rows (the
     clip factors are computed only for them), so it reveals that count; use
-    the grid path (:func:`dpsum.grid.grid_clipped_sum`), whose work does not
+    the grid path (:func:`dpsum.kernels.grid_clipped_sum`), whose work does not
     depend on the data, when timing is observable.
 
     Parameters
@@ -255,7 +256,7 @@ def accumulate_clipped(X: np.ndarray, plan: ClipPlan) -> tuple[PairwiseSum, int]
 def clamped_sum(X: ArrayLike, half_widths: ArrayLike) -> tuple[np.ndarray, int]:
     """Sum of the rows of ``X`` with coordinate ``j`` clamped to ``[-h_j, h_j]``.
 
-    The per-coordinate clipping of the Elliptical Gaussian mechanism (equation (3): each row lies in
+    The per-coordinate clipping of the Elliptical Gaussian mechanism (each row lies in
     a box of side ``Delta_j = 2 h_j``), computed block by block in one pass.
     Clamping is exact in floating point, so every row's contribution lies in
     the box exactly; the block sums are accumulated pairwise, so the rounding

@@ -1,5 +1,5 @@
 """The grid path: clipped sums on a grid 2^K, exact integer accumulation and
-exact discrete Gaussian noise (book chapter on floating-point attacks).
+exact discrete Gaussian noise (the chapter :ref:`Floating-point attacks and the grid path <ch-floating-point>`).
 
 A release that must resist floating-point attacks avoids floating-point noise
 and floating-point sums altogether:
@@ -90,14 +90,22 @@ def grid_exponent(clip_norm: float, d: int, charge: float = GRID_CHARGE) -> int:
     -20
     """
     C = float(V.check_positive(clip_norm, "clip_norm"))
-    if not 0 < charge < 0.5:
-        raise ValueError("charge must lie in (0, 0.5)")
-    K = math.floor(math.log2(2 * charge * C / math.sqrt(d)))
-    while math.sqrt(d) * math.ldexp(1.0, K - 1) > charge * C:   # guard log2 rounding
+    dd = V.check_integer(d, "d", 1)
+    ch = float(V.check_open_interval(charge, "charge", 0.0, 0.5, scalar=True))
+    root = math.sqrt(dd)
+    # log2 C from the exponent and mantissa: exact scale even for subnormal C
+    mant, exp = math.frexp(C)
+    K = math.floor(math.log2(mant) + exp + math.log2(2 * ch) - math.log2(root))
+
+    def fits(k: int) -> bool:
+        """sqrt(d) 2^(k-1) <= charge C, compared without under- or overflow."""
+        return root <= math.ldexp(C, 1 - k) * ch
+
+    while not fits(K):                                  # guard log2 rounding
         K -= 1
-    while math.sqrt(d) * math.ldexp(1.0, K) <= charge * C:
+    while fits(K + 1):
         K += 1
-    return K
+    return int(K)
 
 
 def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
@@ -117,7 +125,10 @@ def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
     >>> [int(v) for v in round_to_grid([0.3, 2.5, -1.75], -2)]  # multiples of 1/4, ties to even
     [1, 10, -7]
     """
-    x = np.asarray(value, dtype=np.float64)
+    x = V.as_real_array(value, "value")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("value contains NaN or infinite values")
+    K = V.check_integer(K, "K", None)
     with np.errstate(under="ignore", over="ignore"):
         q = np.clip(np.rint(np.ldexp(x, -K)), -_FLOAT_MAX, _FLOAT_MAX)
     return np.array([int(v) for v in q.ravel()], dtype=object).reshape(x.shape)
@@ -126,10 +137,10 @@ def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
 def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None = None,
                      center: ArrayLike | None = None, *,
                      charge: float = GRID_CHARGE) -> tuple[np.ndarray, int, int]:
-    """the Gaussian-data mechanism's clipped sum on the grid ``2^K``, summed exactly in integers.
+    """The Gaussian-data mechanism's clipped sum on the grid ``2^K``, summed exactly in integers.
 
     Each row ``x̂_i = (x_i - c) ⊙ b`` is clipped to ``C_in = C - sqrt(d) 2^(K-1)``
-    (rounded down) with the kernel of :func:`dpsum.clipping.clipped_sum`, then
+    (rounded down) with the kernel of :func:`dpsum.kernels.clipped_sum`, then
     every coordinate is rounded to the nearest multiple of ``2^K``, giving an
     integer vector ``q_i`` with ``||q_i|| 2^K <= C`` exactly (proof in the
     book). The integer vectors are summed exactly, so the result does not
@@ -151,7 +162,7 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None 
     scaling, center : numpy.ndarray, shape (d,), optional
         The public ``b > 0`` and ``c``.
     charge : float
-        The relative part of ``C`` given up to rounding (:data:`GRID_CHARGE`).
+        The relative part of ``C`` given up to rounding (``GRID_CHARGE``).
 
     Returns
     -------
@@ -188,7 +199,7 @@ def make_grid_plan(C: float, b: np.ndarray, c: np.ndarray | None, d: int,
     ``C - sqrt(d) 2^(K-1)``, the grid exponent ``K`` and ``k = K - e`` (the
     grid exponent in the plan's normalised units). Shared by
     :func:`grid_clipped_sum` and the mergeable accumulators
-    (:mod:`dpsum.accumulator`)."""
+    (:mod:`dpsum.release`)."""
     K = grid_exponent(C, d, charge)
     C_in = (C - math.sqrt(d) * math.ldexp(1.0, K - 1)) * (1 - 8 * _U)
     plan = make_clip_plan(C_in, b, c, d)
@@ -198,7 +209,7 @@ def make_grid_plan(C: float, b: np.ndarray, c: np.ndarray | None, d: int,
 
 def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: int
                      ) -> tuple[np.ndarray, int]:
-    """the Elliptical Gaussian mechanism's clamped sum on a grid, summed exactly in integers.
+    """The Elliptical Gaussian mechanism's clamped sum on a grid, summed exactly in integers.
 
     Coordinate ``j`` of every row is clamped to ``[-h_j, h_j]`` (exact), then
     divided by the public ``unit_j`` and rounded to the grid ``2^K``: row ``i``
@@ -251,12 +262,12 @@ def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: i
 def _grid_factors(sq: np.ndarray, plan: Any) -> np.ndarray:
     """Clip factors for every row of a block by one formula,
     ``f = min(1, fl(fl(C_n / fl(sqrt(sq))) (1 - mu)))``, with the re-check of
-    :func:`dpsum.clipping._shrink_until_bounded` on every row.
+    the float kernel's ``_shrink_until_bounded`` on every row.
 
     A row with ``f = 1`` has ``sqrt(sq) <= C_n (1 - mu)``, so its exact squared
     norm is at most ``(C_n^2 (1 - mu)^2 + A) / (1 - gamma_{d+2}) <= C_n^2``; a
     row with ``f < 1`` has ``sq >= 1/2`` and the bound of
-    :func:`dpsum.clipping.clipped_sum` applies. No branch depends on the data.
+    :func:`dpsum.kernels.clipped_sum` applies. No branch depends on the data.
     """
     with np.errstate(divide="ignore"):
         nu = np.sqrt(sq)

@@ -3,20 +3,21 @@
 :func:`dpsum.mechanisms.gaussian_data_mechanism` needs a public center and
 public per-coordinate scales. :func:`private_mean` and :func:`private_sum`
 estimate them from the data, privately, and spend the rest of one privacy
-budget on the scaled, clipped sum (book chapter "When the data model is
-unknown"). Given only the data, the privacy parameters and a public box that
+budget on the scaled, clipped sum (the chapter
+:ref:`When the data model is unknown <unknown-model>`, :prf:ref:`unknown-alg-pipeline`). Given only the data, the privacy parameters and a public box that
 bounds every coordinate, they run these steps, each private:
 
 0. (add-remove only) a Gaussian count ``ñ`` of the rows;
 1. ``center`` — the coordinate-wise median on the ``asinh`` scale
-   (:func:`dpsum.estimators.private_center`);
+   (:func:`dpsum.pipeline.private_center`);
 2. ``radius`` — the median row norm ``R`` around the center
-   (:func:`dpsum.estimators.private_norm_quantile`): since
+   (:func:`dpsum.pipeline.private_norm_quantile`): since
    ``|x_j - c_j| <= ||x - c||``, no coordinate's median absolute deviation
    exceeds it;
 3. ``scales`` — the coordinate-wise median absolute deviation on the log
-   scale, searched up to ``1.25 R`` (:func:`dpsum.estimators.private_scales`);
-4. the scaling ``b`` of the scaling lemma (``gaussian-data-lem-scaling``) from the scales, regularised
+   scale, searched up to ``1.25 R`` (:func:`dpsum.pipeline.private_scales`);
+4. the scaling ``b`` of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`
+   from the scales, regularised
    (:func:`robust_scaling`), a function of private outputs only;
 5. ``clip`` — the median norm of the scaled rows, extrapolated to the clip
    probability with the generalized chi-square model of the estimated scales
@@ -150,7 +151,7 @@ _LOG_MAD_DENSITY = float(2.0 / MAD_TO_STD * math.exp(-0.5 / MAD_TO_STD ** 2) / m
 def default_clip_probability(n: float) -> float:
     """The default clip probability ``p_C = 1/n`` (at most 1/2; ``n`` may be a private count).
 
-    Chosen by measurement (book chapter "When the data model is unknown"): on
+    Chosen by measurement (the chapter :ref:`When the data model is unknown <unknown-model>`): on
     Gaussian data a larger ``p_C`` (up to 1/2) lowers the error by a few
     percent, but on skewed data every clipped row is pulled towards the
     center, a median, and ``p_C = 1/sqrt(n)`` already costs a third more
@@ -166,17 +167,17 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     """The documented default split of a zCDP budget ``rho`` over the steps.
 
     *Reliable*: a per-coordinate quantile step gets at least the parameter
-    ``epsilon = 4 Delta_u margin / n`` (``margin`` = :data:`CENTER_MARGIN` or
-    :data:`SCALE_MARGIN`, ``Delta_u`` from
-    :func:`dpsum.estimators.quantile_sensitivity`), i.e. the share
+    ``epsilon = 4 Delta_u margin / n`` (``margin`` = ``CENTER_MARGIN`` or
+    ``SCALE_MARGIN``, ``Delta_u`` from
+    :func:`dpsum.pipeline.quantile_sensitivity`), i.e. the share
     ``d epsilon^2 / (8 rho)``: the exponential weight of an output half the
     data away from the median is then ``exp(-margin)``.
     *Accurate*: the scale step gets at least ``(Delta_u / f) sqrt(d / rho) / n``
     (``f`` the density of ``log|Z|`` at its median), the share that minimises
     the squared log-error of the scales plus the share itself.
     A scalar quantile (radius, clip) gets the reliable share of one
-    coordinate, at least :data:`SCALAR_SHARE`; the count (add-remove) gets
-    :data:`SCALAR_SHARE`. All are capped at :data:`MAX_COORDINATE_SHARE`;
+    coordinate, at least ``SCALAR_SHARE``; the count (add-remove) gets
+    ``SCALAR_SHARE``. All are capped at ``MAX_COORDINATE_SHARE``;
     the mean gets the rest.
     ``n`` may be the private count (post-processing).
 
@@ -204,7 +205,7 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     radius = scales = 0.0
     if scaling is Scaling.SCALED:
         # the share that minimises (log-scale error)^2 + share, the first-order
-        # loss of a scale step (book chapter "When the data model is unknown")
+        # loss of a scale step (the chapter "When the data model is unknown")
         accurate = du / _LOG_MAD_DENSITY * math.sqrt(dd / total) / max(nn, 1.0)
         radius = scalar
         scales = min(max(reliable(SCALE_MARGIN), accurate), MAX_COORDINATE_SHARE)
@@ -238,7 +239,7 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> Budge
 
 
 def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) -> np.ndarray:
-    """the scaling lemma's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
+    """The scaling lemma's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
 
     ``b_j`` is proportional to ``(s_j + lambda mean(s))^(-1/2)``. A scale
     estimated far too small would otherwise give its coordinate a huge weight
@@ -269,7 +270,7 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
 
     Under the model ``x ~ N(c, diag(s^2))`` the scaled squared norm
     ``||(x - c) ⊙ b||^2`` is generalized chi-square with weights ``(b_j s_j)^2``
-    (book chapter "Gaussian data"). The returned radius is the private median norm times
+    (:prf:ref:`gaussian-data-def-gchisq`). The returned radius is the private median norm times
     the model's ratio of the ``1 - p_C`` quantile to the median:
     ``C = R_b sqrt(Q(1 - p_C) / Q(1/2))``. The median comes from the data
     (reliable for a small budget), the shape of the tail from the model.
@@ -451,7 +452,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     min_scale = (hi - lo) * ASINH_RESOLUTION
     box = float(np.linalg.norm(hi - lo))
     du = quantile_sensitivity(0.5, relation)
-    # 1. center (dpsum.estimators.private_center)
+    # 1. center (dpsum.pipeline.private_center)
     eps_c = _exp_epsilon(split.center * total, d)
     center = center_step(data, eps_c, lo, hi, du, gen)
     steps.append(bounded_range_step("center", eps_c, count=d))
@@ -461,7 +462,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         radius = norm_quantile_step(data, 0.5, eps_r, float(min_scale.min()), box, center, None,
                                 du, gen)
         steps.append(bounded_range_step("radius", eps_r))
-        # 3. scales (dpsum.estimators.private_scales); |x_j - c_j| <= ||x - c||, so
+        # 3. scales (dpsum.pipeline.private_scales); |x_j - c_j| <= ||x - c||, so
         # every coordinate's median absolute deviation is at most the median
         # norm: the radius (with a margin for its own noise) caps the search
         eps_s = _exp_epsilon(split.scales * total, d)
@@ -647,7 +648,7 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
 private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.
 
     Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
-    scales, the regularised scaling of the scaling lemma (``gaussian-data-lem-scaling``), a calibrated clip radius,
+    scales, the regularised scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`, a calibrated clip radius,
     and the Gaussian-data mechanism's clipped sum with Gaussian noise, all under one budget.
     The estimate is ``c + b^{-1} (T + noise) / n`` with ``T`` the clipped sum
     of the scaled deviations ``(x_i - c) ⊙ b`` (``ñ`` for ``n`` under
@@ -657,8 +658,8 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     -----
     The pipeline needs many rows. Each coordinate's quantile step gets
     ``epsilon_c = sqrt(8 rho_step / d)``, and the private median stays inside
-    the data only once ``epsilon_c n`` is about 60 or more (chapter "When the
-    data model is unknown"). Below that the center can escape and the error
+    the data only once ``epsilon_c n`` is about 60 or more (the chapter
+    :ref:`When the data model is unknown <unknown-model>`). Below that the center can escape and the error
     can be many times that of a mechanism with public inputs: in the case
     study (899 and 285 rows) it was 3 to 8 times the Gaussian mechanism's
     with a public box on the digits and 30 to 150 times on breast cancer. With few rows, prefer public bounds

@@ -1,9 +1,8 @@
 """Private estimates of a data model: coordinate-wise center, scales, norm quantiles.
 
-the Gaussian-data mechanism needs a center ``c`` and per-coordinate scales ``sigma`` that do
+The Gaussian-data mechanism needs a center ``c`` and per-coordinate scales ``sigma`` that do
 not depend on the data. When nobody can supply them, they are estimated from
-the data with their own privacy budget (book chapter "When the data model is
-unknown"). Every estimate here is an exponential-mechanism quantile:
+the data with their own privacy budget (the chapter :ref:`When the data model is unknown <unknown-model>`). Every estimate here is an exponential-mechanism quantile:
 
 - :func:`exponential_quantile` — the mechanism itself, column by column:
   the output falls in the gap between two consecutive sorted values with
@@ -24,7 +23,7 @@ guarantee is unchanged; on the log (or ``asinh``) scale an empty stretch
 counts by its number of orders of magnitude, not its width.
 
 Privacy. Each column's quantile is ``epsilon``-DP and ``epsilon``-bounded-range,
-hence ``epsilon^2/8``-zCDP (:func:`dpsum.accounting.zcdp_rho_bounded_range`),
+hence ``epsilon^2/8``-zCDP (:func:`dpsum.privacy.zcdp_rho_bounded_range`),
 for the utility sensitivity ``Delta_u`` of the neighbouring relation: one
 replaced row moves the rank of a gap by at most 1 (``Delta_u = 1``); one added
 or removed row moves it by at most ``max(q, 1 - q)`` because the target rank
@@ -97,7 +96,7 @@ def quantile_sensitivity(quantile: float, neighbouring: Neighbouring | str = "re
 def _quantile(quantile: Any) -> float:
     q = V.check_real(quantile, "quantile", scalar=True)
     if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile must be in [0, 1], got {q!r}")
+        raise ValueError(f"quantile must be in [0, 1], got {V.describe(q)}")
     return float(q)
 
 
@@ -203,8 +202,13 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
 
 def check_domain(lower: Any, upper: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a public box ``[lower, upper]`` (the package's one box rule,
-    :func:`dpsum._validation.check_box`)."""
-    return V.check_box(lower, upper, d)
+    :func:`dpsum._validation.check_box`), wide enough for the asinh scale."""
+    lo, hi = V.check_box(lower, upper, d)
+    if np.any((hi - lo) * ASINH_RESOLUTION < np.finfo(np.float64).tiny):
+        raise ValueError("the box [lower, upper] is too narrow: its width must be at least "
+                         "2^-992 (about 2e-299) in every coordinate, so that the asinh "
+                         "resolution width * 2^-30 is a normal float; rescale the data")
+    return lo, hi
 
 
 def asinh_resolution(lower: Any, upper: Any, d: int) -> np.ndarray:
@@ -273,11 +277,11 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     For coordinate ``j`` the values ``log |x_ij - c_j|``, clamped to
     ``[log min_scale, log max_scale]``, enter the exponential-mechanism median
     (:func:`exponential_quantile`); the result, mapped back, is multiplied by
-    :data:`MAD_TO_STD`, so that it estimates ``sigma_j`` for Gaussian data
+    ``MAD_TO_STD``, so that it estimates ``sigma_j`` for Gaussian data
     centred at ``c``. The center must be public or a private release of its
     own (:func:`private_center`); a center far off in some coordinate inflates
     that coordinate's scale, which keeps a later clipping step from cutting
-    every record (book chapter "When the data model is unknown").
+    every record (the chapter :ref:`When the data model is unknown <unknown-model>`).
 
     Privacy: ``d`` mechanisms, each ``epsilon``-DP and ``epsilon^2/8``-zCDP.
 

@@ -10,11 +10,10 @@ for which the release is (epsilon, delta)-DP is the *privacy profile*
     a = \frac{r}{2} - \frac{\varepsilon}{r},\quad
     b = -\frac{r}{2} - \frac{\varepsilon}{r},
 
-the left-hand side of the report's equation (2) (Balle and Wang 2018; the
-report's the analytic calibration (``gaussian-thm-analytic``), which takes ``Delta = 1``).  This module evaluates that
+(Balle and Wang 2018; in the book, :prf:ref:`the analytic calibration <gaussian-thm-analytic>`).  This module evaluates that
 profile, inverts it in sigma (:func:`analytic_sigma`) and in epsilon
 (:func:`gaussian_epsilon`), and also provides the classic Dwork--Roth
-calibration (:func:`classic_sigma`, the classic calibration (``gaussian-thm-classic``)).
+calibration (:func:`classic_sigma`, :prf:ref:`the classic calibration <gaussian-thm-classic>`).
 
 Numerical method
 ----------------
@@ -139,7 +138,6 @@ _MAX_ITER = 100
 #: sqrt(2 epsilon), and a = Delta/(2 sigma) - epsilon sigma/Delta is then known
 #: only to about sqrt(2 epsilon) * 1e-16 in absolute terms, so beyond ~1e8 no
 #: double-precision sigma pins delta down to the accuracy promised here.
-#: (Formerly ``EPSILON_MAX``, which still works with a DeprecationWarning.)
 MAX_CALIBRATION_EPSILON = 1e8
 
 
@@ -195,6 +193,22 @@ def _not_representable(what: str, arg: str) -> ValueError:
         f"the {what} for these arguments is not a positive finite float; "
         f"{arg} is too extreme"
     )
+
+
+#: The smallest positive normal float. Below it a float has fewer than 53
+#: significant bits, so a noise level there cannot be held within the
+#: calibration rule (at most 1e-9 relatively above the minimum, never below).
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _check_normal_sigma(sigma: Any, arg: str = "sensitivity") -> None:
+    """Refuse a noise level that is only representable as a subnormal float."""
+    if np.any(np.asarray(sigma) < _TINY):
+        raise ValueError(
+            f"{arg} is too small for this epsilon and delta: the noise standard deviation "
+            "would be below 2.2e-308 (a subnormal float), where it cannot be represented "
+            "within 1e-9 of the exact calibration; rescale the data (and the sensitivity)"
+        )
 
 
 def _ftol(target: Float) -> Float:
@@ -288,6 +302,7 @@ def _analytic_sigma(eps: Float, delta: Float, sens: Float) -> Float:
         with np.errstate(over="ignore"):
             fail = _log_delta(sens / sigma, eps)[0] - target > -_VERIFY
         if not np.any(fail):
+            _check_normal_sigma(sigma)
             return sigma
         sigma = np.where(fail, sigma * (1.0 + bump), sigma)
         bump = 2.0 * bump + 2.2e-16
@@ -352,7 +367,7 @@ def _gaussian_epsilon_scalar(sigma: float, delta: float, sens: float) -> float:
 # public functions
 # ---------------------------------------------------------------------------
 def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
-    r"""Noise level of the classic Gaussian mechanism (the classic calibration (``gaussian-thm-classic``)).
+    r"""Noise level of the classic Gaussian mechanism (:prf:ref:`the classic calibration <gaussian-thm-classic>`).
 
     Returns ``sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon``, the
     calibration of Dwork and Roth (2014, Theorem A.1), which makes the
@@ -376,14 +391,14 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     ------
     ValueError
         If an argument is out of range, in particular for ``epsilon >= 1``:
-        the classic calibration (``gaussian-thm-classic``)'s proof assumes epsilon < 1, and outside it the formula is
+        the proof of the classic calibration assumes epsilon < 1, and outside it the formula is
         not private (at delta = 1e-3 and epsilon = 10 the true delta is about
         3.4 times the requested one).  Use :func:`analytic_sigma`, which is
         exact for every epsilon and never larger.
 
     See Also
     --------
-    analytic_sigma : the smallest sigma (the analytic calibration (``gaussian-thm-analytic``)).
+    analytic_sigma : the smallest sigma (the analytic calibration).
 
     Examples
     --------
@@ -397,8 +412,8 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     sens = V.check_positive(sensitivity, "sensitivity")
     if np.any(np.asarray(eps) >= 1.0):
         raise ValueError(
-            f"epsilon must be < 1 for the classic Gaussian mechanism, got {epsilon!r}: "
-            "the proof of the classic bound (Dwork-Roth; the classic calibration (``gaussian-thm-classic``)) only "
+            f"epsilon must be < 1 for the classic Gaussian mechanism, got {V.describe(epsilon)}: "
+            "the proof of the classic bound (Dwork and Roth 2014, Theorem A.1) only "
             "covers epsilon < 1, and beyond it the formula can fail to be private "
             "(at delta=1e-3, epsilon=10 its true delta is 3.4 times the requested one). "
             "Use analytic_sigma, which is exact for every epsilon > 0."
@@ -407,17 +422,18 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     sigma = s * np.sqrt(2.0 * np.log(1.25 / d)) / e
     if not np.all(np.isfinite(sigma)):
         raise _not_representable("noise level", "sensitivity")
+    _check_normal_sigma(sigma)
     return V.scalar_or_array(sigma.reshape(shape), epsilon, delta, sensitivity)
 
 
 def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Exact privacy profile delta(epsilon) of the Gaussian mechanism.
 
-    The left-hand side of the report's equation (2), for noise standard
-    deviation ``sigma`` and L2 sensitivity ``Delta``:
+    The privacy profile, for noise standard deviation ``sigma`` and L2
+    sensitivity ``Delta``:
     ``Phi(Delta/(2 sigma) - epsilon sigma/Delta)
     - e^epsilon Phi(-Delta/(2 sigma) - epsilon sigma/Delta)``
-    (Balle and Wang 2018; the analytic calibration (``gaussian-thm-analytic``)).  The mechanism
+    (Balle and Wang 2018; :prf:ref:`the analytic calibration <gaussian-thm-analytic>`).  The mechanism
     is (epsilon, delta)-DP exactly when delta is at least this value.
 
     Parameters
@@ -464,9 +480,10 @@ def gaussian_delta(sigma: ArrayLike, epsilon: ArrayLike, sensitivity: ArrayLike 
 def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest noise level making the Gaussian mechanism (epsilon, delta)-DP.
 
-    The analytic Gaussian mechanism of Balle and Wang (2018), the report's
-    the analytic calibration (``gaussian-thm-analytic``): ``sensitivity * sigma_opt`` where ``sigma_opt`` is the smallest
-    ``sigma > 0`` satisfying equation (2).  Valid for every epsilon > 0, and
+    The analytic Gaussian mechanism of Balle and Wang (2018),
+    :prf:ref:`the analytic calibration <gaussian-thm-analytic>`: ``sensitivity * sigma_opt`` where ``sigma_opt``
+    is the smallest ``sigma > 0`` whose privacy profile (:func:`gaussian_delta`)
+    is at most ``delta`` at ``epsilon``.  Valid for every epsilon > 0, and
     never larger than :func:`classic_sigma` where that applies.
 
     Parameters
@@ -481,11 +498,12 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     Returns
     -------
     float or numpy.ndarray
-        The noise standard deviation.  It is conservative: equation (2) holds
+        The noise standard deviation.  It is conservative: the profile
+        inequality ``gaussian_delta(sigma, epsilon, sensitivity) <= delta`` holds
         at the returned sigma in exact arithmetic, not only in floating point
         (the safety margin exceeds the evaluation error; the tests check it
         with mpmath).  It is tight: for epsilon in [1e-3, 50] and delta in
-        [1e-300, 0.5], ``sigma * (1 - 1e-9)`` violates equation (2); in
+        [1e-300, 0.5], ``sigma * (1 - 1e-9)`` violates it; in
         practice the excess over the exact minimum is about 1e-12 relative.
 
     Raises
@@ -514,7 +532,7 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     dlt = V.check_delta(delta)
     sens = V.check_positive(sensitivity, "sensitivity")
     if np.any(np.asarray(eps) > MAX_CALIBRATION_EPSILON):
-        shown = f" got {eps!r}:" if np.ndim(eps) == 0 else ""
+        shown = f" got {V.describe(eps)}:" if np.ndim(eps) == 0 else ""
         raise ValueError(
             f"epsilon must be <= {MAX_CALIBRATION_EPSILON:g} for analytic_sigma,{shown} beyond "
             "that the noise level cannot be resolved in double precision (and such an "
@@ -529,8 +547,9 @@ def analytic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
 def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike = 1.0) -> float | np.ndarray:
     r"""Smallest epsilon for which the Gaussian mechanism is (epsilon, delta)-DP.
 
-    The inverse in epsilon of :func:`gaussian_delta` (the report's
-    equation (2) solved for epsilon at fixed sigma and delta).
+    The inverse in epsilon of :func:`gaussian_delta` (the profile equation
+    ``gaussian_delta(sigma, epsilon) = delta`` solved for epsilon at fixed
+    sigma and delta).
 
     Parameters
     ----------

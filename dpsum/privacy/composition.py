@@ -1,6 +1,5 @@
 """Composition of private steps: basic and advanced composition, the exact
-composition of Gaussian and pure-DP steps, GDP and zCDP (book chapter 'Composition
-and the exponential mechanism').
+composition of Gaussian and pure-DP steps, GDP and zCDP (the chapter :ref:`Composition <composition>`).
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ __all__ = [
 def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, float]:
     """Basic composition: running mechanisms with (eps_i, delta_i) is (sum eps_i, sum delta_i)-DP.
 
-    Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).16; book chapter 1, "Composition".
+    Dwork and Roth 2014, Theorem 3.16; :prf:ref:`definitions-thm-basic-composition`.
 
     Examples
     --------
@@ -73,9 +72,13 @@ def basic_composition(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[float, fl
     total_delta = math.fsum(dels)
     if total_delta >= 1:
         raise ValueError("the deltas sum to 1 or more: the composed guarantee is void")
-    total_eps = math.fsum(eps)
+    try:
+        total_eps = math.fsum(eps)
+    except OverflowError:   # fsum raises on an intermediate overflow
+        total_eps = math.inf
     if not math.isfinite(total_eps):
-        raise ValueError("the epsilons sum to more than the largest float")
+        raise ValueError("epsilons sum to more than the largest float: the composed "
+                         "epsilon is not a finite number")
     return total_eps, total_delta
 
 
@@ -85,8 +88,10 @@ def advanced_composition(epsilon: float, delta: float, k: int,
 
     Returns ``(eps', k delta + delta')`` with
     ``eps' = sqrt(2 k ln(1/delta')) eps + k eps (e^eps - 1)``
-    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, the analytic calibration (``gaussian-thm-analytic``).20;
-    book chapter 1, "Composition").
+    (Dwork, Rothblum and Vadhan 2010; Dwork and Roth 2014, Theorem 3.20;
+    :prf:ref:`definitions-thm-advanced-composition`). The per-step ``delta``
+    may be 0 (composing pure-DP steps, the theorem's most common use);
+    ``delta'`` must lie in (0, 1).
 
     Raises
     ------
@@ -101,7 +106,7 @@ def advanced_composition(epsilon: float, delta: float, k: int,
     (1.7628, 2e-06)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    dlt = V.check_delta(delta, scalar=True)
+    dlt = V.check_delta(delta, scalar=True, allow_zero=True)   # pure-DP steps: delta = 0
     dp = V.check_delta(delta_prime, "delta_prime", scalar=True)
     k = V.check_integer(k, "k")
     delta_total = k * dlt + dp
@@ -181,7 +186,7 @@ def _pure_steps(epsilons: Any, deltas: Any) -> tuple[np.ndarray, np.ndarray]:
 def compose_gaussian_multipliers(multipliers: ArrayLike) -> float:
     r"""The one noise multiplier equivalent to several Gaussian releases.
 
-    ``1/s^2 = sum_i 1/s_i^2`` (book, theorem ``composition-thm-exact``): the
+    ``1/s^2 = sum_i 1/s_i^2`` (:prf:ref:`composition-thm-exact`): the
     privacy loss of release ``i`` is ``N(mu_i^2/2, mu_i^2)`` with
     ``mu_i = 1/s_i``, and independent Gaussian losses add.
 
@@ -245,12 +250,11 @@ def gaussian_composition_delta(multipliers: ArrayLike, epsilon: ArrayLike) -> fl
     """Exact delta(epsilon) of several composed Gaussian releases.
 
     ``gaussian_delta(s, epsilon)`` with ``s`` from
-    :func:`compose_gaussian_multipliers` (book, theorem
-    ``composition-thm-exact``).
+    :func:`compose_gaussian_multipliers` (:prf:ref:`composition-thm-exact`).
 
     Examples
     --------
-    >>> from dpsum.calibration import gaussian_delta
+    >>> from dpsum.privacy import gaussian_delta
     >>> bool(abs(gaussian_composition_delta([2.0, 2.0], 1.0) / gaussian_delta(2.0 ** 0.5, 1.0) - 1) < 1e-12)
     True
     """
@@ -262,8 +266,7 @@ def gaussian_composition_epsilon(multipliers: ArrayLike, delta: ArrayLike) -> fl
     """Exact (smallest) epsilon of several composed Gaussian releases at ``delta``.
 
     ``gaussian_epsilon(s, delta)`` with ``s`` from
-    :func:`compose_gaussian_multipliers` (book, theorem
-    ``composition-thm-exact``); conservative as that function is.
+    :func:`compose_gaussian_multipliers` (:prf:ref:`composition-thm-exact`); conservative as that function is.
 
     Examples
     --------
@@ -278,11 +281,11 @@ def gaussian_composition_epsilon(multipliers: ArrayLike, delta: ArrayLike) -> fl
 def gaussian_profile(multiplier: float, epsilon: ArrayLike) -> float | np.ndarray:
     r"""The Gaussian privacy profile at any real epsilon, negative included.
 
-    For ``epsilon > 0`` this is :func:`dpsum.calibration.gaussian_delta` with
+    For ``epsilon > 0`` this is :func:`dpsum.privacy.gaussian_delta` with
     ``sigma = multiplier`` and unit sensitivity.  For ``epsilon <= 0`` the
     hockey-stick divergence of a symmetric pair satisfies
-    ``delta(-e) = 1 - e^{-e} (1 - delta(e))`` (book, lemma
-    ``composition-lem-negative``), and ``delta(0) = erf(1/(2 sqrt(2) s))``
+    ``delta(-e) = 1 - e^{-e} (1 - delta(e))``
+    (:prf:ref:`composition-lem-negative`), and ``delta(0) = erf(1/(2 sqrt(2) s))``
     is the total variation distance.  :func:`mixed_delta` needs the negative
     side.
 
@@ -337,8 +340,8 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
     """The GDP parameter ``mu = 1/s`` of a Gaussian release with multiplier ``s``.
 
     A Gaussian mechanism with noise ``s * Delta`` is mu-GDP with ``mu = 1/s``
-    (Dong, Roth and Su 2022, the classic calibration (``gaussian-thm-classic``).7; book, definition
-    ``composition-def-gdp``).  Vectorised.
+    (Dong, Roth and Su 2022, Theorem 2.7;
+    :prf:ref:`composition-def-gdp`).  Vectorised.
 
     Examples
     --------
@@ -351,8 +354,7 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
 def gdp_compose(mus: ArrayLike) -> float:
     """Composition of mu_i-GDP mechanisms: ``mu = sqrt(sum mu_i^2)``.
 
-    Dong, Roth and Su 2022, Corollary 3.3; book, theorem
-    ``composition-thm-exact``.
+    Dong, Roth and Su 2022, Corollary 3.3; :prf:ref:`composition-thm-exact`.
 
     Examples
     --------
@@ -369,7 +371,7 @@ def gdp_delta(mu: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
 
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)`` (Dong, Roth
     and Su 2022, Corollary 2.13), the Gaussian profile of
-    :func:`dpsum.calibration.gaussian_delta` with ``sigma = 1/mu``.
+    :func:`dpsum.privacy.gaussian_delta` with ``sigma = 1/mu``.
 
     Examples
     --------
@@ -384,7 +386,7 @@ def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     """Smallest epsilon with a mu-GDP mechanism (epsilon, delta)-DP.
 
     The inverse of :func:`gdp_delta`; conservative as
-    :func:`dpsum.calibration.gaussian_epsilon`.
+    :func:`dpsum.privacy.gaussian_epsilon`.
 
     Examples
     --------
@@ -442,7 +444,7 @@ def zcdp_rho_bounded_range(epsilon: ArrayLike) -> float | np.ndarray:
     The exponential mechanism with parameter ``epsilon`` (weights
     ``exp(epsilon u / (2 Delta_u))``) is one (Durfee and Rogers 2019), and an
     epsilon-bounded-range mechanism is ``epsilon^2/8``-zCDP (Cesar and Rogers
-    2021, the Bernstein tail lemma (``bernstein-lem-tail``)): four times less than :func:`zcdp_rho_pure` charges a
+    2021, Lemma 3.2): four times less than :func:`zcdp_rho_pure` charges a
     general epsilon-DP mechanism.
     """
     e = check_epsilon(epsilon)
@@ -487,13 +489,21 @@ def _cks_log_delta(rho: float, eps: float) -> float:
         u = math.exp(t)
         return (2.0 * u + 1.0) * rho - eps - math.log1p(1.0 / u)
 
-    lo, hi = -700.0, math.log(max(eps / (2.0 * rho), 1.0)) + 2.0
+    # the minimiser is near u = eps / (2 rho); in logs, so that a subnormal
+    # rho does not overflow, and at most e^700 (any u > 0 gives a valid bound)
+    lo = -700.0
+    hi = min(700.0, max(math.log(eps) - math.log(2.0 * rho), 0.0) + 2.0)
     if dg(lo) >= 0.0:
         return 0.0  # the bound is trivial (delta = 1)
-    while dg(hi) <= 0.0:  # pragma: no cover - the bracket above already suffices
-        hi += 1.0
-    u = math.exp(optimize.brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15))
-    return min(0.0, g(u))
+    while dg(hi) <= 0.0 and hi < 700.0:   # small eps: the minimiser is near 1/sqrt(2 rho)
+        hi = min(700.0, hi + 2.0)
+    if dg(hi) <= 0.0:
+        t = hi       # minimiser beyond e^700 (rho below ~1e-300): a valid bound anyway
+    else:
+        t = optimize.brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15)
+    with np.errstate(over="ignore"):
+        value = g(math.exp(t))
+    return min(0.0, value) if value == value else -math.inf
 
 
 def _cks_epsilon(rho: float, delta: float) -> float:
@@ -501,8 +511,8 @@ def _cks_epsilon(rho: float, delta: float) -> float:
     alpha rho + log(1 - 1/alpha) + (log(1/delta) - log alpha) / (alpha - 1).
 
     With u = alpha - 1 the derivative is rho - (L - log(1+u)) / u^2, L = log(1/delta),
-    so the minimiser solves rho u^2 + log(1+u) = L (unique; book, proposition
-    ``composition-prop-cks``).  Every u > 0 gives a valid epsilon.
+    so the minimiser solves rho u^2 + log(1+u) = L (unique;
+    :prf:ref:`composition-prop-cks`).  Every u > 0 gives a valid epsilon.
     """
     L = -math.log(delta)
 
@@ -510,7 +520,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
         u = math.exp(t)
         return rho * u * u + math.log1p(u) - L
 
-    hi = 0.5 * math.log(L / rho) + 1.0
+    hi = 0.5 * (math.log(L) - math.log(rho)) + 1.0    # in logs: rho may be subnormal
     lo = -700.0
     while h(hi) <= 0.0:  # pragma: no cover
         hi += 1.0
@@ -543,7 +553,7 @@ def zcdp_delta(rho: float, epsilon: float, method: str = "cks") -> float:
     -------
     float
         delta in (0, 1].  Never below the exact profile of the Gaussian with
-        the same rho (book, proposition ``composition-prop-cks``).
+        the same rho (:prf:ref:`composition-prop-cks`).
 
     Examples
     --------
@@ -557,7 +567,9 @@ def zcdp_delta(rho: float, epsilon: float, method: str = "cks") -> float:
             return 1.0
         return math.exp(-((e - r) ** 2) / (4.0 * r))
     tv = math.sqrt(-math.expm1(-r))
-    return min(tv, math.exp(_cks_log_delta(r, e)))
+    # conservative in the float range: a delta below it is rounded up to the
+    # smallest positive float, never to 0
+    return max(5e-324, min(tv, math.exp(_cks_log_delta(r, e))))
 
 
 def zcdp_epsilon(rho: float, delta: float, method: str = "cks") -> float:
@@ -618,6 +630,9 @@ def zcdp_rho(epsilon: float, delta: float, method: str = "cks") -> float:
     L = -math.log(d)
     # sqrt(L + e) - sqrt(L) without cancellation
     standard = (e / (math.sqrt(L + e) + math.sqrt(L))) ** 2
+    if not standard >= np.finfo(np.float64).tiny:
+        raise ValueError("epsilon is too small for this delta: the zCDP parameter rho, "
+                         "about epsilon^2 / (4 ln(1/delta)), is below the normal float range")
     if _method(method) == "standard":
         while standard + 2.0 * math.sqrt(standard * L) > e:  # rounding guard
             standard *= 1.0 - 1e-15
@@ -691,7 +706,7 @@ def mixed_delta(multiplier: float | None, epsilon: float, *, epsilons: ArrayLike
         \delta(\varepsilon) = 1 - \prod_i (1-\delta_i)\Bigl(1 - \sum_o P(o)\,
             \delta_{\mathcal N}(\varepsilon - L(o); s)\Bigr)
 
-    (book, theorem ``composition-thm-mixed``; Zhu, Dong and Wang 2022,
+    (:prf:ref:`composition-thm-mixed`; Zhu, Dong and Wang 2022,
     Theorem 10 for adaptive composition of dominating pairs).  The bound is
     tight: it is attained when each step is randomized response.
 
@@ -715,7 +730,7 @@ def mixed_delta(multiplier: float | None, epsilon: float, *, epsilons: ArrayLike
 
     Examples
     --------
-    >>> from dpsum.calibration import gaussian_delta
+    >>> from dpsum.privacy import gaussian_delta
     >>> bool(abs(mixed_delta(2.0, 1.0) / gaussian_delta(2.0, 1.0) - 1) < 1e-12)  # no other step
     True
     """
@@ -743,7 +758,7 @@ def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike
     The inverse of :func:`mixed_delta` in epsilon (decreasing); conservative:
     ``mixed_delta(multiplier, returned epsilon, ...) <= delta``.  Returns 0.0
     when the composition is already (0, delta)-DP.  Without steps this is
-    :func:`dpsum.calibration.gaussian_epsilon`.
+    :func:`dpsum.privacy.gaussian_epsilon`.
 
     Examples
     --------
@@ -782,7 +797,7 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
 
     The calibration a pipeline needs: the non-Gaussian steps (quantiles with
     their epsilon_i, say) are fixed, and the Gaussian part gets what is left.
-    Without steps this is :func:`dpsum.calibration.analytic_sigma`.
+    Without steps this is :func:`dpsum.privacy.analytic_sigma`.
     Conservative: ``mixed_delta(returned, epsilon, ...) <= delta``.
 
     Raises
@@ -1090,7 +1105,12 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
     >>> bool(abs(g.epsilon - gaussian_composition_epsilon([2.0, 2.0], 1e-6)) < 1e-9)
     True
     """
-    steps = tuple(steps) if not isinstance(steps, PrivacyStep) else (steps,)
+    if isinstance(steps, PrivacyStep):
+        steps = (steps,)
+    elif isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__"):
+        raise TypeError("steps must be a sequence of PrivacyStep records (see gaussian_step, "
+                        f"pure_step), got {type(steps).__name__}")
+    steps = tuple(steps)
     if not steps:
         raise ValueError("steps must not be empty")
     if not all(isinstance(st, PrivacyStep) for st in steps):

@@ -1,5 +1,5 @@
 """The privacy of the discrete Gaussian: its (epsilon, delta) profile and the
-scale that calibrates it (book chapter 'Floating point').
+scale that calibrates it (:ref:`fp-discrete-gaussian`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import numpy as np
 from dpsum import _validation as V
 from dpsum.distributions.discrete import discrete_gaussian_pmf
 from dpsum.privacy.composition import zcdp_delta, zcdp_rho
+
+_TINY = float(np.finfo(np.float64).tiny)   # smallest normal float
 
 __all__ = [
     "discrete_gaussian_delta",
@@ -28,7 +30,7 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1
     ``rho = Delta^2 / (2 sigma^2)``-zCDP (CKS Theorem 14), hence
     ``(epsilon, delta)``-DP with ``delta`` from the conversion of CKS
     Proposition 12, optimised over the Renyi order
-    (:func:`dpsum.accounting.zcdp_delta`, returned).
+    (:func:`dpsum.privacy.zcdp_delta`, returned).
     This bound is slightly above the continuous Gaussian's exact ``delta``.
 
     Examples
@@ -36,10 +38,17 @@ def discrete_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1
     >>> bool(discrete_gaussian_delta(4.0, 1.0) < 1e-1)
     True
     """
-    s = float(V.check_positive(sigma, "sigma"))
-    eps = float(V.check_positive(epsilon, "epsilon"))
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
-    return float(zcdp_delta(sens * sens / (2 * s * s), eps, method="cks"))
+    s = float(V.check_positive(sigma, "sigma", scalar=True))
+    eps = float(V.check_positive(epsilon, "epsilon", scalar=True))
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    with np.errstate(over="ignore", under="ignore"):
+        ratio = sens / s
+        rho = 0.5 * ratio * ratio
+    if not rho < math.inf:
+        return 1.0          # sigma negligible against the sensitivity: no guarantee
+    # rho below the float range: the bound is increasing in rho, so the
+    # smallest positive float gives a valid (tiny) delta
+    return float(zcdp_delta(max(rho, 5e-324), eps, method="cks"))
 
 
 def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity: int) -> float:
@@ -67,8 +76,10 @@ def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity:
 @lru_cache(maxsize=256)
 def _unit_sigma(eps: float, dlt: float) -> float:
     sigma = 1.0 / math.sqrt(2 * zcdp_rho(eps, dlt, method="cks")) * (1 + 1e-12)
+    step = 1e-10
     while discrete_gaussian_delta(sigma, eps) > dlt:     # confirm the forward check
-        sigma *= 1 + 1e-10
+        sigma *= 1 + step
+        step *= 2.0                                      # a few passes at most
     return sigma
 
 
@@ -83,5 +94,14 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     True
     """
     eps, dlt = V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
-    return _unit_sigma(float(eps), float(dlt)) * sens
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    with np.errstate(over="ignore"):
+        sigma = _unit_sigma(float(eps), float(dlt)) * sens
+    if not sigma < math.inf:
+        raise ValueError("sensitivity is too large for this epsilon and delta: the noise "
+                         "scale is not a finite float")
+    if sigma < _TINY:
+        raise ValueError("sensitivity is too small for this epsilon and delta: the noise "
+                         "scale would be a subnormal float (below 2.2e-308), which cannot "
+                         "hold the calibration to within 1e-9; rescale the statistic")
+    return sigma

@@ -1,4 +1,4 @@
-"""Neighbouring datasets and sensitivity (book chapter 'Differential privacy').
+"""Neighbouring datasets and sensitivity (:ref:`definitions-neighbouring`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ __all__ = [
 class Neighbouring(str, enum.Enum):
     """The neighbouring relation a privacy guarantee refers to.
 
-    ``REPLACE`` ("replace", the report's Definition 1.1): two datasets of the
+    ``REPLACE`` ("replace", :prf:ref:`replace-one <definitions-def-replace-one>`): two datasets of the
     same, public size ``n`` that differ in one row. ``ADD_REMOVE``
     ("add-remove"): one dataset is the other with one row added, so ``n``
     itself is private.
 
     The relation fixes the sensitivity of a clipped sum: replacing a row of
     norm at most ``C`` by another moves the sum by up to ``2C``, adding or
-    removing one moves it by up to ``C`` (book, chapter 1, "Neighbouring
-    datasets"; errata E3).
+    removing one moves it by up to ``C``
+    (:prf:ref:`definitions-prop-clipped-sensitivity`).
 
     Examples
     --------
@@ -68,7 +68,7 @@ def clipped_sum_sensitivity(clip_norm: float,
     """L2 sensitivity of a sum of rows clipped to norm ``clip_norm``.
 
     ``2 C`` under replace-one (a row of norm C replaced by its opposite) and
-    ``C`` under add-remove (book chapter 1; errata E3).
+    ``C`` under add-remove (:prf:ref:`definitions-prop-clipped-sensitivity`).
 
     Examples
     --------
@@ -89,7 +89,8 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
 
     The delta term follows from chaining the definition k times:
     ``delta (1 + e^eps + ... + e^{(k-1) eps}) <= k e^{(k-1) eps} delta``
-    (book chapter 1, "Group privacy"; errata E2 corrects the seed's statement).
+    (:prf:ref:`definitions-thm-group-privacy`); ``k delta`` alone would not
+    suffice.
     The tighter geometric sum is what is returned; a ``ValueError`` is raised
     when it reaches 1, since the guarantee is then void. It is compared with
     1 in log space, so a huge ``k`` gives that error rather than an overflow.

@@ -6,13 +6,13 @@ sum) and a *release* (add noise once, map back to the data's units). The pass
 is a sum, so it can be cut into pieces: an :class:`Accumulator` holds the
 partial result of some rows, ``update(block)`` adds a block of rows,
 ``merge(other)`` adds two partial results, and ``release(rng)`` adds the
-noise, once, to the merged total (book appendix "At scale",
-``book/16_at_scale``).
+noise, once, to the merged total (the appendix :ref:`At scale <at-scale>`,
+:prf:ref:`at-scale-def-accumulator`).
 
 Everything the pass needs is fixed before it starts and is public: the
 mechanism's scaling, clip radius or widths, sensitivity and noise level come
 from the same functions the in-memory mechanisms call
-(:func:`dpsum.gaussian_data.gaussian_data_setup` for the Gaussian-data mechanism). The
+(:func:`dpsum.design.gaussian_data_setup` for the Gaussian-data mechanism). The
 partial results hold private sums; they travel between the workers that
 hold the data and are never released. Only :meth:`Accumulator.release`
 produces something publishable, and it draws exactly the noise the
@@ -23,7 +23,7 @@ two releases agree up to the rounding of the sum
 Accumulators are immutable values: ``update`` and ``merge`` return new
 accumulators, so a retried task of a distributed engine can never add a
 block twice into a shared object. They pickle, so dask, Spark or Beam can
-ship them; :mod:`dpsum.dask` is the dask driver.
+ship them; :mod:`dpsum.engines.dask` is the dask driver.
 """
 
 from __future__ import annotations
@@ -309,8 +309,8 @@ class Accumulator:
 
 
 class _ClippedSum(Accumulator):
-    """the Gaussian-data mechanism and the clipping baseline: the clipping kernel's pass
-    (:func:`dpsum.clipping.clipped_sum`), partial sums in the kernel's
+    """The Gaussian-data mechanism and the clipping baseline: the clipping kernel's pass
+    (:func:`dpsum.kernels.clipped_sum`), partial sums in the kernel's
     normalised units (``C`` scaled into ``[1, 2)`` by a power of two)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
@@ -362,9 +362,9 @@ def _outside(block: np.ndarray, template: Release) -> int:
 
 
 class _ClampedSum(Accumulator):
-    """the Elliptical Gaussian mechanism: coordinate ``j`` of ``x - m`` clamped to
+    """The Elliptical Gaussian mechanism: coordinate ``j`` of ``x - m`` clamped to
     ``[-Delta_j/2, Delta_j/2]`` with ``m`` the midpoint of the box
-    (:func:`dpsum.kernels.clipping.clamped_sum`), partial sums in the data's units;
+    (:func:`dpsum.kernels.clamped_sum`), partial sums in the data's units;
     the release adds ``n m`` back (``n`` is public: replace-one)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
@@ -412,8 +412,8 @@ class _GridSum(Accumulator):
 
 
 class _GridClippedSum(_GridSum):
-    """the Gaussian-data mechanism and the clipping baseline on the grid path
-    (:func:`dpsum.grid.grid_clipped_sum`)."""
+    """The Gaussian-data mechanism and the clipping baseline on the grid path
+    (:func:`dpsum.kernels.grid_clipped_sum`)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
         assert template.clip_norm is not None and template.scaling is not None
@@ -440,7 +440,7 @@ class _GridClippedSum(_GridSum):
 
 
 class _GridClampedSum(_GridSum):
-    """the Elliptical Gaussian mechanism on the grid path (:func:`dpsum.grid.grid_clamped_sum`)."""
+    """The Elliptical Gaussian mechanism on the grid path (:func:`dpsum.kernels.grid_clamped_sum`)."""
 
     def __init__(self, template: Release, n: int | None) -> None:
         assert template.widths is not None and template.scaling is not None
@@ -581,7 +581,7 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     (:func:`dpsum.mechanisms.gaussian_data_mechanism`).
 
     The scaling ``b``, clip radius ``C``, sensitivity and noise come from
-    :func:`dpsum.gaussian_data.gaussian_data_setup`, as in memory.
+    :func:`dpsum.design.gaussian_data_setup`, as in memory.
 
     Parameters
     ----------

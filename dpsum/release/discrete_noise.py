@@ -1,5 +1,5 @@
 """Discrete noise on the grid 2^K: the release step of the grid path
-(book chapter 'Floating point').
+(the chapter :ref:`Floating-point attacks and the grid path <ch-floating-point>`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: fl
 
     ``S`` (Python integers, units of ``2^K``) has L2 sensitivity at most
     ``sensitivity / 2^K``; the noise ``N_Z(0, sigma^2)`` per coordinate, with
-    ``sigma`` from :func:`discrete_gaussian_sigma`, makes ``S + Z``
+    ``sigma`` from :func:`dpsum.privacy.discrete_gaussian_sigma`, makes ``S + Z``
     ``(epsilon, delta)``-DP. Returns ``S + Z`` (Python integers) and the noise
     standard-deviation parameter ``sigma 2^K`` in the units of the statistic.
     ``rng=None`` draws from the operating system's secure generator.
@@ -56,7 +56,7 @@ def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: fl
 
 def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, delta: float,
                     rng: V.RandomLike = None) -> tuple[np.ndarray, int, float]:
-    """the Gaussian mechanism on the grid: a precomputed statistic released with exact
+    """The Gaussian mechanism on the grid: a precomputed statistic released with exact
     discrete Gaussian noise.
 
     The statistic (L2 sensitivity ``Delta``) is rounded to the grid ``2^K``,
@@ -81,12 +81,15 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     >>> all(float(v / 2.0 ** K).is_integer() for v in y)  # on the grid 2^K
     True
     """
-    x = np.asarray(value, dtype=np.float64)
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    V.check_epsilon(epsilon, scalar=True)
+    V.check_delta(delta, scalar=True)
+    x = V.as_real_array(value, "value")
     if not np.all(np.isfinite(x)):
         raise ValueError("value contains NaN or infinite values")
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
     d = max(1, x.size)
     K = grid_exponent(sens, d)
+    _check_grid_exponent(K, "sensitivity")
     q = round_to_grid(x, K)
     grid_sens = math.ldexp(sens, -K) + math.sqrt(d)
     Y, _ = grid_gaussian_noise(q, 0, grid_sens, epsilon=epsilon, delta=delta, rng=rng)
@@ -106,8 +109,7 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
     ``(q + Z) 2^K`` with ``Z_j`` i.i.d. discrete Laplace of scale
     ``D / epsilon``, ``D = floor(Delta_1 / 2^K) + d``.
 
-    **Guarantee** (book, chapter on floating-point attacks, theorem
-    ``fp-thm-discrete-laplace``). For neighbouring datasets,
+    **Guarantee** (:prf:ref:`fp-thm-discrete-laplace`). For neighbouring datasets,
     ``|rint(a) - rint(b)| <= |a - b| + 1`` in every coordinate, so the integer
     vectors ``q, q'`` satisfy ``||q - q'||_1 <= Delta_1 / 2^K + d`` and, being
     integers, ``||q - q'||_1 <= D``. For every integer vector ``y``,
@@ -115,7 +117,7 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
     epsilon / D) <= exp(epsilon ||q - q'||_1 / D) <= exp(epsilon)``: the
     integer release is ``epsilon``-DP with ``delta = 0``, and the returned
     floats are a deterministic function of it (post-processing). The noise
-    is sampled exactly (:func:`discrete_laplace`), from the operating system's
+    is sampled exactly (:func:`dpsum.distributions.discrete_laplace`), from the operating system's
     secure generator when ``rng`` is None. The rounding costs a relative
     ``d 2^K / Delta_1 <= 2 GRID_CHARGE`` of the sensitivity.
 
@@ -141,6 +143,7 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
     eps = float(V.check_epsilon(epsilon, scalar=True))
     d = max(1, x.size)
     K = grid_exponent(sens, d * d)          # L1: sqrt(d^2) 2^(K-1) = d 2^(K-1)
+    _check_grid_exponent(K, "sensitivity")
     q = round_to_grid(x, K)
     D = math.floor(math.ldexp(sens, -K)) + d    # exact: a power-of-two rescaling
     scale = Fraction(D) / Fraction(eps)
@@ -151,6 +154,17 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
                          "deviation is not a finite float")
     Y = q + discrete_laplace(scale, size=x.shape, rng=rng)
     return _from_grid(Y, K), K, D, noise_std
+
+
+#: The grid path needs its grid 2^K to be a normal float (so that every
+#: released value is exactly an integer multiple of it).
+_MIN_GRID_EXPONENT = -1022
+
+
+def _check_grid_exponent(K: int, name: str) -> None:
+    if K < _MIN_GRID_EXPONENT:
+        raise ValueError(f"{name} is too small for the grid path: its grid 2^K would be "
+                         "below the normal float range (about 2.2e-308); rescale the statistic")
 
 
 def _from_grid(Y: np.ndarray, K: int) -> np.ndarray:

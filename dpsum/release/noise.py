@@ -1,5 +1,5 @@
 """Intervals and balls for the noise a release added: exact statements about
-the quantity the mechanism protects (book chapter 'Accuracy you can publish').
+the quantity the mechanism protects (the chapter :ref:`Accuracy you can publish <accuracy>`).
 """
 
 from __future__ import annotations
@@ -98,15 +98,24 @@ def sidak(beta: float, m: int) -> float:
     return float(-np.expm1(np.log1p(-beta) / m))
 
 
+def log_sidak(log_beta: float, m: int) -> float:
+    """``log`` of :func:`sidak`, from ``log beta``; below 1e-300 it is the
+    conservative ``log(beta / m)`` (``1 - (1 - b)^(1/m) >= b / m``), so a
+    subnormal ``beta`` gives a finite ``z`` instead of an underflow to 0."""
+    b = math.exp(log_beta)
+    v = sidak(b, m) if b > 1e-300 else 0.0
+    return math.log(v) if v >= 1e-300 else log_beta - math.log(m)
+
+
 def pipeline_intervals(release: Any, beta: float, simultaneous: bool
                        ) -> tuple[np.ndarray, np.ndarray]:
     s, a = pipeline_noise_law(release)
-    b_nu = beta if a is None else beta * (1.0 - PIPELINE_COUNT_SHARE)
+    lb = math.log(beta) if a is None else math.log(beta) + math.log1p(-PIPELINE_COUNT_SHARE)
     if simultaneous:
-        b_nu = sidak(b_nu, s.size)
-    half = s * two_sided_z(b_nu)
+        lb = log_sidak(lb, s.size)
+    half = s * z_from_log(lb)
     if a is not None:  # |ñ - n| <= sigma_count z with probability 1 - share * beta
-        half = half + np.abs(a) * two_sided_z(beta * PIPELINE_COUNT_SHARE)
+        half = half + np.abs(a) * z_from_log(math.log(beta) + math.log(PIPELINE_COUNT_SHARE))
     est = np.asarray(release.estimate, dtype=float)
     return est - half, est + half
 
@@ -116,7 +125,8 @@ def pipeline_radius(release: Any, beta: float) -> float:
     if a is None:
         return noise_norm_quantile(s, beta)
     return (noise_norm_quantile(s, beta * (1.0 - PIPELINE_COUNT_SHARE))
-            + float(np.linalg.norm(a)) * two_sided_z(beta * PIPELINE_COUNT_SHARE))
+            + float(np.linalg.norm(a))
+            * z_from_log(math.log(beta) + math.log(PIPELINE_COUNT_SHARE)))
 
 
 def norm_noise_law(s: np.ndarray) -> tuple[GeneralizedChiSquare, float]:
@@ -135,7 +145,7 @@ def noise_norm_quantile(noise_std: Any, beta: float) -> float:
     ``||e||^2 = sum_j noise_std_j^2 Z_j^2`` is a generalized chi-square with
     weights ``noise_std_j^2`` (:prf:ref:`accuracy-thm-noise`), so the
     quantile is ``sqrt(isf(beta))`` of
-    :class:`~dpsum.gchisq.GeneralizedChiSquare` (relative accuracy about 1e-15).
+    :class:`~dpsum.distributions.GeneralizedChiSquare` (relative accuracy about 1e-15).
 
     Parameters
     ----------
@@ -163,7 +173,13 @@ def noise_norm_quantile(noise_std: Any, beta: float) -> float:
 
 def two_sided_z(beta: float) -> float:
     """``z`` with ``Pr[|Z| > z] = beta`` for a standard normal ``Z``."""
-    return float(-special.ndtri(beta / 2.0))
+    return z_from_log(math.log(beta))
+
+
+def z_from_log(log_beta: float) -> float:
+    """:func:`two_sided_z` from ``log beta``: finite for every positive
+    float ``beta``, subnormal ones included (``beta / 2`` would underflow)."""
+    return float(-special.ndtri_exp(log_beta - math.log(2.0)))
 
 
 def noise_coordinate_quantile(noise_std: ArrayLike, beta: float) -> float | np.ndarray:

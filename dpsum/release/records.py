@@ -23,8 +23,8 @@ from dpsum.release.noise import (
     noise_norm_quantile,
     pipeline_intervals,
     pipeline_radius,
-    sidak,
-    two_sided_z,
+    log_sidak,
+    z_from_log,
 )
 
 __all__ = [
@@ -54,9 +54,9 @@ class Mechanism(_StrEnum):
     'gaussian data'
     """
 
-    #: the Gaussian mechanism with the analytic calibration (the analytic calibration (``gaussian-thm-analytic``)).
+    #: the Gaussian mechanism with the analytic calibration (:prf:ref:`gaussian-thm-analytic`).
     GAUSSIAN_ANALYTIC = "gaussian (analytic)"
-    #: the Gaussian mechanism with the classic calibration (the classic calibration (``gaussian-thm-classic``)).
+    #: the Gaussian mechanism with the classic calibration (:prf:ref:`gaussian-thm-classic`).
     GAUSSIAN_CLASSIC = "gaussian (classic)"
     #: the Elliptical Gaussian mechanism, the Elliptical Gaussian mechanism.
     ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
@@ -77,9 +77,9 @@ class Calibration(_StrEnum):
     True
     """
 
-    #: Balle and Wang's exact calibration (the analytic calibration (``gaussian-thm-analytic``)).
+    #: Balle and Wang's exact calibration (:prf:ref:`gaussian-thm-analytic`).
     ANALYTIC = "analytic"
-    #: Dwork and Roth's classic calibration (the classic calibration (``gaussian-thm-classic``)), epsilon < 1 only.
+    #: Dwork and Roth's classic calibration (:prf:ref:`gaussian-thm-classic`), epsilon < 1 only.
     CLASSIC = "classic"
     #: Laplace noise of scale L1-sensitivity / epsilon (pure DP; no delta).
     LAPLACE = "laplace"
@@ -130,8 +130,8 @@ class Release:
     neighbouring : Neighbouring
         The neighbouring relation the guarantee refers to.
     sigma_opt : float
-        The noise multiplier for unit L2 sensitivity (the analytic calibration (``gaussian-thm-analytic``), or
-        the classic calibration (``gaussian-thm-classic``) when the classic calibration was requested).
+        The noise multiplier for unit L2 sensitivity (:prf:ref:`gaussian-thm-analytic`, or
+        :prf:ref:`gaussian-thm-classic` when the classic calibration was requested).
     sensitivity : float
         The sensitivity of the released statistic in the space where the noise
         is added, in the norm :attr:`sensitivity_norm` names: L2 (noise
@@ -243,7 +243,7 @@ class Release:
     @property
     def expected_squared_error(self) -> float:
         """Expected squared L2 norm of the added noise, ``sum_j noise_std_j^2``
-        (the expected-norm corollary (``definitions-cor-expected-norm``)). This is the error against the clipped sum; clipping
+        (:prf:ref:`the expected-norm corollary <definitions-cor-expected-norm>`). This is the error against the clipped sum; clipping
         bias comes on top of it.
 
         Examples
@@ -257,13 +257,13 @@ class Release:
 
     def confidence_ball(self, beta: float) -> ConfidenceBall:
         """The simultaneous ``(1 - beta)`` ball around the estimate that covers the
-        protected sum; see :func:`dpsum.accuracy.confidence_ball`."""
+        protected sum; see :func:`dpsum.release.confidence_ball`."""
         return confidence_ball(self, beta)
 
     def confidence_intervals(self, beta: float = 0.05, *, simultaneous: bool = False
                              ) -> Intervals:
         """Per-coordinate ``(1 - beta)`` intervals for the protected statistic
-        (:attr:`target`); see :func:`confidence_intervals`."""
+        (:attr:`target`); see :func:`dpsum.release.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
 
     @property
@@ -332,7 +332,7 @@ class BudgetSplit:
 
 @dataclass(frozen=True)
 class PipelineRelease:
-    """What :func:`private_mean` / :func:`private_sum` release.
+    """What :func:`~dpsum.pipeline.private_mean` / :func:`~dpsum.pipeline.private_sum` release.
 
     Every field is a private output or a function of public inputs and
     earlier private outputs; nothing is a non-private statistic of the data.
@@ -439,7 +439,7 @@ class PipelineRelease:
     def confidence_intervals(self, beta: float = 0.05, *, simultaneous: bool = False
                              ) -> Intervals:
         """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
-        rows (:attr:`target`); see :func:`confidence_intervals`."""
+        rows (:attr:`target`); see :func:`dpsum.release.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
 
     def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
@@ -466,7 +466,7 @@ class PipelineRelease:
 
     def confidence_ball(self, beta: float) -> ConfidenceBall:
         """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
-        clipped rows; see :func:`dpsum.accuracy.confidence_ball`."""
+        clipped rows; see :func:`dpsum.release.confidence_ball`."""
         return confidence_ball(self, beta)
 
 
@@ -516,13 +516,13 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``
     (:prf:ref:`accuracy-prop-grid`).
 
-    **The private pipeline** (a :class:`~dpsum.pipeline.PipelineRelease` of
+    **The private pipeline** (a :class:`~dpsum.release.PipelineRelease` of
     :func:`~dpsum.pipeline.private_sum` or :func:`~dpsum.pipeline.private_mean`).
     The protected quantity is the sum (or mean) of the clipped rows in the
     original units, ``theta = n c + b^{-1} ⊙ T`` (``theta = c + b^{-1} ⊙ T / n``
     for the mean), where ``c``, ``b`` and ``C`` are the released ``center``,
     ``scaling`` and ``clip_norm`` and ``T = sum_i min(1, C / ||x̂_i||) x̂_i``
-    with ``x̂_i = (x_i - c) ⊙ b`` (:func:`dpsum.clipping.clipped_sum`). The
+    with ``x̂_i = (x_i - c) ⊙ b`` (:func:`dpsum.kernels.clipped_sum`). The
     center, scaling and clip radius are themselves private outputs of earlier
     steps, computed from the data; they are released with the estimate, so
     the statements are made conditionally on them, which is legitimate: the
@@ -573,6 +573,7 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     Examples
     --------
     >>> import dpsum
+    >>> from dpsum.release import noise_coordinate_quantile
     >>> rel = dpsum.gaussian_mechanism([10.0, 20.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
     >>> lo, hi = confidence_intervals(rel, 0.05)
     >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(rel.noise_std, 0.05)))
@@ -599,18 +600,19 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     b = float(V.check_probability(beta, "beta", scalar=True))
     simultaneous = V.check_bool(simultaneous, "simultaneous")
     s = np.asarray(rel.noise_std, dtype=float)
+    lb = math.log(b)
     if simultaneous:
-        b = sidak(b, s.size)  # per-coordinate failure probability
+        lb = log_sidak(lb, s.size)  # log of the per-coordinate failure probability
     grid = grid_noise_law(rel)
     if rel.mechanism is Mechanism.LAPLACE:
         # Laplace noise of scale s / sqrt(2): Pr[|e_j| > t] = exp(-t sqrt(2) / s)
-        half = s / math.sqrt(2.0) * -math.log(b)
+        half = s / math.sqrt(2.0) * -lb
     elif grid is not None:
         # discrete Gaussian: Pr[|Z| > t] <= 2 Phi(-t / sigma) at integers t >= 0
         sigma, unit = grid
-        half = unit * math.ceil(sigma * two_sided_z(b) * (1.0 + 1e-12))
+        half = unit * math.ceil(sigma * z_from_log(lb) * (1.0 + 1e-12))
     else:
-        half = s * two_sided_z(b)
+        half = s * z_from_log(lb)
     est = np.asarray(rel.estimate, dtype=float)
     return Intervals(est - half, est + half, target=rel.target,
                      level=1 - float(V.check_probability(beta, "beta", scalar=True)),
@@ -627,7 +629,7 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
     coordinate, and the coverage at least ``1 - beta``
     (:prf:ref:`accuracy-prop-grid`).
 
-    For the private pipeline (a :class:`~dpsum.pipeline.PipelineRelease`) the
+    For the private pipeline (a :class:`~dpsum.release.PipelineRelease`) the
     ball covers the sum or mean of the clipped rows, ``theta`` of
     :func:`confidence_intervals`, given the released center, scaling and clip
     radius. Under replace-one its radius is the exact noise quantile
@@ -707,10 +709,6 @@ def clipping_message(who: str, what: str, count: float, expected: float, n: floa
     expectation, the likely cause."""
     return (f"{who}: about {_fraction(count, n)} of the rows were {what} (a private count), "
             f"where the design expected {_fraction(expected, n)}: {cause}")
-
-
-def _union_z(beta: float, m: int, simultaneous: bool) -> float:
-    return two_sided_z(sidak(beta, m) if simultaneous else beta)
 
 
 def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
