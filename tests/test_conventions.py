@@ -67,7 +67,6 @@ EXCUSED: dict[str, tuple[frozenset[str], str]] = {
     "18_floating_point": (frozenset({"source_labels", "lab_notes", "exercises", *_CODE}),
                           ATTACKS),
     "a_at_scale": (frozenset({"source_labels", "lab_notes", *_CODE}), ATTACKS),
-    "api": (frozenset({"source_labels"}), LIBRARY),
     "bibliography": (frozenset({"source_labels"}), ATTACKS),
     "notation": (frozenset({"source_labels"}), FOUNDATIONS),
 }
