@@ -19,8 +19,8 @@ import sys
 import numpy as np
 
 import dpsum
-from dpsum.accuracy import ConfidenceBall
-from dpsum.clipping import clipped_sum
+from dpsum.release.noise import ConfidenceBall
+from dpsum.kernels.clipping import clipped_sum
 
 BETA = 0.1
 
@@ -101,7 +101,7 @@ def main(R: int) -> None:
             bits, epsilon=1.0, delta=1e-6, rng=rng), int(bits.sum())),
     ):
         Rb = max(R // 10, 200)  # the exact inversions cost milliseconds each
-        hits = sum(lo <= kk <= hi for lo, hi in (dpsum.count_interval(rel_of(), BETA)
+        hits = sum(lo <= kk <= hi for lo, hi in (dpsum.binary.count_interval(rel_of(), BETA)
                                                  for _ in range(Rb)))
         rows.append((f"count interval, {label}", ">=", hits / Rb, Rb, tol(Rb)))
 
@@ -118,7 +118,7 @@ def main(R: int) -> None:
     print(f"\nPlanning: smallest n with a {1 - beta:.0%} bound <= {target} on the L2 error of the mean,")
     print("epsilon = 1, delta = 1e-6, d = 100, stds = 1/j (||stds|| = "
           f"{np.linalg.norm(zipf):.3f}), p_C = 1/n, replace-one")
-    for scaling, label in (("optimal", "Algorithm 3 (Lemma 3.1)"), ("none", "isotropic clipping")):
+    for scaling, label in (("scaled", "Algorithm 3 (Lemma 3.1)"), ("isotropic", "isotropic clipping")):
         for include_bias in (True, False):
             n = dpsum.plan_n(target, stds=zipf, epsilon=1.0, delta=1e-6, beta=beta,
                              scaling=scaling, include_bias=include_bias)

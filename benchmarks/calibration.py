@@ -32,7 +32,7 @@ import warnings
 import mpmath as mp
 import numpy as np
 
-import dpsum.calibration as cal
+import dpsum.privacy.calibration as cal
 
 TIMEOUT_S = 10.0  # per call; an implementation that hangs is recorded as failing
 EPS = np.logspace(-3, math.log10(50.0), 8)

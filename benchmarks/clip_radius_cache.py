@@ -2,7 +2,7 @@
 
 The clip radius of Algorithm 3 is memoised, since simulations and audits ask
 for the same quantile again and again. This script makes 40 calls of
-``dpsum.clipping.clip_radius`` with d = 10^6 standard deviations (a few
+``dpsum.clip_radius`` with d = 10^6 standard deviations (a few
 distinct values, so each quantile is fast) and 40 different clip
 probabilities, so that every call adds a cache entry, and reports with
 :mod:`tracemalloc` how much memory is still allocated after the calls, i.e.
@@ -15,23 +15,23 @@ older version of the package, put its source first on ``PYTHONPATH``.
 from __future__ import annotations
 
 import gc
+import importlib
 import time
 import tracemalloc
 
 import numpy as np
 
 import dpsum
-from dpsum import clipping
+
+# the module (the attribute dpsum.design.clip_radius is the function)
+radius_module = importlib.import_module("dpsum.design.clip_radius")
 
 D = 10**6
 CALLS = 40
 
 
 def _clear_cache() -> None:
-    if hasattr(clipping, "_RADIUS_CACHE"):
-        clipping._RADIUS_CACHE.clear()
-    elif hasattr(clipping, "_clip_radius_cached"):  # versions before issue 18
-        clipping._clip_radius_cached.cache_clear()
+    radius_module._RADIUS_CACHE.clear()
 
 
 def main() -> None:
@@ -42,12 +42,12 @@ def main() -> None:
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     t0 = time.perf_counter()
-    radii = [clipping.clip_radius(stds, float(p)) for p in probabilities]
+    radii = [dpsum.clip_radius(stds, float(p)) for p in probabilities]
     elapsed = time.perf_counter() - t0
     gc.collect()
     held = tracemalloc.get_traced_memory()[0] - base
     t1 = time.perf_counter()
-    again = [clipping.clip_radius(stds, float(p)) for p in probabilities]
+    again = [dpsum.clip_radius(stds, float(p)) for p in probabilities]
     cached = time.perf_counter() - t1
     assert again == radii
     _clear_cache()

@@ -75,7 +75,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize
 
-from dpsum.gchisq import GeneralizedChiSquare
+from dpsum.distributions.gchisq import GeneralizedChiSquare
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"

@@ -27,7 +27,7 @@ sees the same data:
   scales (the same clip probability), calibrated to ``rho`` and, exactly, to
   ``(epsilon, delta)``: what the pipeline would do if the model were known;
 - ``iso rho``: isotropic clipping with a private radius
-  (``private_mean(..., scaling="none")``);
+  (``private_mean(..., scaling="isotropic")``);
 - ``mean``: the non-private empirical mean;
 - ``PLAN``: PLAN's published errors, read at run time from the repository.
 
@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 import dpsum
-from dpsum.accounting import zcdp_epsilon, zcdp_gaussian_multiplier
+from dpsum.privacy.composition import zcdp_epsilon, zcdp_gaussian_multiplier
 
 PLAN_FILES = {"A": "experiments_results/gaussianA/dataframe.csv",
               "B": "experiments_results/gaussianB/dataframe.csv",
@@ -130,7 +130,7 @@ def floor_release(X, mean, stds, rho, p, gen):
     """Algorithm 3 with the true model, its Gaussian noise calibrated to rho-zCDP."""
     n, d = X.shape
     setup = dpsum.gaussian_data_setup(stds, center=mean, clip_probability=p)
-    total, _ = dpsum.clipped_sum(X, setup.clip_norm, setup.scaling, mean)
+    total, _ = dpsum.kernels.clipped_sum(X, setup.clip_norm, setup.scaling, mean)
     s = zcdp_gaussian_multiplier(rho)
     noise = gen.standard_normal(d) * s * 2 * setup.clip_norm     # replace-one: 2C
     return mean + (total + noise) / setup.scaling / n
@@ -140,7 +140,7 @@ def run_setting(setting, d, alpha, rho, runs, delta, seed, skip=()):
     n, mean, stds, universe = model(setting, d, alpha)
     gen = np.random.default_rng([seed, ord(setting), d, int(alpha * 10), int(rho * 10_000)])
     eps = zcdp_epsilon(rho, delta)
-    p = dpsum.default_clip_probability(n)
+    p = dpsum.pipeline.default_clip_probability(n)
     errors = defaultdict(list)
     for _ in range(runs):
         X = mean + gen.standard_normal((n, d)) * stds
@@ -157,7 +157,7 @@ def run_setting(setting, d, alpha, rho, runs, delta, seed, skip=()):
             "floor e,d": dpsum.gaussian_data_mechanism(
                 X, epsilon=eps, delta=delta, stds=stds, center=mean, clip_probability=p,
                 rng=gen).estimate / n,
-            "iso rho": dpsum.private_mean(X, lower=universe[0], upper=universe[1], rho=rho, scaling="none",
+            "iso rho": dpsum.private_mean(X, lower=universe[0], upper=universe[1], rho=rho, scaling="isotropic",
                                           rng=gen).estimate,
             "mean": X.mean(axis=0),
         }

@@ -31,8 +31,9 @@ import numpy as np
 from scipy import stats
 
 import dpsum
-from dpsum import grid
-from dpsum.clipping import clipped_sum
+from dpsum.distributions import discrete
+from dpsum.kernels import grid
+from dpsum.kernels.clipping import clipped_sum
 
 SHAPES = [(10**6, 100), (10**5, 1000)]
 REPEATS = 5
@@ -89,9 +90,9 @@ def timing_leak():
 def gof_pvalue(x, sigma2):
     half = int(math.ceil(4 * math.sqrt(sigma2))) + 1
     cells = np.arange(-half, half + 1)
-    p = grid.discrete_gaussian_pmf(cells, sigma2)
-    p[0] += grid.discrete_gaussian_pmf(np.arange(-half - 100, -half), sigma2).sum()
-    p[-1] += grid.discrete_gaussian_pmf(np.arange(half + 1, half + 101), sigma2).sum()
+    p = discrete.discrete_gaussian_pmf(cells, sigma2)
+    p[0] += discrete.discrete_gaussian_pmf(np.arange(-half - 100, -half), sigma2).sum()
+    p[-1] += discrete.discrete_gaussian_pmf(np.arange(half + 1, half + 101), sigma2).sum()
     obs = np.array([np.sum(np.clip(x, -half, half) == c) for c in cells])
     return stats.chisquare(obs, p * len(x) / p.sum()).pvalue
 
@@ -110,12 +111,12 @@ def samplers():
         return np.array((space >> dp.m.then_gaussian(scale=sigma))([0] * size))
 
     sigma2 = 2.0
-    p_ours = gof_pvalue(grid.discrete_gaussian(sigma2, size=20_000).astype(np.int64), sigma2)
+    p_ours = gof_pvalue(discrete.discrete_gaussian(sigma2, size=20_000).astype(np.int64), sigma2)
     p_theirs = gof_pvalue(opendp_draws(math.sqrt(sigma2), 20_000), sigma2)
     print(f"   goodness of fit, sigma^2 = 2, 20000 draws: p = {p_ours:.3f} (dpsum), "
           f"{p_theirs:.3f} (OpenDP)")
     for sigma in (3.0, 1e8):
-        t_ours, t_theirs = best_times(lambda: grid.discrete_gaussian(sigma * sigma, size=1000),
+        t_ours, t_theirs = best_times(lambda: discrete.discrete_gaussian(sigma * sigma, size=1000),
                                       lambda: opendp_draws(sigma, 1000))
         print(f"   1000 draws at sigma = {sigma:g}: dpsum {t_ours * 1e3:.1f} ms, "
               f"OpenDP {t_theirs * 1e3:.1f} ms, ratio {t_ours / t_theirs:.2f}")
@@ -132,11 +133,11 @@ def laplace():
         print(f"   d = {d:5d}: float {t_float * 1e3:7.3f} ms, secure {t_secure * 1e3:7.2f} ms, "
               f"ratio {t_secure / t_float:7.0f}")
     tau = Fraction(7, 3)
-    x = grid.discrete_laplace(tau, size=20_000).astype(np.int64)
+    x = discrete.discrete_laplace(tau, size=20_000).astype(np.int64)
     half = 14
     cells = np.arange(-half, half + 1)
-    p = grid.discrete_laplace_pmf(cells, float(tau))
-    tail = grid.discrete_laplace_pmf(np.arange(half + 1, half + 400), float(tau)).sum()
+    p = discrete.discrete_laplace_pmf(cells, float(tau))
+    tail = discrete.discrete_laplace_pmf(np.arange(half + 1, half + 400), float(tau)).sum()
     p[0] += tail
     p[-1] += tail
     obs = np.array([np.sum(np.clip(x, -half, half) == c) for c in cells])

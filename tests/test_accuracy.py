@@ -316,6 +316,10 @@ def test_plan_n_round_trip(scaling, include_bias):
     n = acc.plan_n(target, stds=ZIPF10, **kw)
     at = lambda m: acc.gaussian_data_error_bound(ZIPF10, m, statistic="mean", **kw).bound  # noqa: E731
     assert at(n) <= target < at(n - 1)
+    # truly the smallest, not only against n - 1: no smaller n meets the target
+    # (the bound need not be monotone in n: with p_C = 1/n the radius grows)
+    smaller = np.unique(np.geomspace(2, n - 2, 24).astype(int))
+    assert all(at(int(m)) > target for m in smaller)
 
 
 def test_plan_epsilon_round_trip():
@@ -324,6 +328,8 @@ def test_plan_epsilon_round_trip():
     eps = acc.plan_epsilon(target, n=5000, **kw)
     at = lambda e: acc.gaussian_data_error_bound(n=5000, epsilon=e, **kw).bound  # noqa: E731
     assert at(eps) <= target < at(eps * (1 - 1e-7))
+    # truly the smallest epsilon: every smaller one on a grid down to eps / 100 misses
+    assert all(at(e) > target for e in eps * np.geomspace(0.01, 1 - 1e-4, 16))
     # the clipping loss alone sets a floor no epsilon can beat
     floor = acc.gaussian_data_error_bound(n=5000, epsilon=1e3, **kw).bias_radius
     with pytest.raises(ValueError, match="epsilon_max"):
@@ -338,6 +344,9 @@ def test_plan_d_round_trip():
     at = lambda m: acc.gaussian_data_error_bound(stds[:m], **kw).bound  # noqa: E731
     assert 1 < d < stds.size
     assert at(d) <= target < at(d + 1)
+    # truly the largest: no longer prefix meets the target, and every shorter one does
+    assert all(at(m) > target for m in range(d + 1, stds.size + 1))
+    assert all(at(m) <= target for m in range(1, d + 1))
 
 
 def test_plan_n_unreachable_and_bad_targets():
@@ -522,14 +531,29 @@ def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
     assert miss / 200 > 0.5
 
 
-def test_pipeline_add_remove_mean_is_refused():
-    rel = dpsum.private_mean(PIPE_DATA, neighbouring="add-remove", rng=0, **PIPE_ARGS)
-    with pytest.raises(ValueError, match="private_mean under add-remove"):
-        records.confidence_intervals(rel, BETA)
-    with pytest.raises(ValueError, match="private count"):
-        rel.confidence_ball(BETA)
-    with pytest.raises(ValueError, match="private_mean under add-remove"):
-        rel.confidence_intervals(BETA, simultaneous=True)
+def test_pipeline_add_remove_mean_covers():
+    # the mean under add-remove: error nu - (theta - c) Z / ñ, bounded on
+    # |Z| <= sigma_count z by (|nu| + u |estimate - c|) / (1 - u), u = sigma_count z / ñ
+    R = 1000
+
+    def release_of(rng):
+        return dpsum.private_mean(PIPE_DATA, neighbouring="add-remove", rng=rng, **PIPE_ARGS)
+
+    ball, marginal, box, _ = _pipeline_coverage(release_of, R, seed=45)
+    assert ball / R >= 1 - BETA - tolerance(R)
+    assert box / R >= 1 - BETA - tolerance(R)
+    assert np.all(marginal / R >= 1 - BETA - tolerance(R))
+    # the half-width, rebuilt from released fields
+    rel = release_of(np.random.default_rng(6))
+    s_count = next(st.noise_multiplier for st in rel.steps if st.name == "count")
+    u = s_count * stats.norm.isf(BETA / 4) / rel.count
+    dev = np.abs(rel.estimate - rel.center)
+    half = (rel.noise_std * stats.norm.isf(BETA / 4) + u * dev) / (1 - u)
+    lo, hi = records.confidence_intervals(rel, BETA)
+    np.testing.assert_allclose((hi - lo) / 2, half, rtol=1e-12)
+    radius = (noise.noise_norm_quantile(rel.noise_std, BETA / 2)
+              + u * np.linalg.norm(dev)) / (1 - u)
+    assert math.isclose(rel.confidence_ball(BETA).radius, radius, rel_tol=1e-12)
 
 
 def test_pipeline_argument_errors():

@@ -309,6 +309,51 @@ def test_dpsum_book_uses_only_public_dpsum_names():
                 assert not any(part.startswith("_") for part in name.split(".")), (path, name)
 
 
+# ------------------------------------------------- symbolic and exact checks
+
+def test_symbolic_quadratic_form_and_gchisq_moments():
+    import sympy as sp
+
+    from dpsum_book import symbolic as S
+
+    lhs = S.quadratic_form_expectation()
+    assert S.same_index_sums(lhs, S.quadratic_form_rhs())
+    assert not S.same_index_sums(lhs, S.quadratic_form_rhs(wrong=True))
+    j = sp.Symbol("j", integer=True)
+    sig = sp.IndexedBase("sigma", positive=True)
+    centred = S.specialise(lhs, S.kronecker, lambda p, q: sig[p] * S.kronecker(p, q),
+                           lambda p: 0)
+    assert S.same_index_sums(centred, sp.Sum(sig[j] ** 2, (j, 0, S.d - 1)))
+    assert not S.same_index_sums(centred, sp.Sum(sig[j], (j, 0, S.d - 1)))
+    w, t = sp.IndexedBase("w", positive=True), sp.IndexedBase("theta", real=True)
+    mean, var = S.gchisq_moments(lambda i: w[i], lambda i: t[i])
+    assert sp.simplify(mean - sp.Sum(w[j] * (1 + t[j] ** 2), (j, 0, S.d - 1))) == 0
+    assert sp.simplify(var - sp.Sum(2 * w[j] ** 2 * (1 + 2 * t[j] ** 2), (j, 0, S.d - 1))) == 0
+
+
+def test_exact_worst_event_and_leaky_randomized_response():
+    from fractions import Fraction
+
+    import numpy as np
+
+    from dpsum_book import exact as E
+
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        wp, wq = rng.integers(1, 20, size=6), rng.integers(1, 20, size=6)
+        P = {r: Fraction(int(v), int(wp.sum())) for r, v in enumerate(wp)}
+        Q = {r: Fraction(int(v), int(wq.sum())) for r, v in enumerate(wq)}
+        for a in (Fraction(1), Fraction(5, 2)):
+            assert E.smallest_delta(P, Q, a) == E.worst_gap_by_enumeration(P, Q, a)
+    leak = Fraction(1, 100)
+    assert E.smallest_delta(E.leaky_rr(1, 3, leak), E.leaky_rr(0, 3, leak), 3) == leak
+    assert E.smallest_delta(E.leaky_rr(1, 3, leak), E.leaky_rr(0, 3, leak), 2) > leak
+    rr = E.rr_distribution((1, 0))
+    assert sum(rr.values()) == 1 and rr[(1, 0)] == Fraction(9, 16)
+    assert E.push_forward(rr, sum)[1] == Fraction(9, 16) + Fraction(1, 16)
+    assert sum(E.product(rr, rr).values()) == 1
+
+
 # ------------------------------------------------------------ data files
 
 def test_write_and_read_round_trip_keeps_every_digit(tmp_path):
@@ -430,3 +475,66 @@ def test_size_row_counts_false_alarms_below_the_binomial_tolerance():
     (row,) = ap.size_rows(200)
     assert row["rejections"] <= stats.binom.ppf(1 - 1e-6, 200, row["exact_size"])
     assert row["exact_size"] <= row["alpha"]
+
+
+# ------------------------------------------------- choosing the scaling; accuracy
+
+def test_boundary_moments_are_the_quantile_gradient():
+    from dpsum_book import choosing
+
+    w, p = np.array([1.0, 0.3, 0.05]), 1e-3
+    q = float(dpsum.GeneralizedChiSquare(w).isf(p))
+    g = choosing.boundary_moments(w, q)
+    assert np.allclose(choosing.quantile_gradient_fd(w, p), g, rtol=1e-6)
+    assert math.isclose(float(np.dot(w, g)), q, rel_tol=1e-10)  # Euler's identity
+
+
+def test_kappa_and_scalings():
+    from dpsum_book import choosing
+
+    sigma = np.array([4.0, 1.0, 0.25])
+    sc = choosing.scalings(sigma, 1e-3)
+    assert set(sc) == set(evaluation.NAMES)
+    # whitening: equal weights, so kappa is the chi-square quantile over d
+    assert math.isclose(choosing.kappa(sigma, sc["whitening"], 1e-3),
+                        stats.chi2.isf(1e-3, 3) / 3, rel_tol=1e-9)
+    # scale-free in b
+    assert math.isclose(choosing.kappa(sigma, 5 * sc["square-root"], 0.1),
+                        choosing.kappa(sigma, sc["square-root"], 0.1), rel_tol=1e-12)
+
+
+def test_total_error_curves_are_the_package_formulas():
+    from dpsum_book import choosing
+
+    sigma, n, grid = 1.0 / np.arange(1, 6), 1000, np.array([0.1, 1e-3])
+    c = choosing.total_error_curves(sigma, n, grid, (1.0,), names=("square-root",))
+    b = dpsum.design.gaussian_data_scaling(sigma)
+    assert math.isclose(c["noise"]["square-root", 1.0][1],
+                        dpsum.accuracy.gaussian_data_error(sigma, 1.0, 1e-6, 1e-3, scaling=b))
+    assert math.isclose(c["clipping"]["square-root"][0],
+                        dpsum.accuracy.gaussian_data_clipping_error(sigma, n, 0.1, scaling=b))
+    assert c["clipping"]["square-root"][0] > c["clipping"]["square-root"][1] > 0
+
+
+def test_pipeline_pairs_shape_and_seed():
+    from dpsum_book import choosing
+
+    a = choosing.pipeline_pairs(300, 3, 0.5, (1 / 300, 0.5), 2, np.random.default_rng(1))
+    b = choosing.pipeline_pairs(300, 3, 0.5, (1 / 300, 0.5), 2, np.random.default_rng(1))
+    assert a.shape == (2, 2) and np.all(a > 0) and np.array_equal(a, b)
+
+
+def test_rr_coverage_exact_interval_covers():
+    from dpsum_book import publishing
+
+    cov = publishing.rr_coverage(12, 1.0, 0.1)
+    assert cov["cov_exact"].min() >= 0.9 - 1e-12
+    assert cov["exact"].shape == (13, 2) and np.all(cov["exact"][:, 0] <= cov["exact"][:, 1])
+
+
+def test_noise_radius_bounds_are_above_the_exact_radius():
+    from dpsum_book import publishing
+
+    tau = np.array([3.0, 1.0, 0.5])
+    r = publishing.noise_radius_bounds(tau, np.array([0.5, 0.05, 1e-4]))
+    assert np.all(r["Laurent-Massart"] >= r["exact"]) and np.all(r["Cantelli"] >= r["exact"])

@@ -16,6 +16,7 @@ import pytest
 
 import dpsum
 from dpsum import pipeline as P
+from dpsum.pipeline import adaptive as A
 from dpsum.pipeline import mean as pipeline_mean
 from dpsum.release import records
 from dpsum.privacy.composition import zcdp_rho
@@ -92,7 +93,7 @@ def _rdp_epsilon(steps, delta):
 def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, relation):
     X = _gaussian_data(300, [1.0, 5.0, 0.2], 2.0, 1)
     r = P.private_mean(X, lower=-100, upper=100, epsilon=epsilon, delta=delta,
-                       neighbouring=relation, rng=2)
+                       neighbouring=relation, scaling="scaled", rng=2)
     g = r.guarantee
     assert g.method == "zcdp" and g.delta == delta
     assert g.epsilon <= epsilon * (1 + 1e-9)          # the promise is kept ...
@@ -103,14 +104,14 @@ def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, re
     assert g.epsilon <= independent * (1 + 1e-9)
     assert independent <= g.epsilon * 1.02
     names = [st.name for st in r.steps]
-    expected = ["center", "radius", "scales", "clip", "mean", "diagnostics"]
+    expected = ["center", "radius", "scales", "clip", "mean"]
     assert names == (["count"] + expected if relation == "add-remove" else expected)
 
 
 @pytest.mark.parametrize("rho", [0.01, 0.125, 2.0])
 def test_rho_budget_is_spent_exactly(rho):
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 3)
-    r = P.private_mean(X, lower=-50, upper=50, rho=rho, rng=4)
+    r = P.private_mean(X, lower=-50, upper=50, rho=rho, scaling="scaled", rng=4)
     assert r.rho == pytest.approx(rho, rel=1e-12)
     assert r.guarantee is None
     total = sum(st.count * (st.epsilon ** 2 / 8 if st.kind == "bounded-range"
@@ -124,18 +125,13 @@ def test_rho_budget_is_spent_exactly(rho):
 def test_user_budget():
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 5)
     split = {"center": 0.1, "radius": 0.02, "scales": 0.2, "clip": 0.03}
-    r = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, rng=6)
-    # the diagnostics (on by default) take their share from the mean's
-    assert r.budget.mean == pytest.approx(0.65 - records.DIAGNOSTICS_SHARE)
-    assert r.budget.diagnostics == records.DIAGNOSTICS_SHARE
+    r = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, scaling="scaled", rng=6)
+    assert r.budget.mean == pytest.approx(0.65)
     assert r.budget.scales == 0.2
-    off = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, rng=6,
-                         diagnostics=False)
-    assert off.budget.mean == pytest.approx(0.65) and off.clip_count is None
     iso = P.private_mean(X, lower=-50, upper=50, rho=1.0, scaling="isotropic",
                          budget={"center": 0.1, "clip": 0.05}, rng=6)
     assert iso.scales is None and np.all(iso.scaling == 1.0)
-    assert [st.name for st in iso.steps] == ["center", "clip", "mean", "diagnostics"]
+    assert [st.name for st in iso.steps] == ["center", "clip", "mean"]
 
 
 # ---------------------------------------------------------------------------
@@ -143,17 +139,18 @@ def test_user_budget():
 # ---------------------------------------------------------------------------
 def test_record_holds_only_private_and_public_quantities():
     X = _gaussian_data(2000, [1.0, 3.0, 0.5, 10.0], 5.0, 7)
-    r = P.private_mean(X, lower=-1e3, upper=1e3, epsilon=1.0, delta=1e-6, rng=8)
+    r = P.private_mean(X, lower=-1e3, upper=1e3, epsilon=1.0, delta=1e-6, scaling="scaled",
+                       rng=8)
     fields = set(records.PipelineRelease.__dataclass_fields__)
     assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
-                      "budget", "steps", "guarantee", "secure", "lower", "upper", "columns",
-                      "clip_count", "outside_count", "diagnostics_std", "notes", "grid_unit"}
+                      "budget", "steps", "guarantee", "strategy"}
+    assert r.strategy == "coordinate center, scaled"
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)
     # the scaling and noise are functions of the released scales and radius only
     np.testing.assert_allclose(r.scaling, P.robust_scaling(r.scales))
-    s_mean = next(st for st in r.steps if st.name == "mean").noise_multiplier
+    s_mean = r.steps[-1].noise_multiplier
     np.testing.assert_allclose(r.noise_std, s_mean * 2 * r.clip_norm / r.scaling / 2000)
     with pytest.raises(AttributeError):
         r.estimate = None
@@ -166,7 +163,7 @@ def test_mean_is_accurate_on_gaussian_data():
     X = _gaussian_data(n, stds, mu, 9)
     errs = []
     for seed in range(10):
-        r = P.private_mean(X, lower=-1e4, upper=1e4, rho=0.5, rng=seed)
+        r = P.private_mean(X, lower=-1e4, upper=1e4, rho=0.5, scaling="scaled", rng=seed)
         errs.append((r.estimate - X.mean(axis=0)) / r.noise_std)
         # the private scales are within 30% (the scale step's tolerance at this n)
         assert np.all(np.abs(np.log(r.scales / stds)) < 0.3)
@@ -244,8 +241,8 @@ def test_robust_scaling_bounds_an_underestimated_scale():
     (dict(rho=1.0, scaling="elliptical"), ValueError, "scaling"),
     (dict(rho=1.0, clip_probability=1.0), ValueError, "clip_probability"),
     (dict(rho=1.0, budget={"center": 0.1}), ValueError, "budget"),
-    (dict(rho=1.0, budget={"center": 0.5, "radius": 0.2, "scales": 0.3, "clip": 0.1}),
-     ValueError, "sum"),
+    (dict(rho=1.0, budget={"center": 0.5, "radius": 0.2, "scales": 0.3, "clip": 0.1,
+                           "spread": 0.01}), ValueError, "sum"),
     (dict(rho=1.0, budget=[0.1]), TypeError, "budget"),
     (dict(rho=1.0, regularization=-1.0), ValueError, "regularization"),
     (dict(rho=1.0, lower=0.0, upper=[1.0, 2.0, 3.0]), ValueError, "upper"),
@@ -297,7 +294,7 @@ _E2[0, 0] = 4.5
 def _release(p):
     def release(data, gen):
         return P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA,
-                              clip_probability=p, rng=gen).estimate
+                              clip_probability=p, scaling="scaled", rng=gen).estimate
     return release
 
 
@@ -336,3 +333,167 @@ def test_audit_catches_a_skipped_noise(monkeypatch):
         return real(gen, std, size) * (0.0 if size is not None else 1.0)
     monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_mean_noise)
     assert _audit_noise(24).epsilon_lower_bound > _EPS
+
+
+# ---------------------------------------------------------------------------
+# the adaptive steps (scaling="adaptive", the default)
+# ---------------------------------------------------------------------------
+def test_adaptive_choice_follows_the_spread_of_the_scales():
+    iso = _gaussian_data(4000, np.ones(64), 3.0, 30)
+    unequal = _gaussian_data(4000, np.sqrt(64 / np.arange(1, 65)) ** 2, 3.0, 31)
+    for seed in range(3):
+        a = P.private_mean(iso, lower=-200, upper=200, rho=0.25, rng=seed)
+        assert a.strategy == "coordinate center, isotropic" and a.scales is None
+        # the shares of the skipped steps went to the mean
+        assert a.budget.scales == a.budget.clip == 0.0
+        assert a.budget.mean == pytest.approx(
+            1 - a.budget.center - a.budget.radius - a.budget.spread, rel=1e-12)
+        u = P.private_mean(unequal, lower=-200, upper=200, rho=0.25, rng=seed)
+        assert u.strategy == "coordinate center, scaled" and u.scales is not None
+
+
+def test_heterogeneity_estimates_the_gain_of_scaling():
+    gen = np.random.default_rng(32)
+    for sigma in (np.ones(200), np.geomspace(0.1, 10, 200)):
+        X = gen.standard_normal((20_000, 200)) * sigma
+        l1 = np.median(np.abs(X).sum(axis=1))
+        l2 = np.median(np.linalg.norm(X, axis=1))
+        want = sigma.sum() ** 2 / (200 * np.sum(sigma ** 2))
+        # medians of 2e4 norms: relative errors of a few 1e-3
+        assert A.heterogeneity(l1, l2, 200) == pytest.approx(want, rel=0.03)
+
+
+def test_shrinkage_pools_noise_and_keeps_real_differences():
+    gen = np.random.default_rng(33)
+    tau2 = 0.04
+    noisy = np.exp(gen.normal(0.0, math.sqrt(tau2), 500))       # equal true scales
+    pooled, factor = A.shrink_log_scales(noisy, tau2)
+    assert factor == pytest.approx(1.0, abs=0.15)
+    assert np.std(np.log(pooled)) < 0.1 * np.std(np.log(noisy))
+    spread = np.geomspace(0.01, 100, 500) * noisy                 # unequal true scales
+    kept, factor = A.shrink_log_scales(spread, tau2)
+    assert factor < 0.01
+    np.testing.assert_allclose(np.log(kept), np.log(spread), atol=0.1)
+
+
+def test_log_scale_noise_variance_matches_simulation():
+    from dpsum.pipeline.quantiles import scales_step
+    gen = np.random.default_rng(34)
+    n, d, eps = 2000, 400, 0.05
+    X = gen.standard_normal((n, d))
+    s = scales_step(X, np.zeros(d), eps, np.full(d, 1e-6), np.full(d, 100.0), 1.0, gen)
+    tau2 = A.log_scale_noise_variance(eps, n, 1.0, pipeline_mean._LOG_MAD_DENSITY)
+    var = np.var(np.log(s))
+    # a variance from 400 coordinates: relative standard error sqrt(2/400) ~ 7%
+    assert var == pytest.approx(tau2, rel=0.3)
+
+
+@pytest.mark.parametrize("n, d, half, relation, strategy", [
+    (3000, 20, 1000.0, "replace", "vector center"),
+    (1500, 20, 1000.0, "add-remove", "vector center"),
+    (300, 20, 1000.0, "replace", "box"),
+    (2000, 20, 5.0, "replace", "box"),
+    (300, 20, 4.0, "replace", "box"),
+    (300, 20, 4.0, "add-remove", "box"),
+])
+def test_small_data_strategies_spend_the_budget_exactly(n, d, half, relation, strategy):
+    X = _gaussian_data(n, np.ones(d), 0.5, 35)
+    if strategy == "box":
+        # rows at the corners of the box: no ball around a center is smaller
+        X = np.where(X > 0.5, half, -half) * np.random.default_rng(1).uniform(0.9, 1, X.shape)
+    with pytest.warns(UserWarning, match="too few rows"):
+        r = P.private_mean(X, lower=-half, upper=half, epsilon=1.0, delta=1e-6,
+                           neighbouring=relation, rng=36)
+    assert r.strategy.startswith(strategy)
+    assert sum(r.budget.as_dict().values()) == pytest.approx(1.0, rel=1e-12)
+    assert r.guarantee.epsilon <= 1.0 * (1 + 1e-9)
+    if strategy == "box":
+        # the box's noise is calibrated by the exact composition: tighter than
+        # zCDP, so it spends more rho; an independent PLD accountant agrees
+        pld = pytest.importorskip("dp_accounting.pld.pld_privacy_accountant")
+        from dp_accounting.privacy_accountant import NeighboringRelation
+        acc = pld.PLDAccountant(NeighboringRelation.REPLACE_ONE if relation == "replace"
+                                else NeighboringRelation.ADD_OR_REMOVE_ONE)
+        for st in r.steps:
+            # dp_accounting's Gaussian under replace-one has sensitivity 2; dpsum's
+            # multiplier is relative to the relation's own sensitivity
+            k = 2.0 if relation == "replace" else 1.0
+            event = (dp_event.GaussianDpEvent(k * st.noise_multiplier) if st.kind == "gaussian"
+                     else dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(st.epsilon)), 2))
+            acc.compose(event, st.count)
+        # pure epsilon steps as two-bucket randomized response of the same
+        # epsilon: the worst case of epsilon-DP
+        assert acc.get_epsilon(1e-6) <= 1.0 * 1.02
+        assert r.rho >= zcdp_rho(1.0, 1e-6)
+        return
+    # every step's rho, the recorded total and the (epsilon, delta) promise
+    assert sum(st.rho for st in r.steps) == pytest.approx(zcdp_rho(1.0, 1e-6), rel=1e-9)
+    independent = _rdp_epsilon(r.steps, 1e-6)
+    assert r.guarantee.epsilon <= independent * (1 + 1e-9) <= r.guarantee.epsilon * 1.02
+
+
+def test_box_strategy_noise_law():
+    # the box release is the Elliptical Gaussian mechanism: given the count,
+    # (estimate - clamped mean) / noise_std is standard normal in every coordinate
+    gen = np.random.default_rng(37)
+    n, d, R = 300, 5, 400
+    X = np.where(_gaussian_data(n, np.ones(d), 0.5, 38) > 0.5, 4.0, -4.0)
+    X *= gen.uniform(0.9, 1.0, X.shape)
+    X[0] = 6.0                                  # one row outside the box: clamped
+    target = np.clip(X, -4, 4).mean(axis=0)
+    z = []
+    for _ in range(R):
+        with pytest.warns(UserWarning):
+            r = P.private_mean(X, lower=-4, upper=4, rho=0.002, rng=gen)
+        assert r.strategy == "box"
+        z.append((r.estimate - target) / r.noise_std)
+    z = np.array(z).ravel()
+    m = z.size
+    assert abs(z.mean()) < 4 / math.sqrt(m)
+    assert abs(z.var() - 1) < 4 * math.sqrt(2 / m)
+
+
+def test_vector_center_contracts_toward_the_data():
+    X = _gaussian_data(2000, np.ones(30), 40.0, 39)
+    with pytest.warns(UserWarning, match="whole vector"):
+        r = P.private_mean(X, lower=-1000, upper=1000, rho=0.02, rng=40)
+    # from the box's midpoint (0, distance 219) to about the data's spread (sqrt 30)
+    assert np.linalg.norm(r.center - 40.0) < 2 * math.sqrt(30)
+    assert np.linalg.norm(r.estimate - 40.0) < 1.0
+
+
+_F = _GEN.standard_normal((400, 2))
+_F2 = _F.copy()
+_F2[0, 0] = 2.5
+
+
+def _center_release(data, gen):
+    # 400 rows, two coordinates: the coordinate-wise center's reliable share
+    # does not fit, so the center is a whole-vector center (its moves are clipped means)
+    return P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA, rng=gen).center
+
+
+def _audit_center(seed):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return epsilon_lower_bound(_center_release, _F, _F2, delta=_DELTA, n_samples=2000,
+                                   rng=seed, direction=[-1.0, 0.0])
+
+
+def test_audit_of_the_vector_center_passes():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert P.private_mean(_F, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA,
+                              rng=0).strategy.startswith("vector center")
+    assert _audit_center(25).epsilon_lower_bound <= _EPS
+
+
+def test_audit_catches_a_vector_center_without_noise(monkeypatch):
+    real = pipeline_mean._gaussian_noise
+
+    def no_vector_noise(gen, std, size=None):   # the center's moves (and the mean) noise-free
+        return real(gen, std, size) * (0.0 if size is not None else 1.0)
+    monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_vector_noise)
+    assert _audit_center(26).epsilon_lower_bound > _EPS

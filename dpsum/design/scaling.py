@@ -142,6 +142,8 @@ class Scaling(str, enum.Enum):
     the public scales ``s_j`` a mechanism is given, or from private estimates
     of them in the private pipeline; ``"isotropic"`` clips the unscaled rows
     (``b = 1``). The model-based functions also accept an explicit vector.
+    ``"adaptive"`` (the private pipeline only) makes a private choice between
+    the two from the data (book chapter "When the data model is unknown").
 
     Examples
     --------
@@ -151,6 +153,7 @@ class Scaling(str, enum.Enum):
 
     SCALED = "scaled"
     ISOTROPIC = "isotropic"
+    ADAPTIVE = "adaptive"
 
     def __str__(self) -> str:
         return str(self.value)
@@ -187,7 +190,12 @@ def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
     [1.0, 1.0]
     """
     if isinstance(scaling, (str, Scaling)):
-        if Scaling.parse(scaling) is Scaling.SCALED:
+        rule = Scaling.parse(scaling)
+        if rule is Scaling.ADAPTIVE:
+            raise ValueError("scaling='adaptive' is a choice of the private pipeline "
+                             "(dpsum.private_mean); with public scales use 'scaled' or "
+                             "'isotropic'")
+        if rule is Scaling.SCALED:
             return gaussian_data_scaling(stds)
         return np.ones(stds.shape[0])
     return check_scaling(scaling, stds.shape[0])

@@ -55,11 +55,28 @@ from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.kernels.clipping import clipped_sum
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
+from dpsum.kernels.clipping import clamped_sum
+from dpsum.design.scaling import elliptical_scaling
+from dpsum.pipeline.adaptive import (
+    MAX_PREPARATION_SHARE,
+    VECTOR_CLIP_PROBABILITY,
+    VECTOR_STOP,
+    VECTOR_STEPS,
+    box_error,
+    center_mode,
+    clip_error,
+    heterogeneity,
+    log_scale_noise_variance,
+    prefer_scaled,
+    shrink_log_scales,
+    vector_center_shares,
+)
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
     center_step,
     check_domain,
+    l1_norm_quantile_step,
     norm_quantile_step,
     quantile_sensitivity,
     scales_step,
@@ -70,6 +87,7 @@ from dpsum.privacy.composition import (
     bounded_range_step,
     compose,
     gaussian_step,
+    mixed_gaussian_multiplier,
     zcdp_gaussian_multiplier,
     zcdp_rho,
 )
@@ -90,7 +108,6 @@ __all__ = [
     "SCALAR_SHARE",
     "REGULARIZATION",
     "RADIUS_MARGIN",
-    "MIN_EPSILON_N",
     "default_clip_probability",
     "default_budget",
     "robust_scaling",
@@ -122,13 +139,6 @@ MAX_COORDINATE_SHARE = 0.15
 
 #: Share of each scalar step (count, radius, clip).
 SCALAR_SHARE = 0.01
-
-
-#: The pipeline's quantile steps stay inside the data once ``epsilon_c n`` is
-#: about this or more (``epsilon_c`` a coordinate's parameter in the center
-#: step; book chapter "When the data model is unknown"); below it the release
-#: warns before spending anything (replace-one) or right after the count.
-MIN_EPSILON_N = 60.0
 
 
 #: ``lambda`` of :func:`robust_scaling`.
@@ -175,10 +185,20 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     *Accurate*: the scale step gets at least ``(Delta_u / f) sqrt(d / rho) / n``
     (``f`` the density of ``log|Z|`` at its median), the share that minimises
     the squared log-error of the scales plus the share itself.
-    A scalar quantile (radius, clip) gets the reliable share of one
+    A scalar quantile (radius, spread, clip) gets the reliable share of one
     coordinate, at least ``SCALAR_SHARE``; the count (add-remove) gets
     ``SCALAR_SHARE``. All are capped at ``MAX_COORDINATE_SHARE``;
     the mean gets the rest.
+
+    With ``scaling="adaptive"`` the center's reliable share decides the
+    center's estimator (:func:`dpsum.pipeline.adaptive.center_mode`): when it
+    does not fit under the cap, the center is estimated for the whole vector
+    at once, in ``VECTOR_STEPS`` clipped-mean
+    moves, each with a radius quantile (scalar share) and a Gaussian move
+    (:func:`~dpsum.pipeline.adaptive.vector_center_shares`), and ``center``
+    is their total; the steps before the mean are then scaled down, if
+    needed, to ``MAX_PREPARATION_SHARE``.
+    ``spread`` (the median L1 norm) runs only with ``"adaptive"``.
     ``n`` may be the private count (post-processing).
 
     Examples
@@ -201,28 +221,52 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     # a scalar quantile (radius, clip) is one mechanism: d = 1 in the same rule
     scalar = min(max(SCALAR_SHARE, reliable(CENTER_MARGIN) / dd), MAX_COORDINATE_SHARE)
     count = SCALAR_SHARE if relation is Neighbouring.ADD_REMOVE else 0.0
-    center = min(reliable(CENTER_MARGIN), MAX_COORDINATE_SHARE)
-    radius = scales = 0.0
-    if scaling is Scaling.SCALED:
+    mode = _center_mode(nn, dd, total, du, scaling)
+    if mode == "box":
+        return BudgetSplit(count, 0.0, 0.0, 0.0, 0.0, 1.0 - count, 0.0)
+    if mode == "coordinate":
+        center = min(reliable(CENTER_MARGIN), MAX_COORDINATE_SHARE)
+    else:
+        move = vector_center_shares(nn, dd, total, relation, scalar, MAX_COORDINATE_SHARE)
+        center = VECTOR_STEPS * (scalar + move)
+    radius = scales = spread = 0.0
+    if scaling is not Scaling.ISOTROPIC:
         # the share that minimises (log-scale error)^2 + share, the first-order
         # loss of a scale step (the chapter "When the data model is unknown")
         accurate = du / _LOG_MAD_DENSITY * math.sqrt(dd / total) / max(nn, 1.0)
         radius = scalar
         scales = min(max(reliable(SCALE_MARGIN), accurate), MAX_COORDINATE_SHARE)
+    if scaling is Scaling.ADAPTIVE:
+        spread = scalar
     clip = scalar
-    mean = 1.0 - (count + center + radius + scales + clip)
-    return BudgetSplit(count, center, radius, scales, clip, mean)
+    prep = count + center + radius + spread + scales + clip
+    if scaling is Scaling.ADAPTIVE and prep > MAX_PREPARATION_SHARE:
+        # the count ran before the split was made: it keeps its share
+        f = (MAX_PREPARATION_SHARE - count) / (prep - count)
+        center, radius, spread, scales, clip = (
+            f * center, f * radius, f * spread, f * scales, f * clip)
+        prep = MAX_PREPARATION_SHARE
+    mean = 1.0 - prep
+    return BudgetSplit(count, center, radius, scales, clip, mean, spread)
 
 
-def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> BudgetSplit:
+def _center_mode(n: float, d: int, rho: float, du: float, scaling: Scaling) -> str:
+    if scaling is not Scaling.ADAPTIVE:
+        return "coordinate"
+    return center_mode(n, d, rho, du, CENTER_MARGIN, MAX_COORDINATE_SHARE)
+
+
+def _user_budget(budget: Mapping, relation: Neighbouring, scaling: Scaling) -> BudgetSplit:
     """Validate a user's shares: every running step but the mean, sum < 1."""
     if not isinstance(budget, Mapping):
         raise TypeError("budget must be a mapping from step names to shares, or None")
     needed = {"center", "clip"}
     if relation is Neighbouring.ADD_REMOVE:
         needed.add("count")
-    if scaling is Scaling.SCALED:
+    if scaling is not Scaling.ISOTROPIC:
         needed |= {"radius", "scales"}
+    if scaling is Scaling.ADAPTIVE:
+        needed.add("spread")
     keys = set(budget)
     if keys != needed:
         raise ValueError(f"budget must give a share for exactly the steps {sorted(needed)} "
@@ -235,7 +279,8 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: str) -> Budge
     if not mean > 0:
         raise ValueError("budget shares must sum to less than 1, leaving a share for the mean")
     return BudgetSplit(shares.get("count", 0.0), shares["center"], shares.get("radius", 0.0),
-                       shares.get("scales", 0.0), shares["clip"], mean)
+                       shares.get("scales", 0.0), shares["clip"], mean,
+                       shares.get("spread", 0.0))
 
 
 def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) -> np.ndarray:
@@ -344,24 +389,17 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _few_rows_message(who: str, eps_c: float, n: float) -> str:
-    return (f"{who}: too few rows for the pipeline's private quantile steps "
-            f"(epsilon_c n = {eps_c * n:.3g}, below the {MIN_EPSILON_N:g} at which the private "
-            "centre stays inside the data): the error can be many times a coordinate's scale. "
-            "Prefer a mechanism with public inputs (elliptical_gaussian_mechanism with a box "
-            "known in advance), a larger budget, or fewer columns")
-
-
 def _grid_sum(data: np.ndarray, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
               relation: Neighbouring, gen: Any) -> tuple[np.ndarray, float, int, int]:
-    """The last step on the grid path: the clipped sum of the scaled deviations,
-    rounded to the public grid ``2^K`` (rows clipped to the inner radius of
-    :func:`dpsum.kernels.grid.make_grid_plan`, so that every rounded row lies in
-    the ball of radius ``C``), summed exactly in integers, plus exact discrete
-    Gaussian noise of scale ``s_mean`` times the integer sensitivity (the same
-    zCDP as the float path). Returns the noisy sum (scaled space, float), the
-    noise's scale parameter in the scaled space (at least its standard
-    deviation), the grid exponent ``K`` and the clipped row count (not private)."""
+    """The last step on the grid path (``secure=True``): the clipped sum of the
+    scaled deviations ``(x - c) ⊙ b``, rounded to the public grid ``2^K`` (rows
+    clipped to the inner radius of :func:`dpsum.kernels.grid.make_grid_plan`, so
+    that every rounded row lies in the ball of radius ``C``), summed exactly in
+    integers, plus exact discrete Gaussian noise of scale ``s_mean`` times the
+    integer sensitivity (the same zCDP as the float path). Returns the noisy
+    sum (scaled space), the noise's scale parameter there (at least its
+    standard deviation), the grid exponent ``K`` and the clipped row count
+    (not private)."""
     d = b.size
     plan, K, k = make_grid_plan(C, b, center, d)
     S, clipped = accumulate_grid(data, plan, k)
@@ -375,62 +413,126 @@ def _grid_sum(data: np.ndarray, C: float, b: np.ndarray, center: np.ndarray, s_m
     return T, math.ldexp(sigma, K), K, clipped
 
 
+class _Context:
+    """What the last step and the diagnostics need besides the steps' outputs:
+    the data, the box, the options, the warnings raised so far."""
+
+    def __init__(self, data: np.ndarray, lo: np.ndarray, hi: np.ndarray, columns: tuple | None,
+                 secure: bool, secure_gen: Any, diagnostics: bool, total: float,
+                 who: str) -> None:
+        self.data, self.lo, self.hi, self.columns = data, lo, hi, columns
+        self.secure, self.secure_gen, self.diagnostics = secure, secure_gen, diagnostics
+        self.total, self.who = total, who
+        self.notes: list[str] = []
+
+    def warn(self, msg: str, stacklevel: int = 4) -> None:
+        warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
+        self.notes.append(msg)
+
+    def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
+                  sens: float, relation: Neighbouring, gen: Any
+                  ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray | None]:
+        """The noisy clipped sum over ``b`` (data units), its noise std per
+        coordinate, the clipped row count (not private) and the grid unit
+        (``secure=True``) or None."""
+        if self.secure:
+            T, scale, K, clipped = _grid_sum(self.data, C, b, center, s_mean, relation,
+                                             self.secure_gen)
+            return T / b, scale / b, clipped, np.ldexp(np.ones(b.size), K) / b
+        T, clipped = clipped_sum(self.data, C, b, center)
+        noisy = (T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b
+        return noisy, s_mean * sens / b, clipped, None
+
+    def diagnose(self, split: BudgetSplit, steps: list[PrivacyStep], clipped: int,
+                 expected: float, n_eff: float, gen: Any) -> dict:
+        """Step 7, the diagnostics: private counts of the rows clipped and of the
+        rows outside the box, one Gaussian release of L2 sensitivity sqrt(2)
+        (one row changes each count by at most 1); a warning when a count is far
+        above the design's expectation."""
+        if not self.diagnostics:
+            return {}
+        s_diag = zcdp_gaussian_multiplier(split.diagnostics * self.total)
+        std = s_diag * math.sqrt(2.0)
+        data, lo, hi = self.data, self.lo, self.hi
+        outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+        if self.secure:
+            z = discrete_gaussian(std * std * (1 + 1e-12), size=2, rng=self.secure_gen)
+            k_clip, k_out = float(clipped + int(z[0])), float(outside + int(z[1]))
+        else:
+            k_clip = float(clipped + _gaussian_noise(gen, std))
+            k_out = float(outside + _gaussian_noise(gen, std))
+        steps.append(gaussian_step("diagnostics", s_diag))
+        if clipping_excess(k_out, std, 0.0, n_eff):
+            self.warn(clipping_message(
+                self.who, "outside the box [lower, upper]", k_out, 0.0, n_eff,
+                "the box is too small or misplaced for these data; the private centre and "
+                "scales are then wrong and the estimate is biased. Widen the box (from public "
+                "knowledge, not from X)"), stacklevel=5)
+        elif clipping_excess(k_clip, std, expected, n_eff):
+            self.warn(clipping_message(
+                self.who, "clipped", k_clip, expected, n_eff,
+                "the private scales or centre missed the data (too few rows, or heavy "
+                "tails); the estimate is biased towards the private centre"), stacklevel=5)
+        return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
+
+
+def _with_diagnostics(split: BudgetSplit, on: bool) -> BudgetSplit:
+    """Move :data:`DIAGNOSTICS_SHARE` of the budget from the mean to the diagnostics."""
+    if not on:
+        return split
+    if split.mean <= 2 * DIAGNOSTICS_SHARE:
+        raise ValueError("budget leaves too little for the mean to also pay for the "
+                         "diagnostics; lower the shares or pass diagnostics=False")
+    return dataclasses.replace(split, diagnostics=DIAGNOSTICS_SHARE,
+                               mean=split.mean - DIAGNOSTICS_SHARE)
+
+
 def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
-         regularization: Any, rng: Any, statistic: Any, secure: Any = False,
+         regularization: Any, rng: Any, statistic: str, secure: Any = False,
          diagnostics: Any = True) -> PipelineRelease:
-    who = f"private_{statistic}"
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
-    scaling = Scaling.parse(scaling)
+    rule = Scaling.parse(scaling)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)
     secure_ = V.check_bool(secure, "secure")
     diag_ = V.check_bool(diagnostics, "diagnostics")
     if budget is not None:
-        split = _user_budget(budget, relation, scaling)
+        split = _with_diagnostics(_user_budget(budget, relation, rule), diag_)
     columns = V.column_labels(X)
     if columns is not None:
         data, columns = V.as_dataset(X, "X")          # column by column: errors name a column
     else:
         data = V.check_data_matrix(X, finite=False)
     n, d = data.shape
-    lo, hi = V.check_box(lower, upper, d)
+    lo, hi = check_domain(lower, upper, d)
     if secure_:
         secure_gen = V.check_secure_rng(rng)
-        # the quantile steps use NumPy's floating-point samplers (see the Notes)
+        # the preparation steps keep NumPy's floating-point samplers (see the Notes)
         gen = secure_gen if secure_gen is not None else np.random.default_rng()
     else:
         gen = V.check_rng(rng)
         secure_gen = gen
-    notes: list[str] = []
-
-    def warn(msg: str) -> None:
-        warnings.warn(msg, PublicInputWarning, stacklevel=4)
-        notes.append(msg)
-
-    def diag_share(sp: BudgetSplit) -> BudgetSplit:
-        if not diag_:
-            return sp
-        if sp.mean <= 2 * DIAGNOSTICS_SHARE:
-            raise ValueError("budget leaves too little for the mean to also pay for the "
-                             "diagnostics; lower the shares or pass diagnostics=False")
-        return dataclasses.replace(sp, diagnostics=DIAGNOSTICS_SHARE,
-                                   mean=sp.mean - DIAGNOSTICS_SHARE)
-
-    if relation is Neighbouring.REPLACE:
-        # n is public: check the pipeline's size before spending anything
-        sp0 = split if budget is not None else default_budget(n, d, total, neighbouring=relation,
-                                                              scaling=scaling)
-        eps_c0 = _exp_epsilon(sp0.center * total, d)
-        if eps_c0 * n < MIN_EPSILON_N:
-            warn(_few_rows_message(who, eps_c0, n))
+    ctx = _Context(data, lo, hi, columns, secure_, secure_gen, diag_, total,
+                   f"private_{statistic}")
+    if relation is Neighbouring.REPLACE and budget is None:
+        # n is public: the strategy is known before anything is spent
+        if _center_mode(float(n), d, total, quantile_sensitivity(0.5, relation),
+                        rule) != "coordinate":
+            ctx.warn(f"private_{statistic}: too few rows for this budget for a reliable "
+                     "coordinate-wise center: the pipeline falls back to a whole-vector "
+                     "center or to the public box (see release.strategy); the error can be "
+                     "many times a coordinate's scale. A box known in advance "
+                     "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
 
     steps: list[PrivacyStep] = []
-    # 0. the count (add-remove: n is private)
+    # 0. the count (add-remove: n is private); every later share and the clip
+    # probability are functions of it (the proof conditions on it)
+    s_count = 0.0
     if relation is Neighbouring.ADD_REMOVE:
         count_share = split.count if budget is not None else SCALAR_SHARE
         s_count = zcdp_gaussian_multiplier(count_share * total)
@@ -440,100 +542,163 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     else:
         count = float(n)
         n_eff = count
+    du = quantile_sensitivity(0.5, relation)
+    mode = "coordinate" if budget is not None else _center_mode(n_eff, d, total, du, rule)
     if budget is None:
-        split = default_budget(n_eff, d, total, neighbouring=relation, scaling=scaling)
-    split = diag_share(split)
+        split = _with_diagnostics(
+            default_budget(n_eff, d, total, neighbouring=relation, scaling=rule), diag_)
     p = default_clip_probability(n_eff) if p_given is None else p_given
-    if relation is Neighbouring.ADD_REMOVE:
-        eps_c1 = _exp_epsilon(split.center * total, d)
-        if eps_c1 * n_eff < MIN_EPSILON_N:             # from the private count
-            warn(_few_rows_message(who, eps_c1, n_eff))
+    if mode == "coordinate" and rule is not Scaling.ADAPTIVE and budget is None and \
+            split.center >= MAX_COORDINATE_SHARE:
+        ctx.warn(
+            "private_mean: too few rows for this budget for a reliable coordinate-wise "
+            "center (its share is capped); the center may escape the data. "
+            "scaling='adaptive' (the default) estimates it for the whole vector instead")
 
     min_scale = (hi - lo) * ASINH_RESOLUTION
     box = float(np.linalg.norm(hi - lo))
-    du = quantile_sensitivity(0.5, relation)
-    # 1. center (dpsum.pipeline.private_center)
-    eps_c = _exp_epsilon(split.center * total, d)
-    center = center_step(data, eps_c, lo, hi, du, gen)
-    steps.append(bounded_range_step("center", eps_c, count=d))
-    if scaling is Scaling.SCALED:
+    k_sens = clipped_sum_sensitivity(1.0, relation)     # 2 (replace-one) or 1 (add-remove)
+    ones = np.ones(d)
+    mid = lo + 0.5 * (hi - lo)
+
+    def radius_step(center: np.ndarray, share: float, name: str) -> float:
+        e = _exp_epsilon(share * total, 1)
+        steps.append(bounded_range_step(name, e))
+        return norm_quantile_step(data, 0.5, e, float(min_scale.min()), box, center, None,
+                                  du, gen)
+
+    # 1. the center
+    if mode == "box":
+        return _box_release(ctx, relation, total, split.mean, steps, count, n_eff,
+                            s_count, statistic, split, p, eps, dlt, gen)
+    if mode == "coordinate":
+        eps_c = _exp_epsilon(split.center * total, d)
+        center = center_step(data, eps_c, lo, hi, du, gen)
+        steps.append(bounded_range_step("center", eps_c, count=d))
+        strategy = "coordinate center"
+    else:
+        # the whole-vector center: clipped-mean moves from the box's midpoint,
+        # each clipping at a private (isotropic-model) radius around the last;
+        # it stops when the radius no longer shrinks, and the shares of the
+        # moves it skips go to the mean (every path spends at most rho)
+        scalar_share = split.radius
+        move_share = split.center / VECTOR_STEPS - scalar_share
+        center = mid.copy()
+        radius = radius_step(center, scalar_share, "center")
+        # the box itself as the model, when clipping around a center cannot
+        # beat it even at the midpoint's radius (post-processing)
+        rest = 1.0 - split.count - scalar_share - split.diagnostics
+        e_box = box_error(hi - lo, n_eff, rest * total, 0.5 * k_sens)
+        e_clip = clip_error(calibrated_clip_radius(radius, ones, ones, p), d, n_eff,
+                            split.mean * total, k_sens)
+        if e_box <= e_clip:
+            return _box_release(ctx, relation, total, rest, steps, count, n_eff,
+                                s_count, statistic, split, p, eps, dlt, gen)
+        moves = 0
+        while True:
+            c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
+            s_move = zcdp_gaussian_multiplier(move_share * total)
+            T_k, _ = clipped_sum(data, c_k, ones, center)
+            center = center + (T_k + _gaussian_noise(gen, s_move * k_sens * c_k, size=d)) / n_eff
+            steps.append(gaussian_step("center", s_move))
+            moves += 1
+            last = radius
+            radius = radius_step(center, scalar_share, "radius")
+            if moves == VECTOR_STEPS or radius > VECTOR_STOP * last:
+                break
+        # the last radius is the radius step's (around the final center)
+        spent = moves * (move_share + scalar_share)
+        leftover = split.center - spent
+        split = dataclasses.replace(split, center=spent, mean=split.mean + leftover)
+        strategy = "vector center"
+        if relation is not Neighbouring.REPLACE or budget is not None:
+            ctx.warn(
+                "private_mean: too few rows for this budget for a coordinate-wise center; "
+                "the center was estimated for the whole vector at once (see "
+                "release.strategy)")
+
+    use_scales = rule is Scaling.SCALED
+    mean_share = split.mean
+    if rule is not Scaling.ISOTROPIC and mode == "coordinate":
         # 2. radius: the median distance to the center bounds every scale
-        eps_r = _exp_epsilon(split.radius * total, 1)
-        radius = norm_quantile_step(data, 0.5, eps_r, float(min_scale.min()), box, center, None,
-                                du, gen)
-        steps.append(bounded_range_step("radius", eps_r))
-        # 3. scales (dpsum.pipeline.private_scales); |x_j - c_j| <= ||x - c||, so
-        # every coordinate's median absolute deviation is at most the median
-        # norm: the radius (with a margin for its own noise) caps the search
+        radius = radius_step(center, split.radius, "radius")
+    if rule is Scaling.ADAPTIVE:
+        # 2b. spread: the median L1 norm; with the radius it estimates how
+        # unequal the scales are, and the choice is post-processing
+        eps_l1 = _exp_epsilon(split.spread * total, 1)
+        l1 = l1_norm_quantile_step(data, 0.5, eps_l1, float(min_scale.min()),
+                                   float(np.sum(hi - lo)), center, du, gen)
+        steps.append(bounded_range_step("spread", eps_l1))
+        g = heterogeneity(l1, radius, d)
+        use_scales = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip)
+        if not use_scales:
+            mean_share = split.mean + split.scales + split.clip
+            split = dataclasses.replace(split, scales=0.0, clip=0.0, mean=mean_share)
+    if use_scales:
+        # 3. scales; |x_j - c_j| <= ||x - c||, so every coordinate's median
+        # absolute deviation is at most the median norm: the radius (with a
+        # margin for its own noise) caps the search
         eps_s = _exp_epsilon(split.scales * total, d)
         cap = np.maximum(RADIUS_MARGIN * radius, 2.0 * min_scale)
         scales = scales_step(data, center, eps_s, min_scale, cap, du, gen)
         steps.append(bounded_range_step("scales", eps_s, count=d))
+        if rule is Scaling.ADAPTIVE:
+            # shrink toward the pooled scale by their own noise level
+            tau2 = log_scale_noise_variance(eps_s, n_eff, du, _LOG_MAD_DENSITY)
+            scales, _ = shrink_log_scales(scales, tau2)
         # 4. scaling (post-processing)
         b = robust_scaling(scales, lam)
         model = scales
+        # 5. clip radius: private median of the scaled norms, extrapolated by the model
+        eps_k = _exp_epsilon(split.clip * total, 1)
+        median_norm = norm_quantile_step(data, 0.5, eps_k, float((min_scale * b).min()),
+                                         float(np.linalg.norm((hi - lo) * b)), center, b, du,
+                                         gen)
+        steps.append(bounded_range_step("clip", eps_k))
+        strategy += ", scaled"
     else:
         scales = None
-        b = np.ones(d)
-        model = np.ones(d)
-    # 5. clip radius: private median of the scaled norms, extrapolated by the model
-    eps_k = _exp_epsilon(split.clip * total, 1)
-    median_norm = norm_quantile_step(data, 0.5, eps_k, float((min_scale * b).min()),
-                                 float(np.linalg.norm((hi - lo) * b)), center, b, du, gen)
-    steps.append(bounded_range_step("clip", eps_k))
+        b = ones
+        model = ones
+        if rule is Scaling.ADAPTIVE:
+            median_norm = radius        # the radius is the isotropic median norm
+        else:
+            eps_k = _exp_epsilon(split.clip * total, 1)
+            median_norm = norm_quantile_step(data, 0.5, eps_k, float(min_scale.min()), box,
+                                             center, None, du, gen)
+            steps.append(bounded_range_step("clip", eps_k))
+        strategy += ", isotropic"
     C = calibrated_clip_radius(median_norm, model, b, p)
     # 6. the clipped sum of deviations from the center, with Gaussian noise
-    s_mean = zcdp_gaussian_multiplier(split.mean * total)
+    s_mean = zcdp_gaussian_multiplier(mean_share * total)
     sens = clipped_sum_sensitivity(C, relation)
-    if secure_:
-        T_noisy, scale, K, clipped = _grid_sum(data, C, b, center, s_mean, relation,
-                                               secure_gen)
-        noisy = T_noisy / b
-        dev_std = scale / b                      # the scale parameter: >= the std
-        unit = np.ldexp(np.ones(d), K) / b
-    else:
-        T, clipped = clipped_sum(data, C, b, center)
-        noisy = (T + _gaussian_noise(gen, s_mean * sens, size=d)) / b
-        dev_std = s_mean * sens / b
+    noisy, dev_std, clipped, unit = ctx.last_step(C, b, center, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
+    extra = ctx.diagnose(split, steps, clipped, p * n_eff, n_eff, gen)
+    return _finish(center, noisy, dev_std, scales, b, C, p, count, n_eff, s_count,
+                   relation, statistic, split, steps, dlt, strategy, ctx=ctx, unit=unit,
+                   extra=extra)
+
+
+def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
+            scales: np.ndarray | None, b: np.ndarray, C: float, p: float, count: float,
+            n_eff: float, s_count: float, relation: Neighbouring, statistic: str,
+            split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
+            strategy: str, exact: bool = False, *, ctx: _Context,
+            unit: np.ndarray | None = None, extra: dict | None = None) -> PipelineRelease:
     if statistic == "mean":
         estimate = center + noisy / n_eff
         noise_std = dev_std / n_eff
-        if secure_:
-            unit = unit / n_eff
+        unit = None if unit is None else unit / n_eff
     else:
         estimate = count * center + noisy
         noise_std = dev_std
         if relation is Neighbouring.ADD_REMOVE:
             noise_std = np.hypot(dev_std, s_count * center)
-    # 7. diagnostics: rows clipped and rows outside the box, one Gaussian release
-    # of L2 sensitivity sqrt(2) (one row changes each count by at most 1)
-    clip_count = outside_count = diag_std = None
-    if diag_:
-        s_diag = zcdp_gaussian_multiplier(split.diagnostics * total)
-        diag_std = s_diag * math.sqrt(2.0)
-        outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
-        if secure_:
-            z = discrete_gaussian(diag_std * diag_std * (1 + 1e-12), size=2, rng=secure_gen)
-            clip_count, outside_count = float(clipped + int(z[0])), float(outside + int(z[1]))
-        else:
-            clip_count = float(clipped + _gaussian_noise(gen, diag_std))
-            outside_count = float(outside + _gaussian_noise(gen, diag_std))
-        steps.append(gaussian_step("diagnostics", s_diag))
-        if clipping_excess(outside_count, diag_std, 0.0, n_eff):
-            warn(clipping_message(who, "outside the box [lower, upper]", outside_count, 0.0,
-                                  n_eff, "the box is too small or misplaced for these data; "
-                                  "the private centre and scales are then wrong and the "
-                                  "estimate is biased. Widen the box (from public "
-                                  "knowledge, not from X)"))
-        elif clipping_excess(clip_count, diag_std, p * n_eff, n_eff):
-            warn(clipping_message(who, "clipped", clip_count, p * n_eff, n_eff,
-                                  "the private scales or centre missed the data (too few "
-                                  "rows, or heavy tails); the estimate is biased towards the "
-                                  "private centre"))
     guarantee = None
     if dlt is not None:
-        guarantee = _compose_zcdp(tuple(steps), dlt)
+        guarantee = (compose(tuple(steps), delta=dlt, method="exact") if exact
+                     else _compose_zcdp(tuple(steps), dlt))
     used = 0.0
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
@@ -542,9 +707,67 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
         neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
-        secure=secure_, lower=lo, upper=hi, columns=columns, clip_count=clip_count,
-        outside_count=outside_count, diagnostics_std=diag_std, notes=tuple(notes),
-        grid_unit=unit if secure_ else None)
+        strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
+        notes=tuple(ctx.notes), grid_unit=unit, **(extra or {}))
+
+
+def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
+                 n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
+                 eps: float | None, dlt: float | None,
+                 gen: np.random.Generator) -> PipelineRelease:
+    """The box as the model: the Elliptical Gaussian mechanism's clamped sum.
+
+    Coordinate ``j`` of ``x - m`` (``m`` the box's midpoint) is clamped to
+    ``[-w_j/2, w_j/2]`` and scaled by ``b_j / w_j`` (``b`` the optimal
+    scaling of the widths, ``||b|| = 1``): every scaled row lies in a ball of
+    radius 1/2, so this is a clipped sum with ``C = 1/2`` and scaling
+    ``b / w`` (sensitivity 1 under replace-one, 1/2 under add-remove).
+
+    With an ``(epsilon, delta)`` budget the noise is calibrated by the exact
+    composition of the steps that ran (the pure exponential-mechanism steps,
+    the Gaussian count and this Gaussian sum; ``compose(method="exact")``),
+    which is tighter than the zCDP conversion, and the guarantee is that
+    composition.
+
+    With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
+    in the same scaled space (a row inside the box is unchanged, a row outside
+    is shrunk towards the midpoint instead of clamped), with exact discrete
+    Gaussian noise.
+    """
+    ctx.warn(
+        "private_mean: too few rows for this budget to improve on the public box; "
+        "the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
+        stacklevel=5)
+    data, lo, hi = ctx.data, ctx.lo, ctx.hi
+    widths = hi - lo
+    mid = lo + 0.5 * widths
+    b = elliptical_scaling(widths) / widths
+    s_mean = zcdp_gaussian_multiplier(share * total)
+    exact = eps is not None and dlt is not None
+    if exact:
+        pure = [st.epsilon for st in steps for _ in range(st.count)
+                if st.kind == "bounded-range"]
+        s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
+        inv = 1.0 / s_all ** 2 - (1.0 / s_count ** 2 if s_count > 0 else 0.0)
+        if split.diagnostics > 0:          # the diagnostics' Gaussian step runs after this one
+            inv -= 1.0 / zcdp_gaussian_multiplier(split.diagnostics * total) ** 2
+        if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
+            s_mean = 1.0 / math.sqrt(inv)
+    sens = clipped_sum_sensitivity(0.5, relation)
+    if ctx.secure:
+        noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
+    else:
+        T, _ = clamped_sum(data - mid, 0.5 * widths)
+        noisy = T + _gaussian_noise(gen, s_mean * sens, size=data.shape[1]) / b
+        dev_std, unit = s_mean * sens / b, None
+    steps.append(gaussian_step("mean", s_mean))
+    box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
+                            0.0, 0.0, share, 0.0, split.diagnostics)
+    outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+    extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
+    return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
+                   relation, statistic, box_split, steps, dlt, "box", exact, ctx=ctx,
+                   unit=unit, extra=extra)
 
 
 _DOC_PARAMS = """
@@ -557,12 +780,11 @@ _DOC_PARAMS = """
     lower, upper : float or array_like, shape (d,)
         A public box that should contain every row, known without looking at
         the data (a sensor's range, a plausible order of magnitude): scalars
-        or length-d vectors with ``lower < upper``. Its role: the private
-        quantile steps search it, so a box that misses the data gives a
-        confidently wrong answer (the diagnostics warn), and a box many
-        orders of magnitude too wide costs accuracy. Data outside it are not
-        an error: the quantile steps clamp them into the box; the clipped sum
-        needs no box.
+        or length-d vectors with ``lower < upper``. The private steps search
+        it, so a box that misses the data gives a confidently wrong answer
+        (the diagnostics warn), and a box many orders of magnitude too wide
+        costs accuracy. Data outside it are not an error: the quantile steps
+        clamp them into the box; the clipped sum needs no box.
     epsilon, delta : float, optional
         The budget as an (epsilon, delta) guarantee ...
     rho : float, optional
@@ -587,13 +809,14 @@ _DOC_PARAMS = """
     secure : bool
         The grid path for the final release: the clipped sum is rounded to a
         public grid and summed exactly in integers, and its noise (and the
-        diagnostics' noise) is an exact discrete Gaussian of the same zCDP.
-        The quantile steps (centre, radius, scales, clip) still use the
-        floating-point exponential mechanism: an exact sampler for it is not
-        implemented (its weights are exponentials of data-dependent ranks
-        times gap lengths, which would need exact arithmetic on those
-        lengths); their outputs are rounded public parameters of the last
-        step, not released values added to the data. See the Notes.
+        diagnostics') is an exact discrete Gaussian of the same zCDP. The
+        preparation steps (centre, radius, spread, scales, clip) keep the
+        floating-point exponential mechanism and Gaussian moves: an exact
+        sampler for the exponential-mechanism quantile is not implemented
+        (its weights are exponentials of ranks times data-dependent gap
+        lengths, which would need exact arithmetic on those lengths); their
+        outputs are public parameters of the last step, not values added to
+        the released sum.
     diagnostics : bool
         True (the default): spend :data:`~dpsum.release.records.DIAGNOSTICS_SHARE`
         of the budget (taken from the mean's share; part of the stated
@@ -602,27 +825,28 @@ _DOC_PARAMS = """
         (:class:`~dpsum.release.records.PublicInputWarning`) when either is
         far above the design's expectation (``n p_C`` and 0). They also give
         :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
-        this off (the whole budget goes to the steps above).
+        this off.
 
     Returns
     -------
     PipelineRelease
         Its ``confidence_intervals`` cover the mean (sum) of the *clipped*
         rows; its ``data_intervals`` the data mean (sum), assuming every row
-        lies in the box. ``notes`` holds the warnings raised.
+        lies in the box. ``notes`` holds the warnings raised, ``strategy`` the
+        steps that ran.
 
     Warns
     -----
     PublicInputWarning
-        Too few rows for the quantile steps (before anything is spent when
-        ``n`` is public), or the diagnostics above.
+        Too few rows for a coordinate-wise centre (before anything is spent
+        when ``n`` is public), a fallback, or the diagnostics above.
 """
 
 
 def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
                  delta: float | None = None, rho: float | None = None,
                  neighbouring: Neighbouring | str = "replace",
-                 budget: Mapping | None = None, scaling: str = "scaled",
+                 budget: Mapping | None = None, scaling: str = "adaptive",
                  clip_probability: float | None = None,
                  regularization: float = REGULARIZATION, rng: Any = None,
                  secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
@@ -635,7 +859,7 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
 def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
                 delta: float | None = None, rho: float | None = None,
                 neighbouring: Neighbouring | str = "replace",
-                budget: Mapping | None = None, scaling: str = "scaled",
+                budget: Mapping | None = None, scaling: str = "adaptive",
                 clip_probability: float | None = None,
                 regularization: float = REGULARIZATION, rng: Any = None,
                 secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
@@ -656,20 +880,20 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
 """ + _DOC_PARAMS + """
     Notes
     -----
-    The pipeline needs many rows. Each coordinate's quantile step gets
+    The rule for few rows or a small budget (``scaling="adaptive"``, the
+    default; public: ``n`` under replace-one, the private count under
+    add-remove). Each coordinate's quantile step gets
     ``epsilon_c = sqrt(8 rho_step / d)``, and the private median stays inside
     the data only once ``epsilon_c n`` is about 60 or more (the chapter
-    :ref:`When the data model is unknown <unknown-model>`). Below that the center can escape and the error
-    can be many times that of a mechanism with public inputs: in the case
-    study (899 and 285 rows) it was 3 to 8 times the Gaussian mechanism's
-    with a public box on the digits and 30 to 150 times on breast cancer. With few rows, prefer public bounds
-    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`). Below
-    ``epsilon_c n = MIN_EPSILON_N`` the release warns (before spending
-    anything when ``n`` is public) and records the warning in ``notes``.
-
-    ``secure=True`` hardens the last step (the release added to the data)
-    and the diagnostics; the quantile steps keep the floating-point
-    exponential mechanism, for the reason given under ``secure``.
+    :ref:`When the data model is unknown <unknown-model>`). When the center's
+    reliable share (``default_budget``) exceeds ``MAX_COORDINATE_SHARE``, the
+    center is estimated for the whole vector at once, by clipped-mean moves
+    from the box's midpoint; when not even one scalar quantile is reliable,
+    or when (from the private median distance to the midpoint) clipping
+    around any center cannot beat the box, the release is the Elliptical
+    Gaussian mechanism on the box. Each fallback warns and is recorded in
+    ``release.strategy``. With ``scaling="scaled"`` or ``"isotropic"`` the
+    coordinate-wise center always runs (with a warning when it is unreliable).
 
     Examples
     --------

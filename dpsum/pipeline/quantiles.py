@@ -58,6 +58,7 @@ __all__ = [
     "scales_step",
     "private_norm_quantile",
     "norm_quantile_step",
+    "l1_norm_quantile_step",
 ]
 
 
@@ -402,6 +403,29 @@ def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: fl
     """:func:`private_norm_quantile` on validated inputs."""
     with np.errstate(divide="ignore"):
         t = np.log(_row_norms(data, c, b))
+    out = _sample(t[:, None], q, eps / (2.0 * du), np.array([np.log(lo)]),
+                  np.array([np.log(hi)]), gen)
+    return float(np.exp(out[0]))
+
+
+def _row_l1_norms(data: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``||x_i - c||_1`` for every row, in row blocks (+inf on overflow)."""
+    n, d = data.shape
+    rows = max(1, _BLOCK_ELEMENTS // 4 // d)
+    out = np.empty(n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, rows):
+            out[start:start + rows] = np.abs(data[start:start + rows] - c).sum(axis=1)
+    return np.where(np.isnan(out), np.inf, out)
+
+
+def l1_norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
+                          c: np.ndarray, du: float, gen: np.random.Generator) -> float:
+    """A private quantile of the L1 norms ``||x_i - c||_1`` on the log scale
+    (validated inputs; one mechanism, ``epsilon``-DP and ``epsilon^2/8``-zCDP,
+    like :func:`private_norm_quantile`)."""
+    with np.errstate(divide="ignore"):
+        t = np.log(_row_l1_norms(data, c))
     out = _sample(t[:, None], q, eps / (2.0 * du), np.array([np.log(lo)]),
                   np.array([np.log(hi)]), gen)
     return float(np.exp(out[0]))

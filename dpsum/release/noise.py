@@ -71,18 +71,13 @@ def pipeline_noise_law(release: Any) -> tuple[np.ndarray, np.ndarray | None]:
     """``(s, a)``: the error of a pipeline release against its protected quantity is
     ``nu + Z a`` with ``nu_j ~ N(0, s_j^2)`` independent of everything before it,
     and ``a = c`` with ``Z = ñ - n ~ N(0, sigma_count^2)`` (add-remove sum), or
-    no second term (``a`` None: replace-one).
-
-    Refuses the mean under add-remove, whose error is not of this form.
+    no second term (``a`` None: replace-one). The mean under add-remove has
+    its own statement (:func:`_mean_add_remove`).
     """
     if release.neighbouring is Neighbouring.REPLACE:
         return np.asarray(release.noise_std, dtype=float), None
     if release.statistic == "mean":
-        raise ValueError(
-            "release is a private_mean under add-remove neighbouring: it divides by the "
-            "private count, so its error contains the unknown clipped sum times (1/ñ - 1/n) "
-            "and has no law in public quantities; state the error of private_sum instead, "
-            "or use replace-one neighbours (n public)")
+        return np.asarray(release.noise_std, dtype=float), None
     # estimate = ñ c + b^{-1} (T + noise): error against n c + b^{-1} T is
     # (ñ - n) c + b^{-1} noise; the sum's noise has std s_mean * Delta_2(C) / b
     s_mean = _pipeline_step(release, "mean")
@@ -90,6 +85,27 @@ def pipeline_noise_law(release: Any) -> tuple[np.ndarray, np.ndarray | None]:
     sens = clipped_sum_sensitivity(release.clip_norm, release.neighbouring)
     s = s_mean * sens / np.asarray(release.scaling, dtype=float)
     return s, s_count * np.asarray(release.center, dtype=float)
+
+
+def _mean_add_remove(release: Any, beta: float) -> tuple[float, np.ndarray]:
+    """``(u, |estimate - c|)`` for the mean under add-remove, or a ValueError.
+
+    The estimate is ``c + b^{-1}(T + noise) / ñ`` and the protected quantity
+    ``theta = c + b^{-1} T / n``, so the error is ``nu - (theta - c) Z / ñ``
+    with ``nu_j ~ N(0, noise_std_j^2)`` given ``ñ`` and ``Z = ñ - n``. On
+    ``|Z| <= sigma_count z`` (failure ``PIPELINE_COUNT_SHARE * beta``),
+    ``u = sigma_count z / ñ`` and ``|theta_j - c_j| <= |est_j - c_j| + |err_j|``
+    give ``|err_j| <= (|nu_j| + u |est_j - c_j|) / (1 - u)`` (and the same with
+    norms), valid for ``u < 1``.
+    """
+    s_count = _pipeline_step(release, "count")
+    u = s_count * two_sided_z(beta * PIPELINE_COUNT_SHARE) / max(float(release.count), 1.0)
+    if not u < 1.0:
+        raise ValueError("release's private count is too small for an accuracy statement at "
+                         "this beta (the count's error bound reaches the count)")
+    dev = np.abs(np.asarray(release.estimate, dtype=float)
+                 - np.asarray(release.center, dtype=float))
+    return u, dev
 
 
 def sidak(beta: float, m: int) -> float:
@@ -110,18 +126,28 @@ def log_sidak(log_beta: float, m: int) -> float:
 def pipeline_intervals(release: Any, beta: float, simultaneous: bool
                        ) -> tuple[np.ndarray, np.ndarray]:
     s, a = pipeline_noise_law(release)
-    lb = math.log(beta) if a is None else math.log(beta) + math.log1p(-PIPELINE_COUNT_SHARE)
+    mean_ar = release.neighbouring is Neighbouring.ADD_REMOVE and release.statistic == "mean"
+    lb = math.log(beta)
+    if a is not None or mean_ar:
+        lb += math.log1p(-PIPELINE_COUNT_SHARE)
     if simultaneous:
         lb = log_sidak(lb, s.size)
     half = s * z_from_log(lb)
     if a is not None:  # |ñ - n| <= sigma_count z with probability 1 - share * beta
         half = half + np.abs(a) * z_from_log(math.log(beta) + math.log(PIPELINE_COUNT_SHARE))
+    if mean_ar:
+        u, dev = _mean_add_remove(release, beta)
+        half = (half + u * dev) / (1.0 - u)
     est = np.asarray(release.estimate, dtype=float)
     return est - half, est + half
 
 
 def pipeline_radius(release: Any, beta: float) -> float:
     s, a = pipeline_noise_law(release)
+    if release.neighbouring is Neighbouring.ADD_REMOVE and release.statistic == "mean":
+        u, dev = _mean_add_remove(release, beta)
+        q = noise_norm_quantile(s, beta * (1.0 - PIPELINE_COUNT_SHARE))
+        return (q + u * float(np.linalg.norm(dev))) / (1.0 - u)
     if a is None:
         return noise_norm_quantile(s, beta)
     return (noise_norm_quantile(s, beta * (1.0 - PIPELINE_COUNT_SHARE))

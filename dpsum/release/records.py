@@ -66,6 +66,8 @@ class Mechanism(_StrEnum):
     CLIPPED_GAUSSIAN = "clipped gaussian"
     #: The Laplace mechanism (pure epsilon-DP, L1 sensitivity).
     LAPLACE = "laplace"
+    #: The shaped Laplace mechanism: Laplace noise shaped to a box (pure epsilon-DP).
+    SHAPED_LAPLACE = "shaped laplace"
 
 
 class Calibration(_StrEnum):
@@ -304,7 +306,7 @@ class Release:
         return _to_pandas(self, beta)
 
 
-_STEPS = ("count", "center", "radius", "scales", "clip", "mean", "diagnostics")
+_STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean", "diagnostics")
 
 
 @dataclass(frozen=True)
@@ -314,7 +316,10 @@ class BudgetSplit:
     The shares are public (functions of ``n``, ``d``, ``rho`` and the
     options), non-negative and sum to 1; a step that does not run has share
     0. ``count`` runs only under add-remove, ``radius`` and ``scales`` only
-    with private scaling.
+    with private scaling, ``spread`` (the median L1 norm of the adaptive
+    choice between scaled and isotropic clipping) only with
+    ``scaling="adaptive"``. ``center`` is the total of the center's steps
+    (several under the whole-vector center).
     """
 
     count: float
@@ -323,6 +328,7 @@ class BudgetSplit:
     scales: float
     clip: float
     mean: float
+    spread: float = 0.0
     diagnostics: float = 0.0
 
     def as_dict(self) -> dict:
@@ -369,6 +375,12 @@ class PipelineRelease:
     guarantee : ComposedGuarantee or None
         The composed (epsilon, delta) guarantee when the budget was given as
         (epsilon, delta); None for a ``rho`` budget.
+    strategy : str
+        Which steps ran, a function of public inputs and earlier private
+        outputs: ``"coordinate center, scaled"``, ``"coordinate center,
+        isotropic"``, ``"vector center, scaled"``, ``"vector center,
+        isotropic"`` or ``"box"`` (the Elliptical Gaussian mechanism on the
+        public box); see :func:`dpsum.pipeline.pipeline_strategy`.
     secure : bool
         True when the final release took the grid path (``secure=True``).
     lower, upper : numpy.ndarray or None
@@ -405,6 +417,7 @@ class PipelineRelease:
     budget: BudgetSplit
     steps: tuple = field(default=())
     guarantee: ComposedGuarantee | None = None
+    strategy: str = "coordinate center, scaled"
     secure: bool = False
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
@@ -543,10 +556,12 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
       ``PIPELINE_COUNT_SHARE * beta`` on ``|Z| <= sigma_count z`` and the rest
       on ``nu`` (marginal or Šidák), and the half-width is
       ``|c_j| sigma_count z_count + s_j z_nu``: coverage at least ``1 - beta``.
-    * Add-remove, ``private_mean``: refused (``ValueError``). The estimate
-      divides by ``ñ``, so its error contains ``b^{-1} ⊙ T (1/ñ - 1/n)``, a
-      product of the unknown clipped sum with the count's error, whose law is
-      not a function of public quantities.
+    * Add-remove, ``private_mean``: the estimate is ``c + b^{-1}(T + noise) / ñ``,
+      so its error is ``nu - (theta - c) Z / ñ`` with ``nu_j ~ N(0, noise_std_j^2)``
+      given ``ñ``. On ``|Z| <= sigma_count z`` (failure ``PIPELINE_COUNT_SHARE * beta``),
+      with ``u = sigma_count z / ñ`` and ``|theta_j - c_j| <= |estimate_j - c_j| + |error_j|``,
+      the half-width is ``(s_j z_nu + u |estimate_j - c_j|) / (1 - u)``: coverage at
+      least ``1 - beta`` (a ValueError when ``u >= 1``).
 
     Parameters
     ----------
@@ -568,7 +583,7 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     ------
     ValueError
         For a noise law these statements do not cover, or a ``private_mean``
-        under add-remove.
+        under add-remove whose private count is too small for one.
 
     Examples
     --------

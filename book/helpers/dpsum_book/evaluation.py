@@ -57,7 +57,7 @@ Row = dict[str, Any]
 SEED = 20231106
 EPS, DELTA = 1.0, 1e-6  # the chapter's default guarantee
 #: the four scalings compared, as named in the stored files' columns
-NAMES = ("isotropic", "Lemma 3.1", "whitening", "best b")
+NAMES = ("isotropic", "square-root", "whitening", "best b")
 ZIPF_A, ZIPF_D, ZIPF_K = (0.01, 0.1, 1.0, 10.0), (100, 250, 500), np.arange(2, 13) / 2
 SKEWS, SWEEP_D, SWEEP_N = np.linspace(0.0, 2.0, 9), (10, 100, 1000), (10**3, 10**6, 10**9)
 
@@ -87,7 +87,7 @@ def contenders(stds: npt.ArrayLike, p: float) -> dict[str, np.ndarray]:
     s = np.asarray(stds, dtype=float)
     return {
         "isotropic": np.ones(s.size),
-        "Lemma 3.1": design.gaussian_data_scaling(s),
+        "square-root": design.gaussian_data_scaling(s),
         "whitening": design.whitening_scaling(s),
         "best b": design.error_optimal_scaling(s, p),
     }
@@ -264,7 +264,7 @@ def clip_probability() -> list[Row]:
     sigma = power_law(d, 1.0)
     rng = np.random.default_rng(SEED + 3)
     rows: list[Row] = []
-    for name in ("Lemma 3.1", "best b"):
+    for name in ("square-root", "best b"):
         for p in P_GRID:
             b = contenders(sigma, p)[name]
             C = float(dpsum.clip_radius(sigma, p, b))

@@ -12,13 +12,14 @@ shares no code with :class:`dpsum.GeneralizedChiSquare`.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
 from scipy import integrate, stats
 
-__all__ = ["check_imhof", "imhof_sf", "published_search", "weights", "zipf_stds"]
+__all__ = ["check_imhof", "comparison_figure", "headline_figure", "imhof_sf", "published_search",
+           "weights", "zipf_stds"]
 
 
 def zipf_stds(d: int, a: float, total: float) -> np.ndarray:
@@ -111,3 +112,55 @@ def published_search(cdf: Callable[[float], tuple[float, int]], p: float) -> flo
         else:
             hi = mid
     return 0.5 * (lo + hi)  # the bracket's midpoint, not the probe that stopped the loop
+
+
+# ------------------------------------------------------------ the appendix's figures
+
+def comparison_figure(cmp: dict[str, np.ndarray], agree: np.ndarray) -> Any:
+    """Published against exact gain of the square-root scaling (left), and the
+    true clip probability at the published squared radii (right)."""
+    from dpsum_book.style import figure
+
+    fig, (ax, bx) = figure(2)
+    for mask, label, marker in ((agree, "within 1%", "o"), (~agree, "off by > 1%", "x")):
+        ax.loglog(cmp["dpsum_gain"][mask], cmp["published_gain"][mask], marker, ms=3,
+                  ls="none", label=label)
+    ax.plot([0.8, 1.3e3], [0.8, 1.3e3], color="0.4", lw=0.8)
+    ax.set_xlabel("gain, exact")
+    ax.set_ylabel("gain, published")
+    ax.legend()
+    for name, marker, label in (("isotropic", "o", "isotropic"),
+                                ("lemma", "^", "square-root")):
+        x = cmp[f"published_C2_{name}"] / cmp[f"dpsum_C2_{name}"]
+        y = np.maximum(cmp[f"published_clip_over_pC_{name}"], 1e-12)
+        bx.loglog(x, y, marker, ms=3, ls="none", alpha=0.7, label=label)
+    bx.plot([1], [1], "k*", ms=10, ls="none", label="exact (every row)")
+    bx.set_xlabel(r"published $C^2$ / exact $C^2$")
+    bx.set_ylabel(r"clip probability / $p_C$")
+    bx.set_ylim(1e-12, 1e4)
+    bx.legend()
+    return fig
+
+
+def headline_figure(cmp: dict[str, np.ndarray], dims: tuple[int, ...] = (10, 100, 1000)
+                    ) -> Any:
+    """The published headline figure (gain against the Zipf exponent), with the
+    published (crosses) and exact (lines) clip radii."""
+    from dpsum_book.style import figure
+
+    fig, axes = figure(len(dims), sharey=True)
+    for ax, d in zip(axes, dims):
+        for k in (2, 3, 6):
+            m = (cmp["d"] == d) & (cmp["p_exponent"] == k) & (cmp["total"] == 1)
+            order = np.argsort(cmp["zipf_exponent"][m])
+            a = cmp["zipf_exponent"][m][order]
+            line = ax.plot(a, cmp["dpsum_gain"][m][order], label=f"$n = 10^{k}$")[0]
+            ax.plot(a, cmp["published_gain"][m][order], "x", color=line.get_color(), ms=4,
+                    ls="none")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("Zipf exponent $a$")
+        ax.set_title(f"d = {d}")
+    axes[0].set_ylabel("gain (x: published)")
+    axes[0].legend(loc="upper left")
+    return fig
