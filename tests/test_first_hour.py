@@ -65,7 +65,7 @@ def test_one_box_convention_an_off_centre_box_is_not_clamped_at_zero():
     with pytest.raises(TypeError, match="unexpected keyword argument 'widths'"):
         dpsum.elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[1, 1])
     with pytest.raises(TypeError, match="domain"):
-        dpsum.private_mean(X, lower=-1, upper=1, epsilon=EPS, delta=DELTA)
+        dpsum.private_mean(X, domain=(-1, 1), epsilon=EPS, delta=DELTA)
 
 
 # 2. a box that is too small ------------------------------------------------

@@ -104,7 +104,7 @@ def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, re
     assert g.epsilon <= independent * (1 + 1e-9)
     assert independent <= g.epsilon * 1.02
     names = [st.name for st in r.steps]
-    expected = ["center", "radius", "scales", "clip", "mean"]
+    expected = ["center", "radius", "scales", "clip", "mean", "diagnostics"]
     assert names == (["count"] + expected if relation == "add-remove" else expected)
 
 
@@ -126,12 +126,17 @@ def test_user_budget():
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 5)
     split = {"center": 0.1, "radius": 0.02, "scales": 0.2, "clip": 0.03}
     r = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, scaling="scaled", rng=6)
-    assert r.budget.mean == pytest.approx(0.65)
+    # the diagnostics (on by default) take their share from the mean's
+    assert r.budget.mean == pytest.approx(0.65 - records.DIAGNOSTICS_SHARE)
+    assert r.budget.diagnostics == records.DIAGNOSTICS_SHARE
     assert r.budget.scales == 0.2
+    off = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, scaling="scaled",
+                         rng=6, diagnostics=False)
+    assert off.budget.mean == pytest.approx(0.65) and off.clip_count is None
     iso = P.private_mean(X, lower=-50, upper=50, rho=1.0, scaling="isotropic",
                          budget={"center": 0.1, "clip": 0.05}, rng=6)
     assert iso.scales is None and np.all(iso.scaling == 1.0)
-    assert [st.name for st in iso.steps] == ["center", "clip", "mean"]
+    assert [st.name for st in iso.steps] == ["center", "clip", "mean", "diagnostics"]
 
 
 # ---------------------------------------------------------------------------
@@ -144,13 +149,15 @@ def test_record_holds_only_private_and_public_quantities():
     fields = set(records.PipelineRelease.__dataclass_fields__)
     assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
-                      "budget", "steps", "guarantee", "strategy"}
+                      "budget", "steps", "guarantee", "strategy", "secure", "lower", "upper",
+                      "columns", "clip_count", "outside_count", "diagnostics_std", "notes",
+                      "grid_unit"}
     assert r.strategy == "coordinate center, scaled"
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)
     # the scaling and noise are functions of the released scales and radius only
     np.testing.assert_allclose(r.scaling, P.robust_scaling(r.scales))
-    s_mean = r.steps[-1].noise_multiplier
+    s_mean = next(st for st in r.steps if st.name == "mean").noise_multiplier
     np.testing.assert_allclose(r.noise_std, s_mean * 2 * r.clip_norm / r.scaling / 2000)
     with pytest.raises(AttributeError):
         r.estimate = None
@@ -347,7 +354,8 @@ def test_adaptive_choice_follows_the_spread_of_the_scales():
         # the shares of the skipped steps went to the mean
         assert a.budget.scales == a.budget.clip == 0.0
         assert a.budget.mean == pytest.approx(
-            1 - a.budget.center - a.budget.radius - a.budget.spread, rel=1e-12)
+            1 - a.budget.center - a.budget.radius - a.budget.spread - a.budget.diagnostics,
+            rel=1e-12)
         u = P.private_mean(unequal, lower=-200, upper=200, rho=0.25, rng=seed)
         assert u.strategy == "coordinate center, scaled" and u.scales is not None
 
@@ -470,7 +478,8 @@ _F2[0, 0] = 2.5
 def _center_release(data, gen):
     # 400 rows, two coordinates: the coordinate-wise center's reliable share
     # does not fit, so the center is a whole-vector center (its moves are clipped means)
-    return P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA, rng=gen).center
+    return P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA, rng=gen,
+                          diagnostics=False).center
 
 
 def _audit_center(seed):

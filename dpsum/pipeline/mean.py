@@ -522,7 +522,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         if _center_mode(float(n), d, total, quantile_sensitivity(0.5, relation),
                         rule) != "coordinate":
             ctx.warn(f"private_{statistic}: too few rows for this budget for a reliable "
-                     "coordinate-wise center: the pipeline falls back to a whole-vector "
+                     "coordinate-wise center: the pipeline falls back to a center for the whole vector "
                      "center or to the public box (see release.strategy); the error can be "
                      "many times a coordinate's scale. A box known in advance "
                      "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
