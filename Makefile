@@ -1,6 +1,6 @@
 # dpsum: the two commands of the README (`make test`, `make book`), plus `make lab` and `make clean`.
 # Each target sets itself up on a machine that has only python3: it creates .venv when
-# missing and installs the package with its test, book and dask extras (the dask extra
+# missing and installs the package with its test, book, dask and accounting extras (the dask extra
 # lets `make test` run tests/test_dask.py on a local dask cluster).
 
 PYTHON ?= python3
@@ -19,7 +19,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml book/helpers/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,book,dask]" -e book/helpers
+	$(BIN)/python -m pip install --quiet -e ".[test,book,dask,accounting]" -e book/helpers
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import stats
 
 import dpsum
+from dpsum.kernels.clipping import clipped_sum
 from dpsum.pipeline import private_mean
 
 
@@ -128,7 +129,7 @@ def run_small(runs, seed, kinds):
                       "log-normal": math.sqrt((math.e - 1) * math.e)}[kind]
                 setup = dpsum.gaussian_data_setup(np.full(d, sd), center=mean,
                                                   clip_probability=1 / n)
-                T, _ = dpsum.clipped_sum(X, setup.clip_norm, setup.scaling, mean)
+                T, _ = clipped_sum(X, setup.clip_norm, setup.scaling, mean)
                 s = 1 / math.sqrt(2 * rho)
                 fl = mean + (T + gen.standard_normal(d) * s * 2 * setup.clip_norm) / setup.scaling / n
                 errs["adaptive"].append(np.linalg.norm(a.estimate - mean))

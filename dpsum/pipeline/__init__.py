@@ -1,9 +1,11 @@
 """The private pipeline for data without a public model: private quantiles, center and
-scales, then a clipped release (``private_mean``, ``private_sum``).
+scales, then a clipped release (``private_mean``, ``private_sum``); the adaptive clip
+radius of repeated releases (``adaptive_clip_update``).
 """
 
 from __future__ import annotations
 
+from dpsum.pipeline.adaptive_clipping import ClipUpdate, adaptive_clip_update
 from dpsum.pipeline.mean import (
     CENTER_MARGIN,
     MAX_COORDINATE_SHARE,
@@ -24,6 +26,7 @@ from dpsum.pipeline.quantiles import (
     center_step,
     check_domain,
     exponential_quantile,
+    norm_quantile_law,
     norm_quantile_step,
     private_center,
     private_norm_quantile,
@@ -33,6 +36,8 @@ from dpsum.pipeline.quantiles import (
 )
 
 __all__ = [
+    "ClipUpdate",
+    "adaptive_clip_update",
     "CENTER_MARGIN",
     "MAD_TO_STD",
     "MAX_COORDINATE_SHARE",
@@ -47,6 +52,7 @@ __all__ = [
     "default_budget",
     "default_clip_probability",
     "exponential_quantile",
+    "norm_quantile_law",
     "norm_quantile_step",
     "private_center",
     "private_mean",

@@ -13,7 +13,9 @@ the data with their own privacy budget (the chapter :ref:`When the data model is
 - :func:`private_scales` — the coordinate-wise median absolute deviation
   from a (private) center on the log scale, made consistent for Gaussian data;
 - :func:`private_norm_quantile` — a quantile of the row norms
-  ``||(x_i - c) ⊙ b||`` on the log scale.
+  ``||(x_i - c) ⊙ b||`` on the log scale (book chapter "Clipping without a
+  model": the private choice of a clip radius); :func:`norm_quantile_law`
+  is the exact law of its output.
 
 Why transformed scales. The exponential mechanism weighs each gap by its
 length, so the long empty stretches between the data and the ends of a wide
@@ -41,7 +43,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtri
+from scipy.special import logsumexp, ndtri
 
 from dpsum import _validation as V
 from dpsum.privacy.neighbouring import Neighbouring
@@ -58,6 +60,8 @@ __all__ = [
     "scales_step",
     "private_norm_quantile",
     "norm_quantile_step",
+    "norm_quantile_law",
+    "row_norms",
     "l1_norm_quantile_step",
 ]
 
@@ -327,8 +331,9 @@ def scales_step(data: np.ndarray, c: np.ndarray, eps: float, lo: np.ndarray, hi:
     return np.exp(_sample(t, 0.5, eps / (2.0 * du), np.log(lo), np.log(hi), gen)) * MAD_TO_STD
 
 
-def _row_norms(data: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> np.ndarray:
-    """``||(x_i - c) ⊙ b||`` for every row, in row blocks (+inf on overflow)."""
+def row_norms(data: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> np.ndarray:
+    """``||(x_i - c) ⊙ b||`` for every row of validated ``data``, in row blocks
+    (+inf on overflow)."""
     n, d = data.shape
     rows = max(1, _BLOCK_ELEMENTS // 4 // d)
     out = np.empty(n)
@@ -402,12 +407,65 @@ def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: fl
                    gen: np.random.Generator) -> float:
     """:func:`private_norm_quantile` on validated inputs."""
     with np.errstate(divide="ignore"):
-        t = np.log(_row_norms(data, c, b))
+        t = np.log(row_norms(data, c, b))
     out = _sample(t[:, None], q, eps / (2.0 * du), np.array([np.log(lo)]),
                   np.array([np.log(hi)]), gen)
     return float(np.exp(out[0]))
 
 
+def norm_quantile_law(X: ArrayLike, quantile: float, *, epsilon: float, lower: float,
+                      upper: float, center: ArrayLike | None = None,
+                      scaling: ArrayLike | None = None,
+                      neighbouring: Neighbouring | str = "replace") -> tuple[np.ndarray,
+                                                                              np.ndarray]:
+    """The exact law of :func:`private_norm_quantile`'s output, for checks and figures.
+
+    The output falls in the gap ``[edges[k], edges[k+1]]`` with probability
+    ``probabilities[k]``, log-uniformly inside it. The law depends on the data:
+    it is **not** a private release, and serves to verify the mechanism
+    (its sampler, its privacy) and to draw it.
+
+    Parameters
+    ----------
+    X, quantile, epsilon, lower, upper, center, scaling, neighbouring
+        As in :func:`private_norm_quantile`.
+
+    Returns
+    -------
+    edges : numpy.ndarray, shape (n + 2,)
+        ``lower``, the sorted clamped norms, ``upper``.
+    probabilities : numpy.ndarray, shape (n + 1,)
+        The probability of each gap (0 for an empty gap); they sum to 1.
+
+    Examples
+    --------
+    >>> edges, p = norm_quantile_law([[1.0], [2.0], [4.0]], 0.5, epsilon=1.0,
+    ...                              lower=0.5, upper=8.0)
+    >>> edges.tolist(), bool(abs(p.sum() - 1) < 1e-12)
+    ([0.5, 1.0, 2.0, 4.0, 8.0], True)
+    """
+    q = _quantile(quantile)
+    eps = V.check_epsilon(epsilon, scalar=True)
+    relation = Neighbouring.parse(neighbouring)
+    lo = V.check_positive(lower, "lower", scalar=True)
+    hi = V.check_positive(upper, "upper", scalar=True)
+    if not lo < hi:
+        raise ValueError("lower must be < upper")
+    data = V.check_data_matrix(X, finite=False)
+    d = data.shape[1]
+    c = None if center is None else V.check_vector(center, "center", d)
+    b = None if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
+    if not np.all(np.isfinite(data)):
+        raise ValueError("X contains NaN or infinite values")
+    m = data.shape[0]
+    edges = np.concatenate(([lo], np.sort(np.clip(row_norms(data, c, b), lo, hi)), [hi]))
+    with np.errstate(divide="ignore"):
+        log_edges = np.log(edges)
+    coef = eps / (2.0 * quantile_sensitivity(q, relation))
+    with np.errstate(divide="ignore"):
+        logw = np.log(np.diff(log_edges)) - np.abs(np.arange(m + 1) - q * m) * coef
+    probabilities = np.exp(logw - logsumexp(logw))
+    return edges, probabilities
 def _row_l1_norms(data: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``||x_i - c||_1`` for every row, in row blocks (+inf on overflow)."""
     n, d = data.shape

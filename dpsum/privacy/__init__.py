@@ -1,6 +1,6 @@
 """Privacy accounting: neighbouring relations and sensitivity, the Gaussian mechanism's
 calibration, the discrete Gaussian's privacy, and composition (basic, advanced, exact
-Gaussian, GDP, zCDP, mixed).
+Gaussian, GDP, zCDP, mixed), and Poisson-subsampled Gaussian steps (DP-SGD).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from dpsum.privacy.composition import (
     mixed_gaussian_multiplier,
     pure_step,
     split_gaussian_multiplier,
+    subsampled_gaussian_step,
     zcdp_compose,
     zcdp_delta,
     zcdp_epsilon,
@@ -50,6 +51,15 @@ from dpsum.privacy.discrete import (
     discrete_gaussian_delta_exact_1d,
     discrete_gaussian_sigma,
 )
+from dpsum.privacy.subsampling import (
+    ComposedPLD,
+    PrivacyLossDistribution,
+    subsampled_gaussian_delta,
+    subsampled_gaussian_epsilon,
+    subsampled_gaussian_pld,
+    subsampled_gaussian_rdp,
+    subsampled_gaussian_rdp_epsilon,
+)
 from dpsum.privacy.neighbouring import (
     Neighbouring,
     clipped_sum_sensitivity,
@@ -58,6 +68,8 @@ from dpsum.privacy.neighbouring import (
 
 __all__ = [
     "ComposedGuarantee",
+    "ComposedPLD",
+    "PrivacyLossDistribution",
     "MAX_CALIBRATION_EPSILON",
     "MAX_OUTCOMES",
     "Neighbouring",
@@ -91,6 +103,12 @@ __all__ = [
     "mixed_gaussian_multiplier",
     "pure_step",
     "split_gaussian_multiplier",
+    "subsampled_gaussian_delta",
+    "subsampled_gaussian_epsilon",
+    "subsampled_gaussian_pld",
+    "subsampled_gaussian_rdp",
+    "subsampled_gaussian_rdp_epsilon",
+    "subsampled_gaussian_step",
     "zcdp_compose",
     "zcdp_delta",
     "zcdp_epsilon",

@@ -17,6 +17,7 @@ from dpsum._lazy import optimize, stats
 from dpsum import _validation as V
 from dpsum._validation import check_bool, check_epsilon, check_integer, check_positive
 from dpsum.privacy.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
+from dpsum.privacy.subsampling import check_sampling_rate, subsampled_gaussian_pld
 
 __all__ = [
     "basic_composition",
@@ -45,6 +46,7 @@ __all__ = [
     "mixed_gaussian_multiplier",
     "PrivacyStep",
     "gaussian_step",
+    "subsampled_gaussian_step",
     "pure_step",
     "bounded_range_step",
     "approximate_step",
@@ -879,8 +881,8 @@ class PrivacyStep:
     Exactly one of ``noise_multiplier`` (a Gaussian release with
     ``sigma = noise_multiplier * Delta_2``) and ``epsilon`` (an
     (epsilon, delta)-DP step, pure when ``delta == 0``) is set.  Build steps
-    with :func:`gaussian_step`, :func:`pure_step`, :func:`bounded_range_step`
-    or :func:`approximate_step`.  ``count`` identical mechanisms (one per
+    with :func:`gaussian_step`, :func:`subsampled_gaussian_step`,
+    :func:`pure_step`, :func:`bounded_range_step` or :func:`approximate_step`.  ``count`` identical mechanisms (one per
     coordinate, say) form one record.
 
     Attributes
@@ -897,6 +899,10 @@ class PrivacyStep:
         True for an epsilon-bounded-range mechanism (an exponential
         mechanism): pure epsilon-DP and ``epsilon^2/8``-zCDP
         (:func:`zcdp_rho_bounded_range`).
+    sampling_rate : float
+        For a Gaussian step, the probability ``q`` in (0, 1] with which each
+        row enters it (Poisson subsampling, as in DP-SGD); 1 for no
+        subsampling. Subsampled steps are accounted under add-remove.
 
     Examples
     --------
@@ -911,6 +917,7 @@ class PrivacyStep:
     delta: float = 0.0
     count: int = 1
     bounded_range: bool = False
+    sampling_rate: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -933,10 +940,14 @@ class PrivacyStep:
         if self.bounded_range and (self.epsilon is None or self.delta != 0):
             raise ValueError("a bounded-range step is a pure epsilon-DP step: give epsilon "
                              "and no delta")
+        object.__setattr__(self, "sampling_rate", check_sampling_rate(self.sampling_rate))
+        if self.sampling_rate < 1.0 and self.noise_multiplier is None:
+            raise ValueError("only a Gaussian step can be subsampled (sampling_rate < 1)")
 
     @property
     def kind(self) -> str:
-        """``"gaussian"``, ``"pure"``, ``"bounded-range"`` or ``"approximate"``.
+        """``"gaussian"``, ``"subsampled gaussian"``, ``"pure"``, ``"bounded-range"``
+        or ``"approximate"``.
 
         Examples
         --------
@@ -944,7 +955,7 @@ class PrivacyStep:
         ('gaussian', 'pure')
         """
         if self.noise_multiplier is not None:
-            return "gaussian"
+            return "gaussian" if self.sampling_rate == 1.0 else "subsampled gaussian"
         if self.bounded_range:
             return "bounded-range"
         return "pure" if self.delta == 0 else "approximate"
@@ -952,7 +963,8 @@ class PrivacyStep:
     @property
     def rho(self) -> float | None:
         """The zCDP parameter of all ``count`` mechanisms together, or None for
-        an approximate-DP step.
+        an approximate-DP or subsampled step (zCDP does not capture the
+        amplification; account those with ``compose(..., method="exact")``).
 
         Examples
         --------
@@ -980,6 +992,24 @@ def gaussian_step(name: str, noise_multiplier: float) -> PrivacyStep:
     2.0
     """
     return PrivacyStep(name, noise_multiplier=noise_multiplier)
+
+
+def subsampled_gaussian_step(name: str, noise_multiplier: float, sampling_rate: float,
+                             count: int = 1) -> PrivacyStep:
+    """``count`` Poisson-subsampled Gaussian steps (DP-SGD's steps): each row enters
+    each step with probability ``sampling_rate``, and the step adds Gaussian noise
+    of ``noise_multiplier`` times the L2 sensitivity of one row. Add-remove
+    neighbouring; :func:`compose` accounts it with the privacy loss distribution
+    of :mod:`dpsum.privacy.subsampling`.
+
+    Examples
+    --------
+    >>> s = subsampled_gaussian_step("sgd", 1.1, 0.01, count=1000)
+    >>> s.kind, s.count
+    ('subsampled gaussian', 1000)
+    """
+    return PrivacyStep(name, noise_multiplier=noise_multiplier, count=count,
+                       sampling_rate=sampling_rate)
 
 
 def pure_step(name: str, epsilon: float) -> PrivacyStep:
@@ -1027,6 +1057,8 @@ class ComposedGuarantee:
     method : str
         ``"exact"`` (dominating pairs: the Gaussian steps composed exactly,
         the others by their randomized-response or Kairouz-Oh-Viswanath pairs),
+        ``"pld"`` (subsampled Gaussian steps: the privacy loss distribution,
+        exact up to its discretisation),
         ``"zcdp"`` (rhos added, converted by Canonne-Kamath-Steinke) or
         ``"zcdp-standard"`` (converted by ``rho + 2 sqrt(rho log(1/delta))``).
     rho : float or None
@@ -1061,7 +1093,8 @@ class ComposedGuarantee:
         return {
             "steps": [
                 {"name": st.name, "kind": st.kind, "noise_multiplier": st.noise_multiplier,
-                 "epsilon": st.epsilon, "delta": st.delta, "count": st.count}
+                 "epsilon": st.epsilon, "delta": st.delta, "count": st.count,
+                 "sampling_rate": st.sampling_rate}
                 for st in self.steps
             ],
             "epsilon": self.epsilon,
@@ -1090,6 +1123,10 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
     method : {"exact", "zcdp", "zcdp-standard"}
         ``"exact"``: :func:`mixed_delta` / :func:`mixed_epsilon` with the
         Gaussian steps merged by :func:`compose_gaussian_multipliers` (tight).
+        When some step is subsampled (:func:`subsampled_gaussian_step`), every
+        step must be Gaussian and they are composed by their privacy loss
+        distribution (:func:`dpsum.privacy.subsampling.subsampled_gaussian_pld`,
+        ``interval`` 1e-4, add-remove); the record's method is then ``"pld"``.
         ``"zcdp"``, ``"zcdp-standard"``: the rhos of the steps added and
         converted by :func:`zcdp_delta` / :func:`zcdp_epsilon`
         (``method="cks"`` and ``"standard"``); not defined for approximate-DP
@@ -1118,6 +1155,8 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
     V.check_choice(method, "method", _COMPOSE_METHODS)
     if (epsilon is None) == (delta is None):
         raise ValueError("give exactly one of epsilon and delta")
+    if any(st.kind == "subsampled gaussian" for st in steps):
+        return _compose_subsampled(steps, epsilon, delta, method)
     gauss = [st.noise_multiplier for st in steps if st.kind == "gaussian"
              for _ in range(st.count)]
     others = [st for st in steps if st.kind != "gaussian" for _ in range(st.count)]
@@ -1146,3 +1185,24 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
             eps = zcdp_epsilon(rho, dlt, conv)
     return ComposedGuarantee(steps=steps, epsilon=float(eps), delta=float(dlt),
                              method=method, rho=rho, noise_multiplier=s)
+
+
+def _compose_subsampled(steps: tuple, epsilon: float | None, delta: float | None,
+                        method: str) -> ComposedGuarantee:
+    """:func:`compose` when some step is subsampled: the privacy loss distribution."""
+    if method != "exact":
+        raise ValueError("subsampled Gaussian steps are accounted with method='exact' only")
+    if any(st.noise_multiplier is None for st in steps):
+        raise ValueError("steps: a subsampled Gaussian step composes only with Gaussian "
+                         "steps (compose the others separately and add the results)")
+    pld = subsampled_gaussian_pld([st.noise_multiplier for st in steps],
+                                  [st.sampling_rate for st in steps],
+                                  [st.count for st in steps])
+    if delta is None:
+        eps = V.check_epsilon(epsilon, scalar=True)
+        dlt = pld.delta(eps)
+    else:
+        dlt = V.check_delta(delta, scalar=True)
+        eps = pld.epsilon(dlt)
+    return ComposedGuarantee(steps=steps, epsilon=float(eps), delta=float(dlt),
+                             method="pld", rho=None, noise_multiplier=None)

@@ -1,0 +1,119 @@
+"""Adaptive clipping across repeated releases (book chapter "Clipping without a model").
+
+When the same kind of sum is released again and again (the steps of DP-SGD,
+the rounds of federated learning), the clip radius can follow a target
+quantile ``gamma`` of the norms with a tiny budget per release (Andrew,
+Thakkar, McMahan and Ramaswamy 2021): count the rows whose norm is at most
+the current radius ``C``, privately, and move ``C`` geometrically,
+
+    b = (#{i : ||x_i|| <= C} + N(0, s^2)) / m,      C' = C exp(-eta (b - gamma)).
+
+The count has sensitivity 1 under both neighbouring relations, so one
+update is a Gaussian step with noise multiplier ``s``
+(:attr:`ClipUpdate.privacy_step`); ``m`` is public (the number of rows under
+replace-one, the expected batch size under add-remove). The new radius is a
+post-processing of the noisy count and the old radius.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dpsum import _validation as V
+from dpsum.pipeline.quantiles import row_norms
+from dpsum.privacy.composition import PrivacyStep, gaussian_step
+
+__all__ = ["ClipUpdate", "adaptive_clip_update"]
+
+
+@dataclass(frozen=True)
+class ClipUpdate:
+    """One adaptive-clipping update: the released fraction and the new radius.
+
+    Every field is a private release or a function of one and of public inputs.
+
+    Attributes
+    ----------
+    clip_radius : float
+        The new radius ``C' = C exp(-learning_rate (fraction - target_quantile))``.
+    fraction : float
+        The noisy fraction of rows with norm at most the old radius (may fall
+        outside [0, 1]: it is a noisy count divided by ``rows``).
+    previous_radius : float
+        The radius the rows were counted against.
+    count_noise : float
+        The standard deviation ``s`` of the count's Gaussian noise.
+    rows : float
+        The public denominator ``m``.
+    """
+
+    clip_radius: float
+    fraction: float
+    previous_radius: float
+    count_noise: float
+    rows: float
+
+    @property
+    def privacy_step(self) -> PrivacyStep:
+        """The update as the accountant sees it: a Gaussian step with multiplier
+        ``count_noise`` (the count's sensitivity is 1)."""
+        return gaussian_step("unclipped count", self.count_noise)
+
+
+def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: float,
+                         learning_rate: float, count_noise: float, rows: float | None = None,
+                         rng: Any = None) -> ClipUpdate:
+    """One geometric update of the clip radius from a private count of unclipped rows.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        The rows (per-example gradients, say) of this release; finite reals.
+    clip_radius : float
+        The current radius ``C > 0``; public (an earlier update's output).
+    target_quantile : float
+        ``gamma`` in (0, 1): the fraction of rows the radius should leave unclipped.
+    learning_rate : float
+        ``eta > 0``; the radius moves by a factor ``exp(-eta (b - gamma))``.
+    count_noise : float
+        ``s > 0``: the standard deviation of the noise on the count.
+    rows : float, optional
+        The public denominator ``m > 0``; default ``n``, the number of rows,
+        which is public under replace-one. Under add-remove pass the expected
+        batch size.
+    rng : numpy.random.Generator, int or None
+        Source of randomness.
+
+    Returns
+    -------
+    ClipUpdate
+
+    Examples
+    --------
+    >>> X = np.ones((1000, 1))
+    >>> u = adaptive_clip_update(X, 2.0, target_quantile=0.5, learning_rate=0.2,
+    ...                          count_noise=10.0, rng=0)
+    >>> bool(u.clip_radius < 2.0), u.privacy_step.noise_multiplier
+    (True, 10.0)
+    """
+    C = V.check_positive(clip_radius, "clip_radius", scalar=True)
+    gamma = V.check_open_interval(target_quantile, "target_quantile")
+    eta = V.check_positive(learning_rate, "learning_rate", scalar=True)
+    s = V.check_positive(count_noise, "count_noise", scalar=True)
+    m_public = None if rows is None else V.check_positive(rows, "rows", scalar=True)
+    gen = V.check_rng(rng)
+    data = V.check_data_matrix(X)
+    m = float(data.shape[0]) if m_public is None else float(m_public)
+    if m == 0:
+        raise ValueError("X has no rows and rows is not given")
+    count = float(np.count_nonzero(row_norms(data, None, None) <= C))
+    fraction = (count + gen.normal(0.0, s)) / m
+    new = C * math.exp(-eta * (fraction - float(gamma)))
+    if not math.isfinite(new) or new <= 0.0:
+        raise ValueError("the update over- or underflows: lower learning_rate")
+    return ClipUpdate(float(new), float(fraction), float(C), float(s), m)
