@@ -61,7 +61,7 @@ def prepare(X: npt.ArrayLike, seed: int, domain: tuple[float, float] | None = No
 def load(seed: int) -> dict[str, Data]:
     """The digits (pixel range [0, 16] as box and domain, standard deviations
     floored at 1/sqrt(12)) and breast cancer (public box; domain [0, 1e4])."""
-    from sklearn.datasets import load_breast_cancer, load_digits  # type: ignore[import-untyped]
+    from sklearn.datasets import load_breast_cancer, load_digits
 
     return {"digits": prepare(load_digits().data, seed, domain=(0.0, 16.0), box=(0.0, 16.0),
                               std_floor=1 / math.sqrt(12)),
