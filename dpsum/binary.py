@@ -1088,7 +1088,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
 
 
 def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
-               epsilon: float, delta: float) -> Any:
+               epsilon: float, delta: float) -> float | np.ndarray:
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
     ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
@@ -1127,7 +1127,7 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
         bias = np.asarray(_st_bias(kk, pp, tau))
         out = bias * bias + np.asarray(_st_variance(kk, pp, tau))
     out = np.asarray(out, dtype=float)
-    return V.scalar_or_array(out)
+    return cast("float | np.ndarray", V.scalar_or_array(out))
 
 
 def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
@@ -1180,8 +1180,9 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     --------
     >>> import dpsum
     >>> bits = np.r_[np.ones(30, dtype=int), np.zeros(70, dtype=int)]
-    >>> count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
-    (20, 35)
+    >>> lo, hi = count_interval(dpsum.randomized_response(bits, epsilon=2.0, rng=0), 0.1)
+    >>> (lo, hi), lo <= 30 <= hi
+    ((19, 33), True)
     """
     if not isinstance(release, BinaryRelease):
         raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")

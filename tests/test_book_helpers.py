@@ -477,6 +477,45 @@ def test_size_row_counts_false_alarms_below_the_binomial_tolerance():
     assert row["exact_size"] <= row["alpha"]
 
 
+# ------------------------------------------------- Laplace noise (chapter 4)
+
+def test_product_laplace_delta_brackets_the_scalar_closed_form():
+    from dpsum_book.laplace import product_laplace_delta
+
+    for a, eps in [(1.0, 0.3), (2.0, 0.0), (0.5, 0.49)]:
+        low, high = product_laplace_delta([a], eps, step=1e-5)
+        exact = 1 - math.exp((eps - a) / 2)  # the scalar profile of chapter 4
+        assert low <= exact <= high and high - low < 1e-4
+    assert product_laplace_delta([0.5], 0.6) == (0.0, 0.0)  # loss at most a
+    assert product_laplace_delta([0.3, 0.4], 0.71) == (0.0, 0.0)  # sum of shifts
+
+
+def test_product_laplace_delta_of_many_coordinates_matches_monte_carlo():
+    from dpsum_book.laplace import product_laplace_delta
+
+    a, eps, n = np.full(20, 0.15), 0.5, 200_000
+    low, high = product_laplace_delta(a, eps)
+    rng = np.random.default_rng(5)
+    y = rng.laplace(size=(n, a.size))
+    loss = (np.abs(y - a) - np.abs(y)).sum(axis=1)
+    terms = np.clip(-np.expm1(eps - loss), 0, None)
+    se = terms.std() / math.sqrt(n)
+    assert low <= high and abs(terms.mean() - (low + high) / 2) < 5 * se + (high - low)
+
+
+def test_laplace_errors_and_the_power_mean_inequality():
+    from dpsum_book.laplace import last_win, shaped_laplace_error, unshaped_laplace_error
+
+    rng = np.random.default_rng(6)
+    for _ in range(20):
+        w = rng.exponential(size=rng.integers(1, 30))
+        assert shaped_laplace_error(w, 0.7) <= unshaped_laplace_error(w, 0.7) * (1 + 1e-12)
+    cube = np.full(7, 3.0)
+    assert math.isclose(shaped_laplace_error(cube, 2.0), unshaped_laplace_error(cube, 2.0))
+    assert last_win(lambda w: w.size, lambda w: 5.0, lambda d: np.ones(d), d_max=20) == 4
+    with pytest.raises(ValueError, match="widths"):
+        shaped_laplace_error([1.0, -1.0], 1.0)
+
 # ------------------------------------------------- choosing the scaling; accuracy
 
 def test_boundary_moments_are_the_quantile_gradient():
