@@ -117,7 +117,8 @@ def test_release_of_data_larger_than_a_worker_equals_the_in_memory_release(clien
     rho = sum_rounding_bound(BIG_ROWS, BIG_D) + merged_sum_rounding_bound(Z.chunks[0], BIG_D)
     tol = estimate_tolerance(out, ref, rho * ref.clip_norm, 5, BIG_ROWS)
     assert np.all(np.abs(out.estimate - ref.estimate) <= tol)
-    assert np.array_equal(out.noise_std, ref.noise_std) and out.clip_norm == ref.clip_norm
+    np.testing.assert_allclose(out.noise_std, ref.noise_std, rtol=1e-6)   # up to the charge
+    assert out.clip_norm == ref.clip_norm
     assert release_diagnostics(X, ref) == release_diagnostics(Z, out)
     assert release_diagnostics(Z, out)["clipped_rows"] > 0
     # the grid path: integer sums, so the cluster's release is the in-memory one, exactly
@@ -159,8 +160,8 @@ def test_clipping_mechanisms_release_as_in_memory(client, name, chunks):
     rho = sum_rounding_bound(3000, 5) + merged_sum_rounding_bound(rows, 5)
     tol = estimate_tolerance(out, ref, rho * ref.clip_norm, 9, 3000)
     assert np.all(np.abs(out.estimate - ref.estimate) <= tol)
-    assert (out.sensitivity, out.mechanism, out.neighbouring) == \
-        (ref.sensitivity, ref.mechanism, ref.neighbouring)
+    assert (out.mechanism, out.neighbouring) == (ref.mechanism, ref.neighbouring)
+    assert out.sensitivity == pytest.approx(ref.sensitivity, rel=1e-6)   # up to the charge
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -292,7 +293,8 @@ def test_import_dpsum_does_not_import_dask():
             "delta=1e-6, clip_norm=1.0, rng=0); print(r.sensitivity)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
-    assert out.stdout.strip() == "2.0"
+    # 2 C, charged for the rounding of the float sum (issue 26, item 6)
+    assert 2.0 < float(out.stdout) < 2.0 * (1 + 1e-9)
 
 
 # -------------------------------------------------------- the same privacy

@@ -127,14 +127,15 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
         Real rows, chunked along the rows (a chunking along the columns is
         rechunked).
     accumulator : Accumulator
-        An accumulator with ``d`` columns, usually empty.
+        An empty accumulator with ``d`` columns (a non-empty one is refused:
+        the blocks of ``X`` must be the only rows it holds).
     split_every : int
         Fan-in of the merge tree, at least 2.
 
     Returns
     -------
     Accumulator
-        ``accumulator`` merged with the accumulator of all rows of ``X``.
+        The accumulator of all rows of ``X``, with ``accumulator``'s plan.
         Its sums are private: call :meth:`~dpsum.release.Accumulator.release`.
 
     Raises
@@ -145,6 +146,10 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
     """
     if not isinstance(accumulator, Accumulator):
         raise TypeError(f"accumulator must be an Accumulator, got {type(accumulator).__name__}")
+    if not accumulator.is_empty:
+        raise ValueError("accumulator must be empty (as built by a *_accumulator function, or "
+                         "acc.empty()): rows folded into it before would be added to those of "
+                         "X, and rows already in X counted twice")
     fan_in = V.check_integer(split_every, "split_every", minimum=2)
     X = check_matrix(X)
     if X.shape[1] != accumulator.d:

@@ -202,6 +202,11 @@ def make_grid_plan(C: float, b: np.ndarray, c: np.ndarray | None, d: int,
     (:mod:`dpsum.release`)."""
     K = grid_exponent(C, d, charge)
     C_in = (C - math.sqrt(d) * math.ldexp(1.0, K - 1)) * (1 - 8 * _U)
+    if C_in < 2.0 ** -1000:
+        # the inner radius is below the clipping kernel's domain: name the
+        # user's clip_norm and the bound that applies to it
+        raise ValueError("clip_norm must be at least 2^-1000 (1 + 2^-19) (about 9.3e-302) "
+                         "on the grid path, which clips a little inside it")
     plan = make_clip_plan(C_in, b, c, d)
     plan = plan._replace(fast=False)             # always form t ⊙ b_n: it is rounded
     return plan, K, K - plan.e                   # k: grid exponent in normalised units
