@@ -380,7 +380,7 @@ class PipelineRelease:
         outputs: ``"coordinate center, scaled"``, ``"coordinate center,
         isotropic"``, ``"vector center, scaled"``, ``"vector center,
         isotropic"`` or ``"box"`` (the Elliptical Gaussian mechanism on the
-        public box); see :func:`dpsum.pipeline.pipeline_strategy`.
+        public box); see :func:`dpsum.pipeline.private_mean`.
     secure : bool
         True when the final release took the grid path (``secure=True``).
     lower, upper : numpy.ndarray or None
