@@ -613,7 +613,9 @@ def test_bernstein_ratio_curves_are_the_package_bounds_over_the_exact_radius():
     assert r["holds"].dtype == bool and not r["holds"].any()  # skewed, d = 40
     with pytest.raises(ValueError, match="n_grid"):
         bb.ratio_curves(sd, [1.0])
-    fig = bb.comparison_figure({"a": r, "b": r}, ns)
+    fig = bb.comparison_figure({"a": r, "b": r}, ns, ["$a$", "b"])
+    with pytest.raises(ValueError, match="titles"):
+        bb.comparison_figure({"a": r}, ns, ["a", "b"])
     assert len(fig.axes) == 2
     plt.close(fig)
 
