@@ -577,3 +577,44 @@ def test_noise_radius_bounds_are_above_the_exact_radius():
     tau = np.array([3.0, 1.0, 0.5])
     r = publishing.noise_radius_bounds(tau, np.array([0.5, 0.05, 1e-4]))
     assert np.all(r["Laurent-Massart"] >= r["exact"]) and np.all(r["Cantelli"] >= r["exact"])
+
+
+def test_bernstein_abs_central_moments_match_quadrature_and_reject_bad_k():
+    from scipy import integrate
+
+    from dpsum_book import bernstein as bb
+
+    moments = bb.abs_central_moments(5)
+    assert float(moments[2]) == 2.0 and float(moments[4]) == 60.0
+    for k in (1, 3, 5):
+        quad = 2 * integrate.quad(lambda x: abs(x * x - 1) ** k * stats.norm.pdf(x),
+                                  0, np.inf, points=None, limit=200)[0]
+        assert math.isclose(float(moments[k]), quad, rel_tol=1e-8)
+    with pytest.raises(ValueError, match="k_max"):
+        bb.abs_central_moments(0)
+    with pytest.raises(TypeError, match="k_max"):
+        bb.abs_central_moments(2.0)  # type: ignore[arg-type]
+
+
+def test_bernstein_ratio_curves_are_the_package_bounds_over_the_exact_radius():
+    from dpsum import bounds, design
+
+    from dpsum_book import bernstein as bb
+
+    sd, ns = np.arange(1, 41) ** -0.5, np.array([10.0, 1e4])
+    r = bb.ratio_curves(sd, ns)
+    b = design.gaussian_data_scaling(sd)
+    exact = design.clip_radius(sd, 1e-4, b) ** 2
+    assert math.isclose(r["exact"][1], exact, rel_tol=1e-12)
+    lm = bounds.laurent_massart_clip_radius(sd, 1e-4, b) ** 2
+    assert math.isclose(r["LM"][1], lm / exact, rel_tol=1e-12)
+    for key in ("B", "LM", "Cantelli", "Chebyshev"):
+        assert np.all(r[key] >= 1.0)
+    assert r["holds"].dtype == bool and not r["holds"].any()  # skewed, d = 40
+    with pytest.raises(ValueError, match="n_grid"):
+        bb.ratio_curves(sd, [1.0])
+    fig = bb.comparison_figure({"a": r, "b": r}, ns, ["$a$", "b"])
+    with pytest.raises(ValueError, match="titles"):
+        bb.comparison_figure({"a": r}, ns, ["a", "b"])
+    assert len(fig.axes) == 2
+    plt.close(fig)

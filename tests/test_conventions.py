@@ -46,11 +46,6 @@ _EXERCISES = {"exercises", "implement_and_audit"}
 #: page -> (rules it is excused from, the issue that owns its rewrite).
 #: The ONLY list of exceptions; it must be empty when the book issues are done.
 EXCUSED: dict[str, tuple[frozenset[str], str]] = {
-    "10_bernstein_bound": (frozenset(_CODE), VECTORS),
-    "12_private_pipeline": (frozenset({"words", "source_labels", "lab_notes", *_EXERCISES,
-                                       *_CODE}), PIPELINE),
-    "16_binary_sums": (frozenset({*_EXERCISES, *_CODE}), ATTACKS),
-    "17_auditing": (frozenset({"source_labels", "lab_notes", "exercises", *_CODE}), ATTACKS),
     "a_at_scale": (frozenset({"source_labels", "lab_notes", *_CODE}), ATTACKS),
     "bibliography": (frozenset({"source_labels"}), ATTACKS),
 }

@@ -181,11 +181,11 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     the mean gets the rest.
 
     With ``scaling="adaptive"`` the center's reliable share decides the
-    center's estimator (:func:`dpsum.pipeline.adaptive.center_mode`): when it
+    center's estimator (``dpsum.pipeline.adaptive.center_mode``): when it
     does not fit under the cap, the center is estimated for the whole vector
     at once, in ``VECTOR_STEPS`` clipped-mean
     moves, each with a radius quantile (scalar share) and a Gaussian move
-    (:func:`~dpsum.pipeline.adaptive.vector_center_shares`), and ``center``
+    (``dpsum.pipeline.adaptive.vector_center_shares``), and ``center``
     is their total; the steps before the mean are then scaled down, if
     needed, to ``MAX_PREPARATION_SHARE``.
     ``spread`` (the median L1 norm) runs only with ``"adaptive"``.

@@ -1002,7 +1002,7 @@ def subsampled_gaussian_step(name: str, noise_multiplier: float, sampling_rate: 
     each step with probability ``sampling_rate``, and the step adds Gaussian noise
     of ``noise_multiplier`` times the L2 sensitivity of one row. Add-remove
     neighbouring; :func:`compose` accounts it with the privacy loss distribution
-    of :mod:`dpsum.privacy.subsampling`.
+    of :func:`dpsum.privacy.subsampled_gaussian_pld`.
 
     Examples
     --------
@@ -1127,7 +1127,7 @@ def compose(steps: Any, *, epsilon: float | None = None, delta: float | None = N
         Gaussian steps merged by :func:`compose_gaussian_multipliers` (tight).
         When some step is subsampled (:func:`subsampled_gaussian_step`), every
         step must be Gaussian and they are composed by their privacy loss
-        distribution (:func:`dpsum.privacy.subsampling.subsampled_gaussian_pld`,
+        distribution (:func:`dpsum.privacy.subsampled_gaussian_pld`,
         ``interval`` 1e-4, add-remove); the record's method is then ``"pld"``.
         ``"zcdp"``, ``"zcdp-standard"``: the rhos of the steps added and
         converted by :func:`zcdp_delta` / :func:`zcdp_epsilon`

@@ -409,7 +409,7 @@ def subsampled_gaussian_rdp_epsilon(noise_multiplier: float, sampling_rate: floa
     """Epsilon of ``steps`` subsampled Gaussian steps at ``delta`` by Rényi DP.
 
     The step's Rényi DP (:func:`subsampled_gaussian_rdp`) times ``steps``,
-    converted at the best order of :data:`RDP_ORDERS` by
+    converted at the best order of ``RDP_ORDERS`` (2 to 256) by
     ``epsilon = T eps(alpha) + log((alpha-1)/alpha) - (log delta + log alpha)/(alpha-1)``
     (Canonne, Kamath and Steinke 2020). An upper bound, looser than
     :func:`subsampled_gaussian_epsilon`.

@@ -70,7 +70,7 @@ def pipeline_noise_law(release: Any) -> tuple[np.ndarray, np.ndarray | None]:
     ``nu + Z a`` with ``nu_j ~ N(0, s_j^2)`` independent of everything before it,
     and ``a = c`` with ``Z = ñ - n ~ N(0, sigma_count^2)`` (add-remove sum), or
     no second term (``a`` None: replace-one). The mean under add-remove has
-    its own statement (:func:`_mean_add_remove`).
+    its own statement (this module's private ``_mean_add_remove``).
     """
     if release.neighbouring is Neighbouring.REPLACE:
         return np.asarray(release.noise_std, dtype=float), None

@@ -301,7 +301,7 @@ class PipelineRelease:
         outputs: ``"coordinate center, scaled"``, ``"coordinate center,
         isotropic"``, ``"vector center, scaled"``, ``"vector center,
         isotropic"`` or ``"box"`` (the Elliptical Gaussian mechanism on the
-        public box); see :func:`dpsum.pipeline.pipeline_strategy`.
+        public box); see :func:`dpsum.pipeline.private_mean`.
     """
 
     estimate: np.ndarray
