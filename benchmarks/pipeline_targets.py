@@ -115,8 +115,8 @@ def run_A(runs, seed):
             errs = {"adaptive": [], "isotropic": [], "strategy": []}
             for _ in range(runs):
                 X = gen.standard_normal((4000, d))
-                a = private_mean(X, domain=(-half, half), rho=rho, rng=gen)
-                i = private_mean(X, domain=(-half, half), rho=rho, scaling="isotropic", rng=gen)
+                a = private_mean(X, lower=-half, upper=half, rho=rho, rng=gen)
+                i = private_mean(X, lower=-half, upper=half, rho=rho, scaling="isotropic", rng=gen)
                 errs["adaptive"].append(np.linalg.norm(a.estimate))
                 errs["isotropic"].append(np.linalg.norm(i.estimate))
                 errs["strategy"].append(a.strategy)
@@ -147,8 +147,8 @@ def run_small(runs, seed, kinds, target="small"):
             for _ in range(runs):
                 X, mean = _rows(kind, gen, n, d, 3.0)
                 mean = np.full(d, mean)
-                a = private_mean(X, domain=(-half, half), rho=rho, rng=gen)
-                i = private_mean(X, domain=(-half, half), rho=rho, scaling="isotropic", rng=gen)
+                a = private_mean(X, lower=-half, upper=half, rho=rho, rng=gen)
+                i = private_mean(X, lower=-half, upper=half, rho=rho, scaling="isotropic", rng=gen)
                 # the true-scale floor: the Gaussian-data mechanism with the true center and
                 # the coordinates' true spread (N(0,1); t3 sd sqrt 3; log-normal sd)
                 sd = {"gaussian": 1.0, "student-t": math.sqrt(3.0),
@@ -187,12 +187,11 @@ def run_case(runs, seed):
                 for _ in range(runs):
                     X = full[gen.choice(full.shape[0], n_keep, replace=False)]
                     truth = X.mean(axis=0)
-                    a = private_mean(X, domain=(blo, bhi), epsilon=eps, delta=1e-5, rng=gen)
+                    a = private_mean(X, lower=blo, upper=bhi, epsilon=eps, delta=1e-5, rng=gen)
                     e = dpsum.elliptical_gaussian_mechanism(
-                        X - (blo + bhi) / 2, epsilon=eps, delta=1e-5, widths=bhi - blo, rng=gen)
+                        X, epsilon=eps, delta=1e-5, lower=blo, upper=bhi, rng=gen)
                     errs["pipeline"].append(np.linalg.norm(a.estimate - truth))
-                    errs["EGM box"].append(np.linalg.norm((blo + bhi) / 2 + e.estimate / n_keep
-                                                          - truth))
+                    errs["EGM box"].append(np.linalg.norm(e.estimate / n_keep - truth))
                     strategies.append(a.strategy)
                 strat = max(set(strategies), key=strategies.count)
                 label = f"{name} eps={eps:g} {'wide' if wide else 'tight'} [{strat}]"

@@ -152,7 +152,7 @@ def share_study(seed: int, runs: int = 5, n: int = 4000, d: int = 64,
         for share in SHARES:
             split = {k: getattr(default, k) for k in ("center", "radius", "scales", "clip")}
             split[step] = share
-            errs = [np.linalg.norm(dpsum.private_mean(X, domain=(-1e4, 1e4), rho=rho,
+            errs = [np.linalg.norm(dpsum.private_mean(X, lower=-1e4, upper=1e4, rho=rho,
                                                       budget=split, scaling="scaled",
                                                       rng=gen).estimate - mu) for X in data]
             curve.append(float(np.mean(errs) / floor))
