@@ -107,7 +107,8 @@ def _valid(name: str) -> Any:
         "rhos": [0.1, 0.2], "mus": [0.5, 0.5], "weights": [1.0, 0.5],
         "noise_std": np.array([1.0, 2.0]), "keep_probability": 0.75,
         "n_samples": 100, "sampling_rate": 0.01, "target": 10.0,
-        "domain": (-10.0, 10.0), "lower": -10.0, "upper": 10.0,
+        "domain": (-10.0, 10.0), "lower": np.array([-10.0, -10.0]),
+        "upper": np.array([10.0, 10.0]), "center": np.array([0.0, 0.0]),
     }
     return table.get(name)
 
@@ -268,10 +269,11 @@ def _empty(mechanism: str, d: int, scale: float, n: int, secure: bool, stds: np.
            widths: np.ndarray) -> Any:
     kw = dict(epsilon=1.0, delta=1e-6, n=n, secure=secure)
     if mechanism == "gaussian data":
-        return R.gaussian_data_accumulator(stds, clip_probability=0.05, **kw)
+        return R.gaussian_data_accumulator(stds, center=np.zeros(d), clip_probability=0.05,
+                                           **kw)
     if mechanism == "clipping baseline":
         return R.clipped_gaussian_accumulator(d, clip_norm=scale, **kw)
-    return R.elliptical_gaussian_accumulator(widths, **kw)
+    return R.elliptical_gaussian_accumulator(-widths / 2, widths / 2, **kw)
 
 
 def neighbour_ratio(mechanism: str, path: str, X: np.ndarray, row: np.ndarray, scale: float,

@@ -46,6 +46,8 @@ KNOWN_REMAINING = {
     ("dpsum.release.noise_coordinate_quantile", "noise_std"),
     ("dpsum.release.noise_norm_quantile", "noise_std"),
     ("dpsum.release.secure_gaussian", "epsilon"), ("dpsum.release.secure_gaussian", "sensitivity"),
+    ("dpsum.gaussian_data_accumulator", "center"), ("dpsum.gaussian_data_mechanism", "center"),
+    ("dpsum.elliptical_gaussian_accumulator", "upper"),
 }
 
 
@@ -91,11 +93,12 @@ def test_elliptical_overflow_is_refused_from_public_inputs_on_every_path():
     Y[0] = -1e307
     for data in (X, Y):       # the same refusal for both neighbours: no data in it
         with pytest.raises(ValueError, match="widths is too large for this number of rows"):
-            M.elliptical_gaussian_mechanism(data, epsilon=1.0, delta=1e-6, widths=[2e307], rng=0)
+            M.elliptical_gaussian_mechanism(data, epsilon=1.0, delta=1e-6, lower=[-1e307],
+                                            upper=[1e307], rng=0)
         with pytest.raises(ValueError, match="widths is too large for this number of rows"):
             M.elliptical_gaussian_mechanism(da.from_array(data, chunks=(5, 1)), epsilon=1.0,
-                                            delta=1e-6, widths=[2e307], rng=0)
-        acc = R.elliptical_gaussian_accumulator([2e307], epsilon=1.0, delta=1e-6)
+                                            delta=1e-6, lower=[-1e307], upper=[1e307], rng=0)
+        acc = R.elliptical_gaussian_accumulator([-1e307], [1e307], epsilon=1.0, delta=1e-6)
         with pytest.raises(ValueError, match="widths is too large for this number of rows"):
             acc.update(data).release(rng=0)
 
@@ -111,7 +114,7 @@ def test_clipped_sums_saturate_instead_of_overflowing(kind):
             return R.clipped_gaussian_accumulator(1, epsilon=1.0, delta=1e-6, clip_norm=1e307)
     else:
         def make():
-            return R.gaussian_data_accumulator([2e305], epsilon=1.0, delta=1e-6,
+            return R.gaussian_data_accumulator([2e305], center=[0.0], epsilon=1.0, delta=1e-6,
                                                clip_probability=0.01)
     for (path, a), (_, b) in zip(_paths(make, X), _paths(make, Y)):
         Ta, Tb = a.private_sum(), b.private_sum()
@@ -125,14 +128,15 @@ def test_clipped_sums_saturate_instead_of_overflowing(kind):
         if kind == "clipped":
             M.clipped_gaussian_mechanism(data, epsilon=1.0, delta=1e-6, clip_norm=1e307, rng=0)
         else:
-            M.gaussian_data_mechanism(data, epsilon=1.0, delta=1e-6, stds=[2e305],
+            M.gaussian_data_mechanism(data, epsilon=1.0, delta=1e-6, stds=[2e305], center=[0.0],
                                       clip_probability=0.01, rng=0)
 
 
 # --------------------------------------------------- item 2: subnormals
 def test_subnormal_widths_and_sensitivities_are_refused():
-    with pytest.raises(ValueError, match="widths must be at least 2\\^-1021"):
-        M.elliptical_gaussian_mechanism([[1.0]], epsilon=1.0, delta=1e-6, widths=[1.5e-323])
+    with pytest.raises(ValueError, match="must be at least 2\\^-1021"):
+        M.elliptical_gaussian_mechanism([[1.0]], epsilon=1.0, delta=1e-6, lower=[-7.5e-324],
+                                        upper=[7.5e-324])
     with pytest.raises(ValueError, match="sensitivity is too small"):
         M.gaussian_mechanism([1.0], epsilon=1.0, delta=1e-6, sensitivity=5e-324, rng=0)
     with pytest.raises(ValueError, match="sensitivity is too small"):
