@@ -48,7 +48,6 @@ _EXERCISES = {"exercises", "implement_and_audit"}
 EXCUSED: dict[str, tuple[frozenset[str], str]] = {
     "12_private_pipeline": (frozenset({"words", "source_labels", "lab_notes", *_EXERCISES,
                                        *_CODE}), PIPELINE),
-    "a_at_scale": (frozenset({"source_labels", "lab_notes", *_CODE}), ATTACKS),
     "bibliography": (frozenset({"source_labels"}), ATTACKS),
 }
 
