@@ -60,10 +60,10 @@ def main(R: int) -> None:
     vector_rows("Algorithm 1", lambda: dpsum.gaussian_mechanism(
         X.sum(axis=0), epsilon=1.0, delta=1e-6, sensitivity=2.0, rng=rng), lambda rel: X.sum(axis=0))
     vector_rows("Algorithm 2", lambda: dpsum.elliptical_gaussian_mechanism(
-        X, epsilon=1.0, delta=1e-6, widths=box, rng=rng),
+        X, epsilon=1.0, delta=1e-6, lower=-0.5 * np.asarray(box), upper=0.5 * np.asarray(box), rng=rng),
         lambda rel: np.clip(X, -box / 2, box / 2).sum(axis=0))
     vector_rows("Algorithm 3", lambda: dpsum.gaussian_data_mechanism(
-        X, epsilon=1.0, delta=1e-6, stds=stds, clip_probability=0.05, rng=rng), clipped_target)
+        X, epsilon=1.0, delta=1e-6, stds=stds, clip_probability=0.05, rng=rng, center=0), clipped_target)
     vector_rows("clipping baseline", lambda: dpsum.clipped_gaussian_mechanism(
         X, epsilon=1.0, delta=1e-6, clip_norm=2.0, rng=rng), clipped_target)
 
@@ -87,7 +87,7 @@ def main(R: int) -> None:
     for _ in range(R):
         Y = rng.normal(0.0, s3, size=(n3, 3))
         rel = dpsum.gaussian_data_mechanism(Y, epsilon=30.0, delta=1e-6, stds=s3,
-                                            clip_probability=p3, rng=rng)
+                                            clip_probability=p3, rng=rng, center=0)
         hits += np.linalg.norm(rel.estimate - Y.sum(axis=0)) <= bound.bound
     rows.append(("Algorithm 3: total error vs true sum", ">=", hits / R, R, tol(R)))
 

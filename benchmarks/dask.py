@@ -87,7 +87,7 @@ def main(base: str) -> None:
         jobs = {
             "dask sum(axis=0)": lambda: Z.sum(axis=0).compute(),
             "Algorithm 3 (p_C = 1/n)": lambda: dpsum.gaussian_data_mechanism(
-                Z, epsilon=EPS, delta=DELTA, stds=STDS, rng=1),
+                Z, epsilon=EPS, delta=DELTA, stds=STDS, rng=1, center=0),
             "clipping baseline (half clipped)": lambda: dpsum.clipped_gaussian_mechanism(
                 Z, epsilon=EPS, delta=DELTA, clip_norm=median_norm, rng=1),
         }

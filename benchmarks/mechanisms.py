@@ -57,14 +57,14 @@ def main():
         X *= stds
         bare = _median_time(lambda: X.sum(axis=0))
         alg3 = _median_time(lambda: dpsum.gaussian_data_mechanism(
-            X, epsilon=1.0, delta=1e-6, stds=stds, rng=1))
+            X, epsilon=1.0, delta=1e-6, stds=stds, rng=1, center=0))
         best5 = _best_ratio(lambda: dpsum.gaussian_data_mechanism(
-            X, epsilon=1.0, delta=1e-6, stds=stds, rng=1), lambda: X.sum(axis=0))
+            X, epsilon=1.0, delta=1e-6, stds=stds, rng=1, center=0), lambda: X.sum(axis=0))
         radius = dpsum.clip_radius(stds, 1.0 / n)  # isotropic clipping at p_C = 1/n
         base = _median_time(lambda: dpsum.clipped_gaussian_mechanism(
             X, epsilon=1.0, delta=1e-6, clip_norm=radius, rng=1))
         tracemalloc.start()
-        dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=stds, rng=1)
+        dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=stds, rng=1, center=0)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         center = np.full(d, 0.5)

@@ -25,8 +25,10 @@ Run::
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -56,7 +58,14 @@ def paired(a, b):
     return float(np.mean(a) / np.mean(b)), float(se), float(stats.t.sf(t, diff.size - 1))
 
 
-def report(rows, names):
+#: the table the book reads (written only with --write)
+DATA = Path(__file__).resolve().parents[1] / "book" / "data" / "pipeline_targets.csv"
+FIELDS = ["target", "group", "setting", "strategy", "method", "runs", "error", "se",
+          "ratio", "paired_se", "holm_p", "behind"]
+RECORDS: list[dict] = []
+
+
+def report(rows, names, target="", group=""):
     """Print rows (label, {method: errors}) with Holm-corrected tests of names[0] > names[i]."""
     tests = []
     for label, errs in rows:
@@ -71,6 +80,23 @@ def report(rows, names):
         print(f"{label:28} {cells}")
     for (label, other, ratio, se, p), pa in zip(tests, adj):
         flag = pa < 0.05
+        errs = dict(rows)[label]
+        RECORDS.append({"target": target, "group": group, "setting": label.split(" [")[0],
+                        "strategy": label.split(" [")[-1].rstrip("]"), "method": other,
+                        "runs": len(errs[other]), "error": float(np.mean(errs[other])),
+                        "se": float(np.std(errs[other], ddof=1) / math.sqrt(len(errs[other]))),
+                        "ratio": ratio, "paired_se": se, "holm_p": float(pa),
+                        "behind": int(flag)})
+        if not any(r["target"] == target and r["group"] == group and
+                   r["setting"] == label.split(" [")[0] and r["method"] == names[0]
+                   for r in RECORDS):
+            a = errs[names[0]]
+            RECORDS.append({"target": target, "group": group,
+                            "setting": label.split(" [")[0],
+                            "strategy": label.split(" [")[-1].rstrip("]"), "method": names[0],
+                            "runs": len(a), "error": float(np.mean(a)),
+                            "se": float(np.std(a, ddof=1) / math.sqrt(len(a))), "ratio": 1.0,
+                            "paired_se": 0.0, "holm_p": 1.0, "behind": 0})
         behind[other] += flag
         worst[other] = max(worst[other], ratio)
         print(f"  {label:28} {names[0]}/{other} = {ratio:.3f} (paired diff se {se:.3g}, "
@@ -89,15 +115,15 @@ def run_A(runs, seed):
             errs = {"adaptive": [], "isotropic": [], "strategy": []}
             for _ in range(runs):
                 X = gen.standard_normal((4000, d))
-                a = private_mean(X, domain=(-half, half), rho=rho, rng=gen)
-                i = private_mean(X, domain=(-half, half), rho=rho, scaling="isotropic", rng=gen)
+                a = private_mean(X, lower=-half, upper=half, rho=rho, rng=gen)
+                i = private_mean(X, lower=-half, upper=half, rho=rho, scaling="isotropic", rng=gen)
                 errs["adaptive"].append(np.linalg.norm(a.estimate))
                 errs["isotropic"].append(np.linalg.norm(i.estimate))
                 errs["strategy"].append(a.strategy)
             strat = max(set(errs["strategy"]), key=errs["strategy"].count)
             rows.append((f"A d={d} rho={rho:g} [{strat}]", errs))
             print(rows[-1][0], np.mean(errs["adaptive"]), np.mean(errs["isotropic"]), flush=True)
-    report(rows, ["adaptive", "isotropic"])
+    report(rows, ["adaptive", "isotropic"], "A")
 
 
 def _rows(kind, gen, n, d, mu):
@@ -109,7 +135,7 @@ def _rows(kind, gen, n, d, mu):
     return mu + gen.lognormal(0.0, 1.0, size=(n, d)), mu + math.exp(0.5)
 
 
-def run_small(runs, seed, kinds):
+def run_small(runs, seed, kinds, target="small"):
     n, d = 2000, 50
     half = 10 * math.sqrt(d)
     rows = []
@@ -121,8 +147,8 @@ def run_small(runs, seed, kinds):
             for _ in range(runs):
                 X, mean = _rows(kind, gen, n, d, 3.0)
                 mean = np.full(d, mean)
-                a = private_mean(X, domain=(-half, half), rho=rho, rng=gen)
-                i = private_mean(X, domain=(-half, half), rho=rho, scaling="isotropic", rng=gen)
+                a = private_mean(X, lower=-half, upper=half, rho=rho, rng=gen)
+                i = private_mean(X, lower=-half, upper=half, rho=rho, scaling="isotropic", rng=gen)
                 # the true-scale floor: the Gaussian-data mechanism with the true center and
                 # the coordinates' true spread (N(0,1); t3 sd sqrt 3; log-normal sd)
                 sd = {"gaussian": 1.0, "student-t": math.sqrt(3.0),
@@ -140,7 +166,7 @@ def run_small(runs, seed, kinds):
             strat = max(set(strategies), key=strategies.count)
             rows.append((f"{kind} rho={rho:g} [{strat}]", errs))
             print(rows[-1][0], {k: round(float(np.mean(v)), 4) for k, v in errs.items()}, flush=True)
-    report(rows, ["adaptive", "isotropic", "floor", "mean"])
+    report(rows, ["adaptive", "isotropic", "floor", "mean"], target)
 
 
 def run_case(runs, seed):
@@ -161,21 +187,20 @@ def run_case(runs, seed):
                 for _ in range(runs):
                     X = full[gen.choice(full.shape[0], n_keep, replace=False)]
                     truth = X.mean(axis=0)
-                    a = private_mean(X, domain=(blo, bhi), epsilon=eps, delta=1e-5, rng=gen)
+                    a = private_mean(X, lower=blo, upper=bhi, epsilon=eps, delta=1e-5, rng=gen)
                     e = dpsum.elliptical_gaussian_mechanism(
-                        X - (blo + bhi) / 2, epsilon=eps, delta=1e-5, widths=bhi - blo, rng=gen)
+                        X, epsilon=eps, delta=1e-5, lower=blo, upper=bhi, rng=gen)
                     errs["pipeline"].append(np.linalg.norm(a.estimate - truth))
-                    errs["EGM box"].append(np.linalg.norm((blo + bhi) / 2 + e.estimate / n_keep
-                                                          - truth))
+                    errs["EGM box"].append(np.linalg.norm(e.estimate / n_keep - truth))
                     strategies.append(a.strategy)
                 strat = max(set(strategies), key=strategies.count)
                 label = f"{name} eps={eps:g} {'wide' if wide else 'tight'} [{strat}]"
                 (rows_wide if wide else rows_tight).append((label, errs))
                 print(label, {k: round(float(np.mean(v)), 4) for k, v in errs.items()}, flush=True)
     print("\nthe data's range as the box:")
-    report(rows_tight, ["pipeline", "EGM box"])
+    report(rows_tight, ["pipeline", "EGM box"], "case", "tight")
     print("\na box ten times wider:")
-    report(rows_wide, ["pipeline", "EGM box"])
+    report(rows_wide, ["pipeline", "EGM box"], "case", "wide")
 
 
 def main() -> None:
@@ -183,6 +208,8 @@ def main() -> None:
     ap.add_argument("--target", choices=["A", "small", "tails", "case"], required=True)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=2028)
+    ap.add_argument("--write", action="store_true",
+                    help=f"replace this target's rows of {DATA.name} in book/data")
     args = ap.parse_args()
     warnings.simplefilter("ignore", UserWarning)
     if args.target == "A":
@@ -190,9 +217,34 @@ def main() -> None:
     elif args.target == "small":
         run_small(args.runs, args.seed, ["gaussian"])
     elif args.target == "tails":
-        run_small(args.runs, args.seed, ["student-t", "log-normal"])
+        run_small(args.runs, args.seed, ["student-t", "log-normal"], "tails")
     else:
         run_case(args.runs, args.seed)
+    if args.write:
+        write(args.target, args.runs, args.seed)
+
+
+def write(target: str, runs: int, seed: int) -> None:
+    """Replace ``target``'s rows of the book's table (the other targets' rows stay)."""
+    kept, header = [], []
+    if DATA.exists():
+        lines = DATA.read_text().splitlines()
+        header = [ln for ln in lines if ln.startswith("#")]
+        kept = [r for r in csv.DictReader(ln for ln in lines if not ln.startswith("#"))
+                if r["target"] != target]
+    note = f"# {target}: --runs {runs} --seed {seed}"
+    header = [h for h in header if not h.startswith(f"# {target}:")] + [note]
+    if not any("pipeline_targets" in h for h in header):
+        header.insert(0, "# Issue 28's targets, paired runs, Holm-corrected one-sided tests "
+                         "(benchmarks/pipeline_targets.py --write); error = mean L2 error, "
+                         "ratio = the first method's mean error over this method's")
+    with DATA.open("w", newline="") as fh:
+        fh.write("\n".join(header) + "\n")
+        w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
+        w.writeheader()
+        for r in kept + RECORDS:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    print(f"wrote {len(RECORDS)} rows for target {target} to {DATA}")
 
 
 if __name__ == "__main__":

@@ -145,19 +145,19 @@ def run_setting(setting, d, alpha, rho, runs, delta, seed, skip=()):
     for _ in range(runs):
         X = mean + gen.standard_normal((n, d)) * stds
         est = {
-            "dpsum rho": dpsum.private_mean(X, domain=universe, rho=rho, rng=gen).estimate,
+            "dpsum rho": dpsum.private_mean(X, lower=universe[0], upper=universe[1], rho=rho, rng=gen).estimate,
         }
         if "dpsum e,d" not in skip:
             # the pipeline turns (eps, delta) into the largest rho converting to
             # it, i.e. rho itself: the same release, a second draw of it
-            est["dpsum e,d"] = dpsum.private_mean(X, domain=universe, epsilon=eps, delta=delta,
+            est["dpsum e,d"] = dpsum.private_mean(X, lower=universe[0], upper=universe[1], epsilon=eps, delta=delta,
                                                   rng=gen).estimate
         est |= {
             "floor rho": floor_release(X, mean, stds, rho, p, gen),
             "floor e,d": dpsum.gaussian_data_mechanism(
                 X, epsilon=eps, delta=delta, stds=stds, center=mean, clip_probability=p,
                 rng=gen).estimate / n,
-            "iso rho": dpsum.private_mean(X, domain=universe, rho=rho, scaling="isotropic",
+            "iso rho": dpsum.private_mean(X, lower=universe[0], upper=universe[1], rho=rho, scaling="isotropic",
                                           rng=gen).estimate,
             "mean": X.mean(axis=0),
         }

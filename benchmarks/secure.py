@@ -53,12 +53,12 @@ def best_times(*fns, repeats=REPEATS):
 
 
 def float_release(X, stds):
-    return dpsum.gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, rng=1)
+    return dpsum.gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, rng=1, center=0)
 
 
 def secure_release(X, stds):
     """Algorithm 3 on the grid path, noise from the OS's secure generator."""
-    return dpsum.gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, secure=True)
+    return dpsum.gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, secure=True, center=0)
 
 
 def speed():

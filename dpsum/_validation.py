@@ -29,6 +29,17 @@ Data (``X``, ``value``, ``bits``)
     the contents of an array into an error message**: data values are private
     and an exception text ends up in logs. Scalars (privacy parameters,
     counts) may be echoed.
+Boxes (``lower``, ``upper``)
+    One convention in every function that takes a box: ``lower`` and
+    ``upper`` are scalars or length-``d`` vectors, finite, with
+    ``lower < upper`` in every coordinate (:func:`check_box`). No function
+    assumes a box centred at 0.
+Labelled data (pandas)
+    A :class:`pandas.DataFrame` (or a ``Series`` as one column) is accepted
+    wherever a dataset is (:func:`as_dataset`); its column labels are kept
+    for the output. An error may name a column, never a row, a count or a
+    value. pandas is never imported by :mod:`dpsum`: a frame is recognised by
+    its attributes.
 Randomness (``rng``)
     A :class:`numpy.random.Generator` (used as it is), a non-negative integer
     seed, a :class:`numpy.random.SeedSequence` or ``None`` (SPEC 7). A negative
@@ -69,6 +80,10 @@ __all__ = [
     "check_finite_array",
     "check_data_matrix",
     "check_vector",
+    "check_box",
+    "as_dataset",
+    "column_labels",
+    "index_labels",
     "check_bits",
     "check_rng",
     "check_secure_rng",
@@ -478,3 +493,99 @@ def check_callable(value: Any, name: str, how: str) -> Any:
         raise TypeError(f"{name} must be callable as {how}")
     return value
 
+
+def check_box(lower: Any, upper: Any, d: int, names: tuple[str, str] = ("lower", "upper")
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """A public box: ``lower`` and ``upper`` scalars or length-``d`` vectors,
+    finite, ``lower < upper`` in every coordinate, with a finite width.
+
+    Returns both ends as float64 vectors of length ``d``.
+
+    Examples
+    --------
+    >>> lo, hi = check_box(-1, [1.0, 2.0], 2)
+    >>> lo.tolist(), hi.tolist()
+    ([-1.0, -1.0], [1.0, 2.0])
+    """
+    ends = []
+    for value, name in zip((lower, upper), names):
+        if value is None:
+            raise TypeError(f"{name} is required: give the public box as {names[0]} and "
+                            f"{names[1]} (scalars or one entry per column)")
+        arr = check_real(value, name)
+        arr = np.asarray(arr, dtype=np.float64)
+        if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != d):
+            raise ValueError(f"{name} must be a scalar or have length {d} (one entry per "
+                             f"column), got shape {arr.shape}")
+        ends.append(np.array(np.broadcast_to(arr, (d,)), dtype=np.float64))
+    lo, hi = ends
+    if not np.all(lo < hi):
+        raise ValueError(f"{names[0]} must be < {names[1]} in every coordinate")
+    with np.errstate(over="ignore"):
+        if not np.all(np.isfinite(hi - lo)):
+            raise ValueError(f"the box width {names[1]} - {names[0]} overflows: rescale the data")
+    return lo, hi
+
+
+def _is_frame(value: Any) -> bool:
+    """Whether ``value`` looks like a pandas DataFrame (checked without importing pandas)."""
+    return (hasattr(value, "columns") and hasattr(value, "dtypes")
+            and hasattr(value, "to_numpy") and getattr(value, "ndim", 0) == 2)
+
+
+def _is_series(value: Any) -> bool:
+    return (hasattr(value, "index") and hasattr(value, "dtype") and hasattr(value, "to_numpy")
+            and getattr(value, "ndim", 0) == 1 and not isinstance(value, np.ndarray))
+
+
+def column_labels(value: Any) -> tuple | None:
+    """The column labels of a DataFrame (the name of a Series), else None."""
+    if _is_frame(value):
+        return tuple(value.columns)
+    if _is_series(value):
+        return (value.name,)
+    return None
+
+
+def index_labels(value: Any) -> tuple | None:
+    """The index labels of a pandas Series (a labelled statistic), else None."""
+    return tuple(value.index) if _is_series(value) else None
+
+
+def as_dataset(X: Any, name: str = "X", *, finite: bool = True) -> tuple[np.ndarray, tuple | None]:
+    """A dataset as a float64 matrix and its column labels (None for an array).
+
+    A pandas ``DataFrame`` is checked column by column, so an error names the
+    column (a non-numeric dtype, NaN or infinite values) but never a row, a
+    count or a value; a ``Series`` is one column. Anything else goes through
+    :func:`check_data_matrix`.
+
+    Examples
+    --------
+    >>> arr, labels = as_dataset([[1.0, 2.0]])
+    >>> arr.shape, labels
+    ((1, 2), None)
+    """
+    labels = column_labels(X)
+    if labels is None:
+        return check_data_matrix(X, name, finite=finite), None
+    frame = X.to_frame() if _is_series(X) else X
+    if len(labels) == 0:
+        raise ValueError(f"{name} must have at least one column")
+    if len(set(map(str, labels))) != len(labels):
+        raise ValueError(f"{name} must have distinct column labels")
+    cols = []
+    for j, label in enumerate(labels):
+        col = frame.iloc[:, j]
+        kind = getattr(col.dtype, "kind", "O")
+        if kind == "b" or kind not in "iuf":
+            raise TypeError(f"{name} column {str(label)!r} must hold real numbers, "
+                            f"got dtype {col.dtype}")
+        values = np.asarray(col.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+        if finite and not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} column {str(label)!r} contains NaN or infinite values")
+        cols.append(values)
+    arr = np.column_stack(cols) if cols[0].size else np.empty((0, len(cols)))
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    return arr, labels

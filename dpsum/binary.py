@@ -45,7 +45,9 @@ from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special, stats
+from scipy import special
+
+from dpsum._lazy import stats
 
 from dpsum import _validation as V
 from dpsum._enums import _StrEnum

@@ -37,7 +37,9 @@ estimate and functions of public inputs only.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -58,7 +60,14 @@ from dpsum.release.accumulator import (
     gaussian_data_accumulator,
 )
 from dpsum.release.discrete_noise import secure_gaussian, secure_laplace
-from dpsum.release.records import Calibration, Mechanism, Release
+from dpsum.release.records import (
+    Calibration,
+    Mechanism,
+    PublicInputWarning,
+    Release,
+    clipping_excess,
+    clipping_message,
+)
 
 __all__ = [
     "gaussian_mechanism",
@@ -71,6 +80,11 @@ __all__ = [
 ]
 
 
+#: Without a data model, the clipping baseline's diagnostics warn when clearly
+#: more than this fraction of the rows were clipped.
+CLIPPED_FRACTION_WARNING = 0.05
+
+
 #: The smallest normal float: noise levels below it are refused.
 _TINY = float(np.finfo(np.float64).tiny)
 
@@ -79,16 +93,38 @@ def _privacy(epsilon: Any, delta: Any) -> tuple[float, float]:
     return V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
 
 
-def _dataset(X: Any) -> tuple[Any, int | None, int]:
-    """The dataset as an array (numpy or dask) and its shape ``(n, d)``; only
-    its type and shape are checked here, its values in the pass."""
+def _dataset(X: Any) -> tuple[Any, int | None, int, tuple | None]:
+    """The dataset as an array (numpy or dask), its shape ``(n, d)`` and its
+    column labels (a pandas input); only its type and shape are checked here,
+    its values in the pass (a DataFrame's column by column, so that an error
+    names the column)."""
     if dask_engine.is_dask_array(X):
         data = dask_engine.check_matrix(X)
-        return data, dask_engine.row_count(data), int(data.shape[1])
+        return data, dask_engine.row_count(data), int(data.shape[1]), None
+    if V.column_labels(X) is not None:
+        arr, labels = V.as_dataset(X, "X")
+        return arr, int(arr.shape[0]), int(arr.shape[1]), labels
     arr = V.as_real_array(X, "X")
     if arr.ndim != 2 or arr.shape[1] == 0:
         raise ValueError(f"X must be 2-dimensional with at least one column, got shape {arr.shape}")
-    return arr, int(arr.shape[0]), int(arr.shape[1])
+    return arr, int(arr.shape[0]), int(arr.shape[1]), None
+
+
+def _finish(rel: Release, columns: tuple | None, who: str, expected_fraction: float | None,
+            what: str, cause: str) -> Release:
+    """Attach the column labels; with a diagnostic count, warn when it is far
+    above the design's expectation (``expected_fraction`` of the rows)."""
+    if columns is not None:
+        rel = dataclasses.replace(rel, columns=columns)
+    if rel.clip_count is None or rel.n is None or expected_fraction is None:
+        return rel
+    assert rel.clip_count_std is not None
+    expected = expected_fraction * rel.n
+    if clipping_excess(rel.clip_count, rel.clip_count_std, expected, rel.n):
+        msg = clipping_message(who, what, rel.clip_count, expected, rel.n, cause)
+        warnings.warn(msg, PublicInputWarning, stacklevel=3)
+        rel = dataclasses.replace(rel, notes=rel.notes + (msg,))
+    return rel
 
 
 def _public_rows(n: int | None, relation: Neighbouring) -> int | None:
@@ -175,6 +211,7 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                          "where it cannot be represented within 1e-9 of the exact "
                          "calibration; rescale the value and the sensitivity")
     x = V.check_finite_array(value, "value")
+    labels = V.index_labels(value)
     if secure_:
         est, K, gstd = secure_gaussian(x, sensitivity=sens, epsilon=eps, delta=dlt,
                                        rng=V.check_secure_rng(rng))
@@ -183,7 +220,8 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                        clip_norm=None, epsilon=eps, delta=dlt, neighbouring=relation,
                        sigma_opt=gstd / sens, sensitivity=sens,
                        mechanism=Mechanism.GAUSSIAN_ANALYTIC, calibration=Calibration.DISCRETE,
-                       secure=True, grid_exponent=K, discrete_scale=np.full(x.shape, gstd))
+                       secure=True, grid_exponent=K, discrete_scale=np.full(x.shape, gstd),
+                       columns=labels)
     gen = V.check_rng(rng)
     estimate = x + gen.normal(0.0, std, size=x.shape)
     return Release(
@@ -199,30 +237,42 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
         mechanism=(Mechanism.GAUSSIAN_CLASSIC if calib is Calibration.CLASSIC
                    else Mechanism.GAUSSIAN_ANALYTIC),
         calibration=calib,
+        columns=labels,
     )
 
 
 def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
-                                  widths: ArrayLike, rng: RandomLike = None,
-                                  secure: bool = False) -> Release:
-    """The Elliptical Gaussian mechanism on the sum of the rows of ``X``
-    (:prf:ref:`elliptical-alg-elliptical`).
+                                  lower: ArrayLike, upper: ArrayLike, rng: RandomLike = None,
+                                  secure: bool = False, statistic: str = "sum",
+                                  diagnostics: bool | float = False) -> Release:
+    """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
+    in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
 
-    Each coordinate ``j`` of every row is clamped to ``[-Delta_j/2, Delta_j/2]``,
-    so a replaced row moves the sum by at most ``Delta_j`` in coordinate ``j``.
-    Noise ``N(0, (sigma_opt Delta_j / b_j)^2)`` with the optimal scaling ``b``
-    (:prf:ref:`elliptical-thm-optimal`) is added to coordinate ``j``; the
-    expected squared error is ``sigma_opt^2 ||Delta||_1^2``. Neighbouring
-    relation: replace-one.
+    Coordinate ``j`` of every row is clamped to ``[lower_j, upper_j]`` (so a
+    replaced row moves the sum by at most ``Delta_j = upper_j - lower_j`` in
+    coordinate ``j``; the mechanism clamps ``x_j - m_j`` to
+    ``[-Delta_j/2, Delta_j/2]`` around the midpoint ``m`` and adds ``n m``
+    back, ``n`` being public). Noise ``N(0, (sigma_opt Delta_j / b_j)^2)`` with
+    the optimal scaling ``b`` (:prf:ref:`elliptical-thm-optimal`) is added to
+    coordinate ``j``; the expected squared error is ``sigma_opt^2 ||Delta||_1^2``.
+    Neighbouring relation: replace-one.
+
+    Choose the box from what is known before seeing the data (the range of a
+    sensor, a questionnaire's scale), never from ``X``. A box that misses the
+    data biases the estimate towards it without any sign in the output:
+    ``diagnostics=True`` releases a private count of the rows outside the box
+    and warns (:class:`~dpsum.release.records.PublicInputWarning`) when it is
+    clearly above 0.
 
     Parameters
     ----------
-    X : array_like or dask.array.Array, shape (n, d)
-        The dataset; finite reals.
+    X : array_like, pandas.DataFrame or dask.array.Array, shape (n, d)
+        The dataset; finite reals. A DataFrame's column labels are kept
+        (:attr:`Release.columns`, :meth:`Release.to_pandas`).
     epsilon, delta : float
-        The privacy guarantee.
-    widths : array_like, shape (d,)
-        The widths ``Delta_j > 0`` of the box; public.
+        The privacy guarantee (of everything released, the count included).
+    lower, upper : float or array_like, shape (d,)
+        The public box; scalars apply to every column. ``lower < upper``.
     rng : numpy.random.Generator, int, SeedSequence or None
         Source of randomness.
     secure : bool
@@ -230,36 +280,53 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         rounded to a public grid, summed exactly in integers
         (:func:`dpsum.kernels.grid_clamped_sum`) and given exact discrete
         Gaussian noise.
+    statistic : {"sum", "mean"}
+        Release the sum, or the mean (the sum, its noise and its intervals
+        divided by the public ``n``).
+    diagnostics : bool or float
+        Off by default. True (or a share in (0, 1); True is
+        :data:`~dpsum.release.records.DIAGNOSTICS_SHARE`) spends that share of
+        the budget on a private count of the rows outside the box
+        (:attr:`Release.clip_count`), and warns when it is clearly above 0.
 
     Returns
     -------
     Release
-        ``widths`` records ``Delta``; ``scaling`` is the optimal ``b``.
+        ``lower``, ``upper`` and ``widths`` record the box; ``scaling`` is the
+        optimal ``b``. Its intervals cover the sum of the clamped rows; its
+        :meth:`~Release.data_intervals` the data sum, assuming every row lies
+        in the box.
 
     Examples
     --------
     >>> X = [[0.2, 5.0], [-0.1, 0.3]]
-    >>> r = elliptical_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, widths=[1.0, 4.0], rng=0)
-    >>> r.mechanism, r.estimate.shape
-    (<Mechanism.ELLIPTICAL_GAUSSIAN: 'elliptical gaussian'>, (2,))
+    >>> r = elliptical_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, lower=[-0.5, 0.0],
+    ...                                   upper=[0.5, 6.0], rng=0)
+    >>> r.mechanism, r.estimate.shape, r.widths.tolist()
+    (<Mechanism.ELLIPTICAL_GAUSSIAN: 'elliptical gaussian'>, (2,), [1.0, 6.0])
     """
     eps, dlt = _privacy(epsilon, delta)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d = _dataset(X)
-    width = V.check_vector(widths, "widths", d, positive=True)
-    acc = elliptical_gaussian_accumulator(width, epsilon=eps, delta=dlt,
+    data, n, d, columns = _dataset(X)
+    lo, hi = V.check_box(lower, upper, d)
+    acc = elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
                                           n=_public_rows(n, Neighbouring.REPLACE),
-                                          secure=secure_)
+                                          secure=secure_, statistic=statistic,
+                                          diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    return _pass(data, acc).release(gen)
+    rel = _pass(data, acc).release(gen)
+    return _finish(rel, columns, "elliptical_gaussian_mechanism", 0.0, "outside the box",
+                   "the box [lower, upper] probably does not contain the data; the estimate is "
+                   "biased towards the box. Widen the box (from public knowledge, not from X)")
 
 
 def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds: ArrayLike,
-                            center: ArrayLike | None = None,
+                            center: ArrayLike,
                             clip_probability: float | None = None,
                             scaling: str | ArrayLike = "scaled",
                             neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
-                            secure: bool = False) -> Release:
+                            secure: bool = False, statistic: str = "sum",
+                            diagnostics: bool | float = False) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
     known scales (:prf:ref:`gaussian-data-alg-clipped`).
 
@@ -286,8 +353,10 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         The privacy guarantee.
     stds : array_like, shape (d,)
         Public per-coordinate standard deviations, all > 0.
-    center : array_like, shape (d,), optional
-        Public center ``c`` of the data model; 0 when omitted.
+    center : float or array_like, shape (d,)
+        Public center ``c`` of the data model, **required** (an explicit 0 is
+        fine): a centre far from the data's mean makes every row look far out,
+        so that it is clipped, and the estimate is pulled towards ``n c``.
     clip_probability : float, optional
         ``p_C`` in (0, 1). Defaults to ``1/n`` under replace-one, where ``n``
         is public. Under add-remove ``n`` is private, so ``p_C`` must be given.
@@ -306,40 +375,62 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         Take the grid path (:func:`dpsum.kernels.grid_clipped_sum` and exact
         discrete Gaussian noise from the OS's secure generator when ``rng`` is
         None); the clipping time then does not depend on the data.
+    statistic : {"sum", "mean"}
+        Release the sum, or the mean (divided by the public ``n``;
+        replace-one only, since ``n`` is private under add-remove).
+    diagnostics : bool or float
+        Off by default. True (or a share in (0, 1)) spends that share of the
+        budget on a private count of the clipped rows
+        (:attr:`Release.clip_count`) and warns
+        (:class:`~dpsum.release.records.PublicInputWarning`) when it is far
+        above the design's ``n p_C``: a wrong ``center`` or ``stds``.
+        Replace-one only.
 
     Returns
     -------
     Release
-        With ``clip_norm`` (C), ``scaling`` (b), ``center``,
+        With ``clip_norm`` (C), ``scaling`` (b), ``center``, ``stds``,
         ``clip_probability`` and the sensitivity: everything the guarantee
         depends on (computed by :func:`dpsum.design.gaussian_data_setup`).
+        Its intervals cover the sum (mean) of the clipped rows; its
+        :meth:`~Release.data_intervals` the data sum (mean) under the model.
 
     Examples
     --------
     >>> rng = np.random.default_rng(1)
     >>> X = rng.normal(0.0, [4.0, 1.0], size=(1000, 2))
-    >>> r = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], rng=rng)
+    >>> r = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], center=0,
+    ...                             rng=rng)
     >>> r.clip_probability, bool(0 < r.sensitivity / (2 * r.clip_norm) - 1 < 1e-8)  # rounding charged
     (0.001, True)
     """
     eps, dlt = _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d = _dataset(X)
+    data, n, d, columns = _dataset(X)
     V.check_vector(stds, "stds", d, positive=True)
-    if center is not None:
-        V.check_vector(center, "center", d)
+    if center is None:
+        raise TypeError("center is required: the public centre of the data model (an explicit "
+                        "0 is fine); a wrong centre makes every row look far out and be clipped")
+    c = np.broadcast_to(V.check_real(center, "center"), (d,)) if np.ndim(center) == 0 \
+        else V.check_vector(center, "center", d)
     nn = _public_rows(n, relation)
-    acc = gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=center,
+    acc = gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
                                     clip_probability=clip_probability, n=nn, scaling=scaling,
-                                    neighbouring=relation, secure=secure_)
+                                    neighbouring=relation, secure=secure_, statistic=statistic,
+                                    diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    return _pass(data, acc).release(gen)
+    rel = _pass(data, acc).release(gen)
+    return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
+                   "the public center or stds are probably wrong for these data (a centre "
+                   "far from the data or scales too small); the estimate is biased towards "
+                   "n * center")
 
 
 def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, clip_norm: float,
                                neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
-                               secure: bool = False) -> Release:
+                               secure: bool = False, statistic: str = "sum",
+                               diagnostics: bool | float = False) -> Release:
     """Isotropic clipping: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
     (add-remove).
@@ -358,10 +449,17 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         Source of randomness.
     secure : bool
         Take the grid path (as in :func:`gaussian_data_mechanism`).
+    statistic : {"sum", "mean"}
+        As in :func:`gaussian_data_mechanism`.
+    diagnostics : bool or float
+        As in :func:`gaussian_data_mechanism`; with no data model the warning
+        comes when clearly more than :data:`CLIPPED_FRACTION_WARNING` of the
+        rows were clipped.
 
     Returns
     -------
     Release
+        Its intervals cover the sum (mean) of the clipped rows.
 
     Examples
     --------
@@ -374,12 +472,16 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     relation = Neighbouring.parse(neighbouring)
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d = _dataset(X)
+    data, n, d, columns = _dataset(X)
     acc = clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
                                        neighbouring=relation, n=_public_rows(n, relation),
-                                       secure=secure_)
+                                       secure=secure_, statistic=statistic,
+                                       diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    return _pass(data, acc).release(gen)
+    rel = _pass(data, acc).release(gen)
+    return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
+                   "clipped", "clip_norm is probably too small for these data; the estimate "
+                   "is biased towards 0")
 
 
 def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
@@ -412,7 +514,7 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
     {'clipped_rows': 1}
     """
     acc = accumulator_for(release)
-    data, _, d = _dataset(X)
+    data, _, d, _ = _dataset(X)
     if d != acc.d:
         raise ValueError(f"X must have {acc.d} columns, as the release, got {d}")
     key = "clamped_values" if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN else "clipped_rows"
@@ -496,6 +598,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
     secure_ = V.check_bool(secure, "secure")
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     x = V.check_finite_array(value, "value")
+    labels = V.index_labels(value)
     if secure_:
         est, K, D, std = secure_laplace(x, sensitivity=sens, epsilon=eps, rng=gen)
         grid_sens = math.ldexp(float(D), K)
@@ -503,7 +606,8 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
             estimate=est, noise_std=np.full(x.shape, std), scaling=None, clip_norm=None,
             epsilon=eps, delta=0.0, neighbouring=relation, sigma_opt=std / grid_sens,
             sensitivity=grid_sens, mechanism=Mechanism.LAPLACE,
-            calibration=Calibration.DISCRETE_LAPLACE, secure=True, grid_exponent=K)
+            calibration=Calibration.DISCRETE_LAPLACE, secure=True, grid_exponent=K,
+            columns=labels)
     assert gen is not None                      # the float path always has a Generator
     estimate = x + gen.laplace(0.0, scale, size=x.shape)
     return Release(
@@ -518,6 +622,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         sensitivity=sens,
         mechanism=Mechanism.LAPLACE,
         calibration=Calibration.LAPLACE,
+        columns=labels,
     )
 
 

@@ -121,7 +121,7 @@ def test_rounding_bound_arguments_and_growth():
 def test_gaussian_data_accumulator_releases_the_in_memory_release(n, pieces, seed, relation,
                                                                   centred):
     X = _data(n, seed)
-    center = CENTER if centred else None
+    center = CENTER if centred else 0
     p = 1e-3 if relation == "add-remove" else None
     kw = dict(epsilon=EPS, delta=DELTA, center=center, clip_probability=p,
               neighbouring=relation)
@@ -163,8 +163,8 @@ def test_clipped_accumulator_releases_the_in_memory_release(relation):
 
 def test_elliptical_accumulator_releases_the_in_memory_release():
     X = _data(4000, 5)
-    ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=WIDTHS, rng=3)
-    acc = A.elliptical_gaussian_accumulator(WIDTHS, epsilon=EPS, delta=DELTA, n=4000)
+    ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-WIDTHS / 2, upper=WIDTHS / 2, rng=3)
+    acc = A.elliptical_gaussian_accumulator(-WIDTHS / 2, WIDTHS / 2, epsilon=EPS, delta=DELTA, n=4000)
     cuts = [0, 999, 2000, 2001, 4000]
     total = _fold(acc, X, cuts, 9)
     out = total.release(rng=3)
@@ -184,7 +184,7 @@ def test_elliptical_accumulator_releases_the_in_memory_release():
 def test_grid_accumulator_releases_exactly_the_in_memory_release(n, pieces, seed, relation,
                                                                  centred):
     X = _data(n, seed)
-    center = CENTER if centred else None
+    center = CENTER if centred else 0
     p = 1e-3 if relation == "add-remove" else None
     kw = dict(epsilon=EPS, delta=DELTA, center=center, clip_probability=p,
               neighbouring=relation, secure=True)
@@ -209,9 +209,9 @@ def test_grid_clipped_and_elliptical_accumulators_release_exactly(relation):
     assert same_release(_fold(acc, X, cuts, 1).release(rng=4), ref)
     assert ref.secure and ref.calibration == "discrete gaussian (zCDP)"
     if relation == "replace":
-        ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=WIDTHS, rng=4,
+        ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-WIDTHS / 2, upper=WIDTHS / 2, rng=4,
                                             secure=True)
-        acc = A.elliptical_gaussian_accumulator(WIDTHS, epsilon=EPS, delta=DELTA, secure=True)
+        acc = A.elliptical_gaussian_accumulator(-WIDTHS / 2, WIDTHS / 2, epsilon=EPS, delta=DELTA, secure=True)
         total = _fold(acc, X, cuts, 2)
         assert same_release(total.release(rng=4), ref)
         assert total.diagnostic_count == clamped_sum(X, WIDTHS / 2)[1]
@@ -271,8 +271,8 @@ def test_only_accumulators_of_one_set_up_merge():
         A.clipped_gaussian_accumulator(4, clip_norm=1.0, neighbouring="add-remove", **base),
         A.clipped_gaussian_accumulator(4, clip_norm=1.0, epsilon=0.5, delta=DELTA),
         A.clipped_gaussian_accumulator(4, clip_norm=1.0, n=10, **base),
-        A.gaussian_data_accumulator(STDS, clip_probability=1e-2, **base),
-        A.elliptical_gaussian_accumulator(WIDTHS, **base),
+        A.gaussian_data_accumulator(STDS, clip_probability=1e-2, center=0, **base),
+        A.elliptical_gaussian_accumulator(-WIDTHS / 2, WIDTHS / 2, **base),
     ]
     for other in others:
         with pytest.raises(ValueError, match="different mechanism or different public"):
@@ -285,7 +285,7 @@ def test_only_accumulators_of_one_set_up_merge():
 # ------------------------------------------------------------- bad input
 
 def test_release_under_replace_one_needs_rows_and_the_declared_count():
-    acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, n=10)
+    acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, n=10, center=0)
     with pytest.raises(ValueError, match="at least one row under replace-one"):
         acc.release(rng=0)
     with pytest.raises(ValueError, match="built for n = 10 rows but accumulated 9"):
@@ -294,7 +294,7 @@ def test_release_under_replace_one_needs_rows_and_the_declared_count():
         A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=1.0,
                                        neighbouring="add-remove", n=3)
     with pytest.raises(ValueError, match="clip_probability must be given under add-remove"):
-        A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, neighbouring="add-remove")
+        A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, neighbouring="add-remove", center=0)
 
 
 def test_empty_dataset_under_add_remove_releases_noise_only():
@@ -311,7 +311,7 @@ def test_non_finite_rows_are_refused(bad):
     X = _data(30)
     X[17, 2] = bad
     for acc in (A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=1.0),
-                A.elliptical_gaussian_accumulator(WIDTHS, epsilon=EPS, delta=DELTA)):
+                A.elliptical_gaussian_accumulator(-WIDTHS / 2, WIDTHS / 2, epsilon=EPS, delta=DELTA)):
         with pytest.raises(ValueError, match="NaN or infinite"):
             acc.update(X)
 
@@ -330,9 +330,9 @@ def test_bad_blocks_and_parameters_are_refused_before_any_data_is_read():
         A.clipped_gaussian_accumulator(4, epsilon=-1.0, delta=DELTA, clip_norm=1.0)
     with pytest.raises(ValueError, match="clip_norm"):
         A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=0.0)
-    with pytest.raises(ValueError, match="widths"):
-        A.elliptical_gaussian_accumulator([1.0, -1.0], epsilon=EPS, delta=DELTA)
+    with pytest.raises(ValueError, match="lower must be < upper"):
+        A.elliptical_gaussian_accumulator([-0.5, 0.5], [0.5, -0.5], epsilon=EPS, delta=DELTA)
     with pytest.raises(ValueError, match="delta"):
-        A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=2.0, n=10)
+        A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=2.0, n=10, center=0)
     with pytest.raises(TypeError, match="rng"):
         acc.update(np.ones((1, 4))).release(rng="seed")

@@ -23,7 +23,7 @@ from scipy import stats
 import dpsum
 from dpsum import accuracy as acc
 from dpsum import binary
-from dpsum.accuracy import clipping_loss
+from dpsum.design import clipping_loss
 from dpsum.kernels import grid
 from dpsum.release import noise, records
 from dpsum.kernels.clipping import clipped_sum
@@ -107,7 +107,7 @@ MECHANISMS = {
                                                          sensitivity=2.0, rng=rng),
                     lambda rel: DATA.sum(axis=0)),
     "Algorithm 2": (lambda rng: dpsum.elliptical_gaussian_mechanism(DATA, epsilon=1.0, delta=1e-6,
-                                                                    widths=BOX, rng=rng),
+                                                                    lower=-0.5 * np.asarray(BOX), upper=0.5 * np.asarray(BOX), rng=rng),
                     lambda rel: np.clip(DATA, -BOX / 2, BOX / 2).sum(axis=0)),
     "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6,
                                                               stds=STDS, clip_probability=0.05,
@@ -152,7 +152,7 @@ SECURE = {
         DATA.sum(axis=0), epsilon=1.0, delta=1e-6, sensitivity=2.0, secure=True, rng=rng),
         _alg1_grid_target),
     "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(
-        DATA, epsilon=1.0, delta=1e-6, stds=STDS, secure=True, rng=rng), _alg3_grid_target),
+        DATA, epsilon=1.0, delta=1e-6, stds=STDS, secure=True, rng=rng, center=0), _alg3_grid_target),
 }
 
 
@@ -186,7 +186,7 @@ def test_grid_path_intervals_cover(name):
 
 def test_grid_path_total_error_is_refused():
     rel = dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6, stds=STDS, secure=True,
-                                        rng=0)
+                                        rng=0, center=0)
     with pytest.raises(ValueError, match="grid path"):
         acc.release_error_bound(rel, BETA, stds=STDS, n=DATA.shape[0])
 
@@ -225,7 +225,7 @@ def test_total_error_bound_covers_the_true_sum_and_noise_alone_does_not():
     for _ in range(R):
         X = rng.normal(0.0, stds, size=(n, 3))  # the model is public: data redrawn from it
         rel = dpsum.gaussian_data_mechanism(X, epsilon=30.0, delta=1e-6, stds=stds,
-                                            clip_probability=p, rng=rng)
+                                            clip_probability=p, rng=rng, center=0)
         if bound is None:
             bound = acc.release_error_bound(rel, BETA, stds=stds, n=n)
             radius = noise.noise_norm_quantile(rel.noise_std, BETA)
@@ -386,7 +386,7 @@ def test_rejects_releases_without_continuous_gaussian_noise():
 
 
 def test_rejects_bad_model_arguments():
-    rel = dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6, stds=STDS, rng=0)
+    rel = dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6, stds=STDS, rng=0, center=0)
     with pytest.raises(ValueError, match="stds"):
         acc.release_error_bound(rel, 0.1, stds=STDS[:3], n=200)
     with pytest.raises(ValueError, match="not the model"):
@@ -413,7 +413,7 @@ def test_rejects_bad_model_arguments():
 # median norm itself (no model quantile per release, which keeps 2000 releases fast).
 
 PIPE_DATA = np.random.default_rng(21).normal([50.0, -20.0, 3.0], [1.0, 5.0, 0.5], size=(3000, 3))
-PIPE_ARGS = dict(domain=(-100.0, 100.0), epsilon=2.0, delta=1e-6, clip_probability=0.5)
+PIPE_ARGS = dict(lower=-100.0, upper=100.0, epsilon=2.0, delta=1e-6, clip_probability=0.5)
 
 
 def _pipeline_target(rel, X):

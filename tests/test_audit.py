@@ -100,7 +100,7 @@ def _gaussian(calibration, epsilon):
 
 
 def _elliptical(X, rng):
-    return elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=BOUNDS, rng=rng)
+    return elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-0.5 * np.asarray(BOUNDS), upper=0.5 * np.asarray(BOUNDS), rng=rng)
 
 
 def _gaussian_data(scaling, neighbouring, clip_probability):
@@ -239,7 +239,7 @@ def test_replace_one_calibrated_with_C_instead_of_2C_is_caught():
     p = 0.25
     gd = lambda Z, rng: gaussian_data_mechanism(  # noqa: E731
         Z, epsilon=EPS, delta=DELTA, stds=STDS, clip_probability=p,
-        neighbouring="add-remove", rng=rng)
+        neighbouring="add-remove", rng=rng, center=0)
     pair = gaussian_data_pair(STDS, clip_probability=p, neighbouring="replace", n=4)
     res = _audit(gd, pair, N_GAUSS, seed=202)
     assert res.epsilon_lower_bound > EPS, res

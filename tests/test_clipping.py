@@ -198,7 +198,7 @@ def test_reproducer_3_large_centre_rounding_stays_within_sensitivity():
 def test_reproducer_1_huge_stds_are_clipped():
     X = np.zeros((10, 2))
     X[0, 0] = 1e206
-    r = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=[1e200, 1e200], rng=0)
+    r = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=[1e200, 1e200], rng=0, center=0)
     assert dpsum.mechanisms.release_diagnostics(X, r)["clipped_rows"] == 1
     T, _ = clipped_sum(X, r.clip_norm, r.scaling)
     assert np.linalg.norm(T) <= r.clip_norm
@@ -342,7 +342,7 @@ def test_reproducer_6_infinite_noise_is_refused():
                                          clip_norm=1e308, rng=0)
     with pytest.raises(ValueError, match="overflows"):
         dpsum.elliptical_gaussian_mechanism(np.ones((3, 4)), epsilon=1, delta=1e-6,
-                                            widths=[1e308] * 4, rng=0)
+                                            lower=-0.5 * np.asarray([1e308] * 4), upper=0.5 * np.asarray([1e308] * 4), rng=0)
 
 
 # --------------------------------------------------------------- clip radius

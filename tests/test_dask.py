@@ -177,22 +177,22 @@ def test_grid_path_releases_exactly_as_in_memory(client, name):
 def test_elliptical_mechanism_releases_as_in_memory(client):
     X = _small(seed=1)
     widths = 2 * _stds(5)
-    ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=widths, rng=2)
+    ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-widths / 2, upper=widths / 2, rng=2)
     Xd = da.from_array(X, chunks=(400, 5))
-    out = elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, widths=widths, rng=2)
+    out = elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, lower=-widths / 2, upper=widths / 2, rng=2)
     rho = sum_rounding_bound(3000, 5) + merged_sum_rounding_bound(Xd.chunks[0], 5)
     tol = rho * widths / 2 + 2 * U * (np.abs(out.estimate) + np.abs(ref.estimate))
     assert np.all(np.abs(out.estimate - ref.estimate) <= tol)
     assert release_diagnostics(Xd, out) == release_diagnostics(X, ref)
-    secure = elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, widths=widths, rng=2,
+    secure = elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, lower=-widths / 2, upper=widths / 2, rng=2,
                                            secure=True)
     assert same_release(secure, elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA,
-                                                              widths=widths, rng=2, secure=True))
+                                                              lower=-widths / 2, upper=widths / 2, rng=2, secure=True))
 
 
 def test_the_reduction_is_deterministic_and_ships_only_accumulators(client):
     X = da.from_array(_small(seed=4), chunks=(100, 5))
-    acc = gaussian_data_accumulator(_stds(5), epsilon=EPS, delta=DELTA, n=3000)
+    acc = gaussian_data_accumulator(_stds(5), epsilon=EPS, delta=DELTA, n=3000, center=0)
     first, second = dpdask.accumulate(X, acc), dpdask.accumulate(X, acc, split_every=2)
     assert first.rows == second.rows == 3000
     # the same partials in another merge tree: equal up to the merge rounding
@@ -219,7 +219,7 @@ def test_non_finite_values_name_their_chunk(client, bad):
             mechanism(Xd, epsilon=EPS, delta=DELTA, rng=0, secure=True, **kw)
     for secure in (False, True):
         with pytest.raises(ValueError, match=r"in row chunk 5 \(rows 50 to 59\)"):
-            elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, widths=np.ones(5),
+            elliptical_gaussian_mechanism(Xd, epsilon=EPS, delta=DELTA, lower=-0.5, upper=0.5,
                                           secure=secure)
 
 
@@ -239,7 +239,7 @@ def test_empty_array_refused_under_replace_one_released_under_add_remove(client)
         assert same_release(g, mechanism(np.zeros((0, 5)), epsilon=EPS, delta=DELTA, rng=3,
                                          secure=True, **kw))
     with pytest.raises(ValueError, match="at least one row under replace-one"):
-        elliptical_gaussian_mechanism(E, epsilon=EPS, delta=DELTA, widths=np.ones(5))
+        elliptical_gaussian_mechanism(E, epsilon=EPS, delta=DELTA, lower=-0.5, upper=0.5)
 
 
 def test_unknown_chunk_sizes(client):
@@ -272,9 +272,9 @@ def test_arguments_are_checked_before_any_chunk_is_computed():
         with pytest.raises(error, match=match):
             clipped_gaussian_mechanism(X, delta=DELTA, **kw)
     with pytest.raises(ValueError, match="stds must have length 5"):
-        gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=np.ones(4))
-    with pytest.raises(ValueError, match="widths must have length 5"):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=np.ones(3))
+        gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=np.ones(4), center=0)
+    with pytest.raises(ValueError, match="lower must be a scalar or have length 5"):
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-np.ones(4), upper=0.5)
     with pytest.raises(TypeError, match="X must hold real numbers"):
         clipped_gaussian_mechanism(da.ones((4, 2), dtype=bool), epsilon=EPS, delta=DELTA,
                                    clip_norm=1.0)
@@ -321,7 +321,7 @@ AUDITS = {
                            neighbouring="add-remove", n=3)),
     "clipped-replace": (_dask_release(clipped_gaussian_mechanism, clip_norm=1.5),
                         clipped_pair(4, 1.5, "replace", n=3)),
-    "elliptical": (_dask_release(elliptical_gaussian_mechanism, widths=2 * STDS4),
+    "elliptical": (_dask_release(elliptical_gaussian_mechanism, lower=-STDS4, upper=STDS4),
                    elliptical_pair(2 * STDS4, n=3)),
 }
 

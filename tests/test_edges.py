@@ -33,7 +33,7 @@ def test_data_given_as_text_is_never_echoed(data):
         lambda: V.check_finite_array(data, "value"),
         lambda: V.check_bits(data),
         lambda: binary.randomized_response(data, epsilon=1.0, rng=0),
-        lambda: pipeline.private_center(data, epsilon=1.0, domain=(0, 1), rng=0),
+        lambda: pipeline.private_center(data, epsilon=1.0, lower=0, upper=1, rng=0),
         lambda: discrete_noise.secure_gaussian(data, sensitivity=1.0, epsilon=1.0, delta=1e-6, rng=0),
         lambda: kernels.round_to_grid(data, 0),
     ]
@@ -252,7 +252,7 @@ def test_saddlepoint_isf_near_one_is_the_exact_quantile():
 
 def test_private_center_refuses_a_domain_too_narrow_for_its_scale():
     X = np.zeros((10, 2))
-    with pytest.raises(ValueError, match="domain is too narrow"):
-        pipeline.private_center(X, epsilon=1.0, domain=(0, 5e-324), rng=0)
-    c = pipeline.private_center(X, epsilon=1.0, domain=(0, 1e-290), rng=0)
+    with pytest.raises(ValueError, match="too narrow"):
+        pipeline.private_center(X, epsilon=1.0, lower=0, upper=5e-324, rng=0)
+    c = pipeline.private_center(X, epsilon=1.0, lower=0, upper=1e-290, rng=0)
     assert np.all(np.isfinite(c)) and np.all((0 <= c) & (c <= 1e-290))

@@ -91,10 +91,10 @@ def test_exponential_quantile_clamps_and_handles_infinities():
     (lambda: E.exponential_quantile([1.0], 0.5, epsilon=1, lower=1, upper=1), ValueError, "lower"),
     (lambda: E.exponential_quantile(np.ones((2, 2, 2)), 0.5, epsilon=1, lower=0, upper=1), ValueError, "values"),
     (lambda: E.exponential_quantile([1.0], 0.5, epsilon=1, lower=0, upper=1, neighbouring="swap"), ValueError, "neighbouring"),
-    (lambda: E.private_center(np.ones((3, 2)), epsilon=1, domain=(0, [1, 2, 3])), ValueError, "domain"),
-    (lambda: E.private_center(np.ones((3, 2)), epsilon=1, domain=(1, 0)), ValueError, "domain"),
-    (lambda: E.private_center(np.ones((3, 2)), epsilon=1, domain=5), TypeError, "domain"),
-    (lambda: E.private_center([[1.0, np.inf]], epsilon=1, domain=(0, 1)), ValueError, "X"),
+    (lambda: E.private_center(np.ones((3, 2)), epsilon=1, lower=0, upper=[1, 2, 3]), ValueError, "upper"),
+    (lambda: E.private_center(np.ones((3, 2)), epsilon=1, lower=1, upper=0), ValueError, "lower"),
+    (lambda: E.private_center(np.ones((3, 2)), epsilon=1, lower=None, upper=5), TypeError, "lower"),
+    (lambda: E.private_center([[1.0, np.inf]], epsilon=1, lower=0, upper=1), ValueError, "X"),
     (lambda: E.private_scales(np.ones((3, 2)), [0.0], epsilon=1, min_scale=1e-3, max_scale=1), ValueError, "center"),
     (lambda: E.private_scales(np.ones((3, 2)), [0, 0], epsilon=1, min_scale=1, max_scale=1e-3), ValueError, "min_scale"),
     (lambda: E.private_scales(np.ones((3, 2)), [0, 0], epsilon=1, min_scale=0, max_scale=1), ValueError, "min_scale"),
@@ -122,7 +122,7 @@ def test_private_center_covers_the_true_center():
     mu = gen.uniform(-50, 50, d)
     X = mu + gen.standard_normal((n, d)) * sigma
     eps = 0.05
-    c = E.private_center(X, epsilon=eps, domain=(-1e4, 1e4), rng=12)
+    c = E.private_center(X, epsilon=eps, lower=-1e4, upper=1e4, rng=12)
     # sd of the median: sampling sqrt(pi/2) sigma / sqrt(n), plus rank noise / density
     sd = sigma * math.hypot(math.sqrt(math.pi / 2 / n), _rank_sd(eps, 1.0, n) / stats.norm.pdf(0))
     z = np.abs(c - mu) / sd
@@ -172,11 +172,11 @@ def test_center_outside_the_domain_is_clamped_not_an_error():
     # stays inside the box (the pipeline's later steps absorb the offset)
     gen = np.random.default_rng(41)
     X = 500.0 + gen.standard_normal((2000, 3))
-    c = E.private_center(X, epsilon=1.0, domain=(-10.0, 10.0), rng=1)
+    c = E.private_center(X, epsilon=1.0, lower=-10.0, upper=10.0, rng=1)
     assert np.all((c >= -10.0) & (c <= 10.0))
     # partly outside: the median of the clamped data is still found
     Y = np.concatenate([X[:500] - 500.0, X[500:] - 495.0])    # median about 5
-    c2 = E.private_center(Y, epsilon=1.0, domain=(-10.0, 10.0), rng=2)
+    c2 = E.private_center(Y, epsilon=1.0, lower=-10.0, upper=10.0, rng=2)
     assert np.all(np.abs(c2 - np.median(np.clip(Y, -10, 10), axis=0)) < 0.2)
 
 

@@ -259,14 +259,14 @@ def test_secure_release_is_reproducible_with_a_seed_and_close_to_the_float_one()
     rng = np.random.default_rng(12)
     s = np.array([3.0, 1.0])
     X = rng.normal(0, s, (4000, 2))
-    a = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1, secure=True)
-    b = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1, secure=True)
+    a = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1, secure=True, center=0)
+    b = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1, secure=True, center=0)
     np.testing.assert_array_equal(a.estimate, b.estimate)
-    f = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1)
+    f = dpsum.gaussian_data_mechanism(X, epsilon=1, delta=1e-6, stds=s, rng=1, center=0)
     # the discrete Gaussian's calibration costs a few per cent more noise
     assert 1.0 < a.noise_std[0] / f.noise_std[0] < 1.15
     assert np.all(np.abs(a.estimate - X.sum(axis=0)) < 6 * a.noise_std)
-    e = dpsum.elliptical_gaussian_mechanism(X, epsilon=1, delta=1e-6, widths=[20.0, 8.0],
+    e = dpsum.elliptical_gaussian_mechanism(X, epsilon=1, delta=1e-6, lower=[-10.0, -4.0], upper=[10.0, 4.0],
                                             rng=2, secure=True)
     assert np.all(np.abs(e.estimate - np.clip(X, [-10, -4], [10, 4]).sum(0)) < 6 * e.noise_std)
     assert e.secure and e.grid_exponent is not None

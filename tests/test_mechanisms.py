@@ -64,7 +64,7 @@ def test_elliptical_mechanism_noise_and_error_equation_6():
     bounds = np.array([8.0, 2.0, 1.0, 0.5])
     X = rng.uniform(-6, 6, size=(300, 4))
     X0 = X.copy()
-    rel = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=bounds, rng=rng)
+    rel = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-0.5 * np.asarray(bounds), upper=0.5 * np.asarray(bounds), rng=rng)
     diag = release_diagnostics(X, rel)
     np.testing.assert_array_equal(X, X0)
     sopt = analytic_sigma(EPS, DELTA)
@@ -74,7 +74,7 @@ def test_elliptical_mechanism_noise_and_error_equation_6():
     assert np.sum(rel.noise_std**2) == pytest.approx(sopt**2 * bounds.sum() ** 2, rel=1e-8)
     target = np.clip(X, -bounds / 2, bounds / 2).sum(axis=0)
     assert diag["clamped_values"] == int(np.sum(np.abs(X) > bounds / 2))
-    est = np.array([elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=bounds,
+    est = np.array([elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-0.5 * np.asarray(bounds), upper=0.5 * np.asarray(bounds),
                                                   rng=rng).estimate for _ in range(1500)])
     _check_unbiased_and_mse(est, target, rel.noise_std)
 
@@ -83,7 +83,7 @@ def test_gaussian_data_release_fields_follow_the_formulas():
     rng = np.random.default_rng(5)
     stds = np.array([3.0, 1.0, 0.2])
     X = rng.normal(0, stds, size=(1000, 3))
-    rel = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, rng=rng)
+    rel = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, rng=rng, center=0)
     b = scaling.gaussian_data_scaling(stds)
     C = clip_radius(stds, 1 / 1000, b)
     sopt = analytic_sigma(EPS, DELTA)
@@ -95,7 +95,7 @@ def test_gaussian_data_release_fields_follow_the_formulas():
     assert rel.expected_squared_error == pytest.approx(        # noise charged (issue 26)
         errors.gaussian_data_error(stds, EPS, DELTA, 1 / 1000) * charge**2, rel=1e-12)
     ar = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, clip_probability=1e-3,
-                                 neighbouring="add-remove", rng=rng)
+                                 neighbouring="add-remove", rng=rng, center=0)
     np.testing.assert_allclose(rel.noise_std, 2 * ar.noise_std * charge, rtol=1e-15)
 
 
@@ -104,12 +104,12 @@ def test_gaussian_data_mechanism_mean_and_mse():
     stds = np.array([4.0, 1.0, 0.5, 0.1])
     X = rng.normal(0, stds, size=(400, 4)) * 1.5  # heavier than the model: some rows clip
     b = scaling.gaussian_data_scaling(stds)
-    first = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, rng=rng)
+    first = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, rng=rng, center=0)
     T, k = clipped_sum(X, first.clip_norm, b)
     assert k > 0
     target = T / b
     est = np.array([gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds,
-                                            rng=rng).estimate for _ in range(600)])
+                                            rng=rng, center=0).estimate for _ in range(600)])
     _check_unbiased_and_mse(est, target, first.noise_std)
 
 
@@ -118,8 +118,8 @@ def test_scaling_is_invariant_to_a_constant_factor():
     stds = np.array([2.0, 1.0, 0.5])
     X = rng.normal(0, stds, size=(200, 3))
     b = np.array([0.3, 1.0, 2.0])
-    r1 = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, scaling=b, rng=11)
-    r2 = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, scaling=7.5 * b, rng=11)
+    r1 = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, scaling=b, rng=11, center=0)
+    r2 = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, scaling=7.5 * b, rng=11, center=0)
     np.testing.assert_allclose(r1.noise_std, r2.noise_std, rtol=1e-10)
     np.testing.assert_allclose(r1.estimate, r2.estimate, rtol=1e-9, atol=1e-9)
     assert r2.clip_norm == pytest.approx(7.5 * r1.clip_norm, rel=1e-10)
@@ -131,7 +131,7 @@ def test_no_scaling_agrees_with_the_clipping_baseline():
     X = rng.normal(0, stds, size=(300, 3))
     for relation, p in (("replace", None), ("add-remove", 1e-3)):
         r1 = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, scaling="isotropic",
-                                     clip_probability=p, neighbouring=relation, rng=12)
+                                     clip_probability=p, neighbouring=relation, rng=12, center=0)
         r2 = clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=r1.clip_norm,
                                         neighbouring=relation, rng=12)
         np.testing.assert_array_equal(r1.estimate, r2.estimate)
@@ -184,7 +184,7 @@ class _Untouchable:
     (dict(neighbouring="swap"), "neighbouring"),
 ])
 def test_gaussian_data_mechanism_validates_before_reading_data(kwargs, match):
-    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2), neighbouring="replace")
+    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2), center=0, neighbouring="replace")
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         gaussian_data_mechanism(_Untouchable(), **args)
@@ -203,7 +203,7 @@ def test_gaussian_data_mechanism_validates_before_reading_data(kwargs, match):
 ])
 def test_gaussian_data_mechanism_rejects_bad_arguments(kwargs, match):
     X = np.ones((10, 2))
-    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2))
+    args = dict(epsilon=EPS, delta=DELTA, stds=np.ones(2), center=0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         gaussian_data_mechanism(X, **args)
@@ -218,19 +218,20 @@ def test_gaussian_data_mechanism_rejects_bad_arguments(kwargs, match):
 def test_mechanisms_reject_bad_data(X, match):
     with pytest.raises(ValueError, match=match):
         gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=np.ones(2),
-                                clip_probability=0.1)
+                                clip_probability=0.1, center=0)
     with pytest.raises(ValueError, match=match):
         clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=1.0)
     with pytest.raises(ValueError, match=match):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=np.ones(2))
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-0.5, upper=0.5)
 
 
 def test_other_mechanisms_reject_bad_arguments():
     X = np.ones((5, 2))
-    with pytest.raises(ValueError, match="widths"):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[1.0, 0.0])
-    with pytest.raises(ValueError, match="widths must have length 2"):
-        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[1.0])
+    with pytest.raises(ValueError, match="lower must be < upper"):
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-0.5, 0.0],
+                                      upper=[0.5, 0.0])
+    with pytest.raises(ValueError, match="lower must be a scalar or have length 2"):
+        elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-0.5], upper=[0.5])
     with pytest.raises(ValueError, match="clip_norm"):
         clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=-1.0)
     with pytest.raises(ValueError, match="sensitivity"):
@@ -244,7 +245,7 @@ def test_other_mechanisms_reject_bad_arguments():
     with pytest.raises(TypeError, match="rng"):
         gaussian_mechanism([1.0], epsilon=EPS, delta=DELTA, sensitivity=1.0, rng="seed")
     with pytest.raises(ValueError, match="n >= 2"):
-        gaussian_data_mechanism(np.ones((1, 2)), epsilon=EPS, delta=DELTA, stds=np.ones(2))
+        gaussian_data_mechanism(np.ones((1, 2)), epsilon=EPS, delta=DELTA, stds=np.ones(2), center=0)
 
 
 def test_laplace_mechanism_release_fields():
@@ -308,9 +309,10 @@ def test_public_names_are_exported():
 # ------------------------------------------------------------------ hygiene
 MECHANISM_CALLS = {
     "gaussian": lambda **kw: gaussian_mechanism(np.ones(2), sensitivity=1.0, **kw),
-    "elliptical": lambda **kw: elliptical_gaussian_mechanism(np.ones((3, 2)), widths=[1.0, 1.0],
+    "elliptical": lambda **kw: elliptical_gaussian_mechanism(np.ones((3, 2)), lower=-0.5, upper=0.5,
                                                              **kw),
-    "gaussian-data": lambda **kw: gaussian_data_mechanism(np.ones((3, 2)), stds=[1.0, 1.0], **kw),
+    "gaussian-data": lambda **kw: gaussian_data_mechanism(np.ones((3, 2)), stds=[1.0, 1.0], center=0,
+                                                          **kw),
     "clipped": lambda **kw: clipped_gaussian_mechanism(np.ones((3, 2)), clip_norm=1.0, **kw),
 }
 
@@ -331,9 +333,9 @@ def test_ragged_data_is_refused_without_echoing_it():
     ragged = [[secret, 1.0], [2.0]]
     for call in (
         lambda: gaussian_mechanism(ragged, epsilon=EPS, delta=DELTA, sensitivity=1.0),
-        lambda: gaussian_data_mechanism(ragged, epsilon=EPS, delta=DELTA, stds=[1.0, 1.0]),
+        lambda: gaussian_data_mechanism(ragged, epsilon=EPS, delta=DELTA, stds=[1.0, 1.0], center=0),
         lambda: clipped_gaussian_mechanism(ragged, epsilon=EPS, delta=DELTA, clip_norm=1.0),
-        lambda: elliptical_gaussian_mechanism(ragged, epsilon=EPS, delta=DELTA, widths=[1, 1]),
+        lambda: elliptical_gaussian_mechanism(ragged, epsilon=EPS, delta=DELTA, lower=[-0.5, -0.5], upper=[0.5, 0.5]),
     ):
         with pytest.raises(ValueError, match="rectangular") as info:
             call()
@@ -351,4 +353,4 @@ def test_overflowing_noise_is_refused():
         clipped_gaussian_mechanism(np.ones((2, 2)), epsilon=EPS, delta=DELTA, clip_norm=1e308)
     with pytest.raises(ValueError, match="overflows"):
         elliptical_gaussian_mechanism(np.ones((2, 2)), epsilon=EPS, delta=DELTA,
-                                      widths=[1e308, 1e308])
+                                      lower=-0.5 * np.asarray([1e308, 1e308]), upper=0.5 * np.asarray([1e308, 1e308]))

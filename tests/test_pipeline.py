@@ -92,7 +92,7 @@ def _rdp_epsilon(steps, delta):
     (10.0, 1e-10, "replace"), (2.0, 1e-3, "add-remove")])
 def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, relation):
     X = _gaussian_data(300, [1.0, 5.0, 0.2], 2.0, 1)
-    r = P.private_mean(X, domain=(-100, 100), epsilon=epsilon, delta=delta,
+    r = P.private_mean(X, lower=-100, upper=100, epsilon=epsilon, delta=delta,
                        neighbouring=relation, scaling="scaled", rng=2)
     g = r.guarantee
     assert g.method == "zcdp" and g.delta == delta
@@ -104,14 +104,14 @@ def test_composed_guarantee_matches_an_independent_accountant(epsilon, delta, re
     assert g.epsilon <= independent * (1 + 1e-9)
     assert independent <= g.epsilon * 1.02
     names = [st.name for st in r.steps]
-    expected = ["center", "radius", "scales", "clip", "mean"]
+    expected = ["center", "radius", "scales", "clip", "mean", "diagnostics"]
     assert names == (["count"] + expected if relation == "add-remove" else expected)
 
 
 @pytest.mark.parametrize("rho", [0.01, 0.125, 2.0])
 def test_rho_budget_is_spent_exactly(rho):
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 3)
-    r = P.private_mean(X, domain=(-50, 50), rho=rho, scaling="scaled", rng=4)
+    r = P.private_mean(X, lower=-50, upper=50, rho=rho, scaling="scaled", rng=4)
     assert r.rho == pytest.approx(rho, rel=1e-12)
     assert r.guarantee is None
     total = sum(st.count * (st.epsilon ** 2 / 8 if st.kind == "bounded-range"
@@ -125,13 +125,18 @@ def test_rho_budget_is_spent_exactly(rho):
 def test_user_budget():
     X = _gaussian_data(500, [1.0, 2.0], 0.0, 5)
     split = {"center": 0.1, "radius": 0.02, "scales": 0.2, "clip": 0.03}
-    r = P.private_mean(X, domain=(-50, 50), rho=1.0, budget=split, scaling="scaled", rng=6)
-    assert r.budget.mean == pytest.approx(0.65)
+    r = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, scaling="scaled", rng=6)
+    # the diagnostics (on by default) take their share from the mean's
+    assert r.budget.mean == pytest.approx(0.65 - records.DIAGNOSTICS_SHARE)
+    assert r.budget.diagnostics == records.DIAGNOSTICS_SHARE
     assert r.budget.scales == 0.2
-    iso = P.private_mean(X, domain=(-50, 50), rho=1.0, scaling="isotropic",
+    off = P.private_mean(X, lower=-50, upper=50, rho=1.0, budget=split, scaling="scaled",
+                         rng=6, diagnostics=False)
+    assert off.budget.mean == pytest.approx(0.65) and off.clip_count is None
+    iso = P.private_mean(X, lower=-50, upper=50, rho=1.0, scaling="isotropic",
                          budget={"center": 0.1, "clip": 0.05}, rng=6)
     assert iso.scales is None and np.all(iso.scaling == 1.0)
-    assert [st.name for st in iso.steps] == ["center", "clip", "mean"]
+    assert [st.name for st in iso.steps] == ["center", "clip", "mean", "diagnostics"]
 
 
 # ---------------------------------------------------------------------------
@@ -139,18 +144,20 @@ def test_user_budget():
 # ---------------------------------------------------------------------------
 def test_record_holds_only_private_and_public_quantities():
     X = _gaussian_data(2000, [1.0, 3.0, 0.5, 10.0], 5.0, 7)
-    r = P.private_mean(X, domain=(-1e3, 1e3), epsilon=1.0, delta=1e-6, scaling="scaled",
+    r = P.private_mean(X, lower=-1e3, upper=1e3, epsilon=1.0, delta=1e-6, scaling="scaled",
                        rng=8)
     fields = set(records.PipelineRelease.__dataclass_fields__)
     assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
-                      "budget", "steps", "guarantee", "strategy"}
+                      "budget", "steps", "guarantee", "strategy", "secure", "lower", "upper",
+                      "columns", "clip_count", "outside_count", "diagnostics_std", "notes",
+                      "grid_unit"}
     assert r.strategy == "coordinate center, scaled"
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)
     # the scaling and noise are functions of the released scales and radius only
     np.testing.assert_allclose(r.scaling, P.robust_scaling(r.scales))
-    s_mean = r.steps[-1].noise_multiplier
+    s_mean = next(st for st in r.steps if st.name == "mean").noise_multiplier
     np.testing.assert_allclose(r.noise_std, s_mean * 2 * r.clip_norm / r.scaling / 2000)
     with pytest.raises(AttributeError):
         r.estimate = None
@@ -163,7 +170,7 @@ def test_mean_is_accurate_on_gaussian_data():
     X = _gaussian_data(n, stds, mu, 9)
     errs = []
     for seed in range(10):
-        r = P.private_mean(X, domain=(-1e4, 1e4), rho=0.5, scaling="scaled", rng=seed)
+        r = P.private_mean(X, lower=-1e4, upper=1e4, rho=0.5, scaling="scaled", rng=seed)
         errs.append((r.estimate - X.mean(axis=0)) / r.noise_std)
         # the private scales are within 30% (the scale step's tolerance at this n)
         assert np.all(np.abs(np.log(r.scales / stds)) < 0.3)
@@ -176,21 +183,21 @@ def test_mean_is_accurate_on_gaussian_data():
 
 def test_sum_is_n_times_the_mean_and_add_remove_counts():
     X = _gaussian_data(3000, [1.0, 2.0, 4.0], 1.0, 10)
-    m = P.private_mean(X, domain=(-100, 100), rho=1.0, rng=11)
-    s = P.private_sum(X, domain=(-100, 100), rho=1.0, rng=11)
+    m = P.private_mean(X, lower=-100, upper=100, rho=1.0, rng=11)
+    s = P.private_sum(X, lower=-100, upper=100, rho=1.0, rng=11)
     np.testing.assert_allclose(s.estimate, 3000 * m.estimate, rtol=1e-12)
     np.testing.assert_allclose(s.noise_std, 3000 * m.noise_std, rtol=1e-12)
-    a = P.private_sum(X, domain=(-100, 100), rho=1.0, neighbouring="add-remove", rng=12)
+    a = P.private_sum(X, lower=-100, upper=100, rho=1.0, neighbouring="add-remove", rng=12)
     s_count = a.steps[0].noise_multiplier
     assert abs(a.count - 3000) < 5 * s_count
     assert np.all(np.abs(a.estimate - X.sum(axis=0)) < 5 * a.noise_std + 0.02 * 3000)
-    am = P.private_mean(X, domain=(-100, 100), rho=1.0, neighbouring="add-remove", rng=12)
+    am = P.private_mean(X, lower=-100, upper=100, rho=1.0, neighbouring="add-remove", rng=12)
     assert am.budget.count == P.SCALAR_SHARE
 
 
 def test_isotropic_baseline_and_calibrated_radius():
     X = _gaussian_data(5000, np.ones(50), 0.0, 13)
-    r = P.private_mean(X, domain=(-100, 100), rho=1.0, scaling="isotropic", clip_probability=0.01,
+    r = P.private_mean(X, lower=-100, upper=100, rho=1.0, scaling="isotropic", clip_probability=0.01,
                        rng=14)
     from scipy import stats
     # the radius targets the 0.99 quantile of ||x - c|| (chi with 50 dof)
@@ -218,7 +225,7 @@ def test_clip_radius_with_one_dominant_scale():
 def test_data_outside_the_domain_is_clamped_not_an_error():
     X = _gaussian_data(2000, [1.0, 1.0], 0.0, 15)
     X[:100] += 1000.0           # 5% of the rows far outside the box
-    r = P.private_mean(X, domain=(-10, 10), rho=1.0, rng=16)
+    r = P.private_mean(X, lower=-10, upper=10, rho=1.0, rng=16)
     assert np.all(np.isfinite(r.estimate))
     # the far rows are clipped: the estimate is near the bulk, not the raw mean (50)
     assert np.all(np.abs(r.estimate) < 2.0)
@@ -245,12 +252,12 @@ def test_robust_scaling_bounds_an_underestimated_scale():
                            "spread": 0.01}), ValueError, "sum"),
     (dict(rho=1.0, budget=[0.1]), TypeError, "budget"),
     (dict(rho=1.0, regularization=-1.0), ValueError, "regularization"),
-    (dict(rho=1.0, domain=(0.0, [1.0, 2.0, 3.0])), ValueError, "domain"),
+    (dict(rho=1.0, lower=0.0, upper=[1.0, 2.0, 3.0]), ValueError, "upper"),
     (dict(rho=1.0, neighbouring="swap"), ValueError, "neighbouring"),
 ])
 def test_argument_errors_name_the_argument(kwargs, exc, match):
     X = np.ones((10, 2))
-    kw = dict(domain=(-1.0, 1.0))
+    kw = dict(lower=-1.0, upper=1.0)
     kw.update(kwargs)
     with pytest.raises(exc, match=match):
         P.private_mean(X, **kw)
@@ -259,10 +266,10 @@ def test_argument_errors_name_the_argument(kwargs, exc, match):
 def test_bad_data_is_refused_without_echoing_it():
     X = np.array([[1.0, 2.0], [np.nan, 3.0]])
     with pytest.raises(ValueError, match="X") as info:
-        P.private_mean(X, domain=(-1, 1), rho=1.0)
+        P.private_mean(X, lower=-1, upper=1, rho=1.0)
     assert "3.0" not in str(info.value)
     with pytest.raises(ValueError, match="X"):
-        P.private_sum(np.ones(5), domain=(-1, 1), rho=1.0)
+        P.private_sum(np.ones(5), lower=-1, upper=1, rho=1.0)
 
 
 def test_public_names():
@@ -293,7 +300,7 @@ _E2[0, 0] = 4.5
 
 def _release(p):
     def release(data, gen):
-        return P.private_mean(data, domain=(-10, 10), epsilon=_EPS, delta=_DELTA,
+        return P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA,
                               clip_probability=p, scaling="scaled", rng=gen).estimate
     return release
 
@@ -342,13 +349,14 @@ def test_adaptive_choice_follows_the_spread_of_the_scales():
     iso = _gaussian_data(4000, np.ones(64), 3.0, 30)
     unequal = _gaussian_data(4000, np.sqrt(64 / np.arange(1, 65)) ** 2, 3.0, 31)
     for seed in range(3):
-        a = P.private_mean(iso, domain=(-200, 200), rho=0.25, rng=seed)
+        a = P.private_mean(iso, lower=-200, upper=200, rho=0.25, rng=seed)
         assert a.strategy == "coordinate center, isotropic" and a.scales is None
         # the shares of the skipped steps went to the mean
         assert a.budget.scales == a.budget.clip == 0.0
         assert a.budget.mean == pytest.approx(
-            1 - a.budget.center - a.budget.radius - a.budget.spread, rel=1e-12)
-        u = P.private_mean(unequal, domain=(-200, 200), rho=0.25, rng=seed)
+            1 - a.budget.center - a.budget.radius - a.budget.spread - a.budget.diagnostics,
+            rel=1e-12)
+        u = P.private_mean(unequal, lower=-200, upper=200, rho=0.25, rng=seed)
         assert u.strategy == "coordinate center, scaled" and u.scales is not None
 
 
@@ -402,7 +410,7 @@ def test_small_data_strategies_spend_the_budget_exactly(n, d, half, relation, st
         # rows at the corners of the box: no ball around a center is smaller
         X = np.where(X > 0.5, half, -half) * np.random.default_rng(1).uniform(0.9, 1, X.shape)
     with pytest.warns(UserWarning, match="too few rows"):
-        r = P.private_mean(X, domain=(-half, half), epsilon=1.0, delta=1e-6,
+        r = P.private_mean(X, lower=-half, upper=half, epsilon=1.0, delta=1e-6,
                            neighbouring=relation, rng=36)
     assert r.strategy.startswith(strategy)
     assert sum(r.budget.as_dict().values()) == pytest.approx(1.0, rel=1e-12)
@@ -444,7 +452,7 @@ def test_box_strategy_noise_law():
     z = []
     for _ in range(R):
         with pytest.warns(UserWarning):
-            r = P.private_mean(X, domain=(-4, 4), rho=0.002, rng=gen)
+            r = P.private_mean(X, lower=-4, upper=4, rho=0.002, rng=gen)
         assert r.strategy == "box"
         z.append((r.estimate - target) / r.noise_std)
     z = np.array(z).ravel()
@@ -456,7 +464,7 @@ def test_box_strategy_noise_law():
 def test_vector_center_contracts_toward_the_data():
     X = _gaussian_data(2000, np.ones(30), 40.0, 39)
     with pytest.warns(UserWarning, match="whole vector"):
-        r = P.private_mean(X, domain=(-1000, 1000), rho=0.02, rng=40)
+        r = P.private_mean(X, lower=-1000, upper=1000, rho=0.02, rng=40)
     # from the box's midpoint (0, distance 219) to about the data's spread (sqrt 30)
     assert np.linalg.norm(r.center - 40.0) < 2 * math.sqrt(30)
     assert np.linalg.norm(r.estimate - 40.0) < 1.0
@@ -470,7 +478,8 @@ _F2[0, 0] = 2.5
 def _center_release(data, gen):
     # 400 rows, two coordinates: the coordinate-wise center's reliable share
     # does not fit, so the center is a whole-vector center (its moves are clipped means)
-    return P.private_mean(data, domain=(-10, 10), epsilon=_EPS, delta=_DELTA, rng=gen).center
+    return P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA, rng=gen,
+                          diagnostics=False).center
 
 
 def _audit_center(seed):
@@ -485,7 +494,7 @@ def test_audit_of_the_vector_center_passes():
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        assert P.private_mean(_F, domain=(-10, 10), epsilon=_EPS, delta=_DELTA,
+        assert P.private_mean(_F, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA,
                               rng=0).strategy.startswith("vector center")
     assert _audit_center(25).epsilon_lower_bound <= _EPS
 

@@ -24,7 +24,7 @@ def _releases():
         "gaussian": gaussian_mechanism(X.sum(axis=0), epsilon=EPS, delta=DELTA,
                                        sensitivity=1.0, rng=1),
         "elliptical": elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA,
-                                                    widths=[4.0, 2.0, 1.0], rng=1),
+                                                    lower=[-2.0, -1.0, -0.5], upper=[2.0, 1.0, 0.5], rng=1),
         "gaussian-data": gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds,
                                                  center=[0.1, 0.2, 0.3], scaling=scaling,
                                                  rng=1),
@@ -98,7 +98,7 @@ def test_mechanism_is_a_string_enum_so_old_comparisons_work():
 def test_diagnostics_come_from_an_explicit_call():
     X, _, releases = _releases()
     X = X * 3.0  # some rows outside the clip ball, some values outside the box
-    ell = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=[4.0, 2.0, 1.0],
+    ell = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=[-2.0, -1.0, -0.5], upper=[2.0, 1.0, 0.5],
                                         rng=1)
     assert release_diagnostics(X, ell) == {
         "clamped_values": int(np.sum(np.abs(X) > np.array([2.0, 1.0, 0.5])))}

@@ -4,7 +4,7 @@ statements with their probability, and planning before the release.
 
 from __future__ import annotations
 
-from dpsum.accuracy.clipping_loss import clipping_loss_moment
+from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.accuracy.expected import (
     clipped_noise_error,
     elliptical_improvement_ratio,

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
-from dpsum.accuracy.clipping_loss import clipping_loss_moment
+from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import elliptical_scaling
 from dpsum.privacy.calibration import analytic_sigma

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import interpolate, optimize, special
+from scipy import special
+
+from dpsum._lazy import interpolate, optimize
 
 from dpsum import _validation as V
-from dpsum.accuracy.clipping_loss import clipping_loss_moment
+from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.design.clip_radius import clip_radius
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import resolve_scaling
@@ -167,7 +169,7 @@ def release_error_bound(release: Release, beta: float, *, stds: Any, n: int,
     >>> import dpsum
     >>> from dpsum.release import noise_norm_quantile
     >>> X = np.random.default_rng(0).normal(0.0, [1.0, 0.5], size=(1000, 2))
-    >>> rel = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 0.5], rng=0)
+    >>> rel = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 0.5], rng=0, center=0)
     >>> eb = release_error_bound(rel, 0.05, stds=[1.0, 0.5], n=1000)
     >>> eb.bound > noise_norm_quantile(rel.noise_std, 0.05), eb.noise_beta + eb.bias_beta
     (True, 0.05)

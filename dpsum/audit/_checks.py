@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from dpsum._lazy import stats
 
 from dpsum import _validation as V
 

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+from dpsum._lazy import stats
 
 from dpsum import _validation as V
 from dpsum.audit.statistics import pair_epsilon

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, stats
+from dpsum._lazy import optimize, stats
 
 from dpsum import _validation as V
 from dpsum.audit._checks import (

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize
+from dpsum._lazy import optimize
 
 from dpsum import _validation as V
 from dpsum.design.clip_radius import clip_radius as _clip_radius

@@ -147,7 +147,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, stats
+from dpsum._lazy import optimize, stats
 
 from dpsum import _validation as V
 from dpsum._special import LOG_SQRT_2PI, log1mexp, log1p_complex, log_mills

@@ -40,6 +40,7 @@ quantile steps just enough to be reliable, capped, and the rest to the mean.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from functools import lru_cache
@@ -51,7 +52,9 @@ from numpy.typing import ArrayLike
 from dpsum import _validation as V
 from dpsum.design.scaling import Scaling, gaussian_data_scaling
 from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.kernels.clipping import clamped_sum
 from dpsum.design.scaling import elliptical_scaling
 from dpsum.pipeline.adaptive import (
@@ -89,7 +92,14 @@ from dpsum.privacy.composition import (
     zcdp_rho,
 )
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
-from dpsum.release.records import BudgetSplit, PipelineRelease
+from dpsum.release.records import (
+    DIAGNOSTICS_SHARE,
+    BudgetSplit,
+    PipelineRelease,
+    PublicInputWarning,
+    clipping_excess,
+    clipping_message,
+)
 
 __all__ = [
     "CENTER_MARGIN",
@@ -379,21 +389,143 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbouring: Any,
-         budget: Any, scaling: Any, clip_probability: Any, regularization: Any, rng: Any,
-         statistic: str) -> PipelineRelease:
+def _grid_sum(data: np.ndarray, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
+              relation: Neighbouring, gen: Any) -> tuple[np.ndarray, float, int, int]:
+    """The last step on the grid path (``secure=True``): the clipped sum of the
+    scaled deviations ``(x - c) ⊙ b``, rounded to the public grid ``2^K`` (rows
+    clipped to the inner radius of :func:`dpsum.kernels.grid.make_grid_plan`, so
+    that every rounded row lies in the ball of radius ``C``), summed exactly in
+    integers, plus exact discrete Gaussian noise of scale ``s_mean`` times the
+    integer sensitivity (the same zCDP as the float path). Returns the noisy
+    sum (scaled space), the noise's scale parameter there (at least its
+    standard deviation), the grid exponent ``K`` and the clipped row count
+    (not private)."""
+    d = b.size
+    plan, K, k = make_grid_plan(C, b, center, d)
+    S, clipped = accumulate_grid(data, plan, k)
+    units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
+    if relation is Neighbouring.REPLACE:
+        units *= 2
+    sigma = s_mean * units * (1 + 1e-12)                  # rounded up: never less noise
+    noise = discrete_gaussian(sigma * sigma, size=d, rng=gen)
+    Y = [int(a) + int(z) for a, z in zip(S, np.ravel(noise))]
+    T = np.array([math.ldexp(float(y), K) for y in Y])
+    return T, math.ldexp(sigma, K), K, clipped
+
+
+class _Context:
+    """What the last step and the diagnostics need besides the steps' outputs:
+    the data, the box, the options, the warnings raised so far."""
+
+    def __init__(self, data: np.ndarray, lo: np.ndarray, hi: np.ndarray, columns: tuple | None,
+                 secure: bool, secure_gen: Any, diagnostics: bool, total: float,
+                 who: str) -> None:
+        self.data, self.lo, self.hi, self.columns = data, lo, hi, columns
+        self.secure, self.secure_gen, self.diagnostics = secure, secure_gen, diagnostics
+        self.total, self.who = total, who
+        self.notes: list[str] = []
+
+    def warn(self, msg: str, stacklevel: int = 4) -> None:
+        warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
+        self.notes.append(msg)
+
+    def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
+                  sens: float, relation: Neighbouring, gen: Any
+                  ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray | None]:
+        """The noisy clipped sum over ``b`` (data units), its noise std per
+        coordinate, the clipped row count (not private) and the grid unit
+        (``secure=True``) or None."""
+        if self.secure:
+            T, scale, K, clipped = _grid_sum(self.data, C, b, center, s_mean, relation,
+                                             self.secure_gen)
+            return T / b, scale / b, clipped, np.ldexp(np.ones(b.size), K) / b
+        T, clipped = clipped_sum(self.data, C, b, center)
+        noisy = (T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b
+        return noisy, s_mean * sens / b, clipped, None
+
+    def diagnose(self, split: BudgetSplit, steps: list[PrivacyStep], clipped: int,
+                 expected: float, n_eff: float, gen: Any) -> dict:
+        """Step 7, the diagnostics: private counts of the rows clipped and of the
+        rows outside the box, one Gaussian release of L2 sensitivity sqrt(2)
+        (one row changes each count by at most 1); a warning when a count is far
+        above the design's expectation."""
+        if not self.diagnostics:
+            return {}
+        s_diag = zcdp_gaussian_multiplier(split.diagnostics * self.total)
+        std = s_diag * math.sqrt(2.0)
+        data, lo, hi = self.data, self.lo, self.hi
+        outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+        if self.secure:
+            z = discrete_gaussian(std * std * (1 + 1e-12), size=2, rng=self.secure_gen)
+            k_clip, k_out = float(clipped + int(z[0])), float(outside + int(z[1]))
+        else:
+            k_clip = float(clipped + _gaussian_noise(gen, std))
+            k_out = float(outside + _gaussian_noise(gen, std))
+        steps.append(gaussian_step("diagnostics", s_diag))
+        if clipping_excess(k_out, std, 0.0, n_eff):
+            self.warn(clipping_message(
+                self.who, "outside the box [lower, upper]", k_out, 0.0, n_eff,
+                "the box is too small or misplaced for these data; the private centre and "
+                "scales are then wrong and the estimate is biased. Widen the box (from public "
+                "knowledge, not from X)"), stacklevel=5)
+        elif clipping_excess(k_clip, std, expected, n_eff):
+            self.warn(clipping_message(
+                self.who, "clipped", k_clip, expected, n_eff,
+                "the private scales or centre missed the data (too few rows, or heavy "
+                "tails); the estimate is biased towards the private centre"), stacklevel=5)
+        return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
+
+
+def _with_diagnostics(split: BudgetSplit, on: bool) -> BudgetSplit:
+    """Move :data:`DIAGNOSTICS_SHARE` of the budget from the mean to the diagnostics."""
+    if not on:
+        return split
+    if split.mean <= 2 * DIAGNOSTICS_SHARE:
+        raise ValueError("budget leaves too little for the mean to also pay for the "
+                         "diagnostics; lower the shares or pass diagnostics=False")
+    return dataclasses.replace(split, diagnostics=DIAGNOSTICS_SHARE,
+                               mean=split.mean - DIAGNOSTICS_SHARE)
+
+
+def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
+         neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
+         regularization: Any, rng: Any, statistic: str, secure: Any = False,
+         diagnostics: Any = True) -> PipelineRelease:
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
     rule = Scaling.parse(scaling)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)
+    secure_ = V.check_bool(secure, "secure")
+    diag_ = V.check_bool(diagnostics, "diagnostics")
     if budget is not None:
-        split = _user_budget(budget, relation, rule)
-    data = V.check_data_matrix(X, finite=False)
+        split = _with_diagnostics(_user_budget(budget, relation, rule), diag_)
+    columns = V.column_labels(X)
+    if columns is not None:
+        data, columns = V.as_dataset(X, "X")          # column by column: errors name a column
+    else:
+        data = V.check_data_matrix(X, finite=False)
     n, d = data.shape
-    lo, hi = check_domain(domain, d)
-    gen = V.check_rng(rng)
+    lo, hi = check_domain(lower, upper, d)
+    if secure_:
+        secure_gen = V.check_secure_rng(rng)
+        # the preparation steps keep NumPy's floating-point samplers (see the Notes)
+        gen = secure_gen if secure_gen is not None else np.random.default_rng()
+    else:
+        gen = V.check_rng(rng)
+        secure_gen = gen
+    ctx = _Context(data, lo, hi, columns, secure_, secure_gen, diag_, total,
+                   f"private_{statistic}")
+    if relation is Neighbouring.REPLACE and budget is None:
+        # n is public: the strategy is known before anything is spent
+        if _center_mode(float(n), d, total, quantile_sensitivity(0.5, relation),
+                        rule) != "coordinate":
+            ctx.warn(f"private_{statistic}: too few rows for this budget for a reliable "
+                     "coordinate-wise center: the pipeline falls back to a center for the whole vector "
+                     "center or to the public box (see release.strategy); the error can be "
+                     "many times a coordinate's scale. A box known in advance "
+                     "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
 
@@ -413,15 +545,15 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
     du = quantile_sensitivity(0.5, relation)
     mode = "coordinate" if budget is not None else _center_mode(n_eff, d, total, du, rule)
     if budget is None:
-        split = default_budget(n_eff, d, total, neighbouring=relation, scaling=rule)
+        split = _with_diagnostics(
+            default_budget(n_eff, d, total, neighbouring=relation, scaling=rule), diag_)
     p = default_clip_probability(n_eff) if p_given is None else p_given
     if mode == "coordinate" and rule is not Scaling.ADAPTIVE and budget is None and \
             split.center >= MAX_COORDINATE_SHARE:
-        warnings.warn(
+        ctx.warn(
             "private_mean: too few rows for this budget for a reliable coordinate-wise "
             "center (its share is capped); the center may escape the data. "
-            "scaling='adaptive' (the default) estimates it for the whole vector instead",
-            UserWarning, stacklevel=3)
+            "scaling='adaptive' (the default) estimates it for the whole vector instead")
 
     min_scale = (hi - lo) * ASINH_RESOLUTION
     box = float(np.linalg.norm(hi - lo))
@@ -437,7 +569,7 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
 
     # 1. the center
     if mode == "box":
-        return _box_release(data, lo, hi, relation, total, split.mean, steps, count, n_eff,
+        return _box_release(ctx, relation, total, split.mean, steps, count, n_eff,
                             s_count, statistic, split, p, eps, dlt, gen)
     if mode == "coordinate":
         eps_c = _exp_epsilon(split.center * total, d)
@@ -455,12 +587,12 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
         radius = radius_step(center, scalar_share, "center")
         # the box itself as the model, when clipping around a center cannot
         # beat it even at the midpoint's radius (post-processing)
-        rest = 1.0 - split.count - scalar_share
+        rest = 1.0 - split.count - scalar_share - split.diagnostics
         e_box = box_error(hi - lo, n_eff, rest * total, 0.5 * k_sens)
         e_clip = clip_error(calibrated_clip_radius(radius, ones, ones, p), d, n_eff,
                             split.mean * total, k_sens)
         if e_box <= e_clip:
-            return _box_release(data, lo, hi, relation, total, rest, steps, count, n_eff,
+            return _box_release(ctx, relation, total, rest, steps, count, n_eff,
                                 s_count, statistic, split, p, eps, dlt, gen)
         moves = 0
         while True:
@@ -477,13 +609,13 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
         # the last radius is the radius step's (around the final center)
         spent = moves * (move_share + scalar_share)
         leftover = split.center - spent
-        split = BudgetSplit(split.count, spent, split.radius, split.scales, split.clip,
-                            split.mean + leftover, split.spread)
+        split = dataclasses.replace(split, center=spent, mean=split.mean + leftover)
         strategy = "vector center"
-        warnings.warn(
-            "private_mean: too few rows for this budget for a coordinate-wise center; "
-            "the center was estimated for the whole vector at once (see release.strategy)",
-            UserWarning, stacklevel=3)
+        if relation is not Neighbouring.REPLACE or budget is not None:
+            ctx.warn(
+                "private_mean: too few rows for this budget for a coordinate-wise center; "
+                "the center was estimated for the whole vector at once (see "
+                "release.strategy)")
 
     use_scales = rule is Scaling.SCALED
     mean_share = split.mean
@@ -501,8 +633,7 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
         use_scales = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip)
         if not use_scales:
             mean_share = split.mean + split.scales + split.clip
-            split = BudgetSplit(split.count, split.center, split.radius, 0.0, 0.0, mean_share,
-                                split.spread)
+            split = dataclasses.replace(split, scales=0.0, clip=0.0, mean=mean_share)
     if use_scales:
         # 3. scales; |x_j - c_j| <= ||x - c||, so every coordinate's median
         # absolute deviation is at most the median norm: the radius (with a
@@ -541,21 +672,24 @@ def _run(X: Any, *, domain: Any, epsilon: Any, delta: Any, rho: Any, neighbourin
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * total)
     sens = clipped_sum_sensitivity(C, relation)
-    T, _ = clipped_sum(data, C, b, center)
-    noisy = (T + _gaussian_noise(gen, s_mean * sens, size=d)) / b
+    noisy, dev_std, clipped, unit = ctx.last_step(C, b, center, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
-    return _finish(center, noisy, s_mean * sens / b, scales, b, C, p, count, n_eff, s_count,
-                   relation, statistic, split, steps, dlt, strategy)
+    extra = ctx.diagnose(split, steps, clipped, p * n_eff, n_eff, gen)
+    return _finish(center, noisy, dev_std, scales, b, C, p, count, n_eff, s_count,
+                   relation, statistic, split, steps, dlt, strategy, ctx=ctx, unit=unit,
+                   extra=extra)
 
 
 def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             scales: np.ndarray | None, b: np.ndarray, C: float, p: float, count: float,
             n_eff: float, s_count: float, relation: Neighbouring, statistic: str,
             split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
-            strategy: str, exact: bool = False) -> PipelineRelease:
+            strategy: str, exact: bool = False, *, ctx: _Context,
+            unit: np.ndarray | None = None, extra: dict | None = None) -> PipelineRelease:
     if statistic == "mean":
         estimate = center + noisy / n_eff
         noise_std = dev_std / n_eff
+        unit = None if unit is None else unit / n_eff
     else:
         estimate = count * center + noisy
         noise_std = dev_std
@@ -573,11 +707,11 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
         estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
         neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
-        strategy=strategy)
+        strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
+        notes=tuple(ctx.notes), grid_unit=unit, **(extra or {}))
 
 
-def _box_release(data: np.ndarray, lo: np.ndarray, hi: np.ndarray, relation: Neighbouring,
-                 total: float, share: float, steps: list[PrivacyStep], count: float,
+def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
                  n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
                  eps: float | None, dlt: float | None,
                  gen: np.random.Generator) -> PipelineRelease:
@@ -594,11 +728,17 @@ def _box_release(data: np.ndarray, lo: np.ndarray, hi: np.ndarray, relation: Nei
     the Gaussian count and this Gaussian sum; ``compose(method="exact")``),
     which is tighter than the zCDP conversion, and the guarantee is that
     composition.
+
+    With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
+    in the same scaled space (a row inside the box is unchanged, a row outside
+    is shrunk towards the midpoint instead of clamped), with exact discrete
+    Gaussian noise.
     """
-    warnings.warn(
+    ctx.warn(
         "private_mean: too few rows for this budget to improve on the public box; "
         "the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
-        UserWarning, stacklevel=4)
+        stacklevel=5)
+    data, lo, hi = ctx.data, ctx.lo, ctx.hi
     widths = hi - lo
     mid = lo + 0.5 * widths
     b = elliptical_scaling(widths) / widths
@@ -609,27 +749,42 @@ def _box_release(data: np.ndarray, lo: np.ndarray, hi: np.ndarray, relation: Nei
                 if st.kind == "bounded-range"]
         s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
         inv = 1.0 / s_all ** 2 - (1.0 / s_count ** 2 if s_count > 0 else 0.0)
+        if split.diagnostics > 0:          # the diagnostics' Gaussian step runs after this one
+            inv -= 1.0 / zcdp_gaussian_multiplier(split.diagnostics * total) ** 2
         if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
             s_mean = 1.0 / math.sqrt(inv)
     sens = clipped_sum_sensitivity(0.5, relation)
-    T, _ = clamped_sum(data - mid, 0.5 * widths)
-    noisy = T + _gaussian_noise(gen, s_mean * sens, size=data.shape[1]) / b
+    if ctx.secure:
+        noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
+    else:
+        T, _ = clamped_sum(data - mid, 0.5 * widths)
+        noisy = T + _gaussian_noise(gen, s_mean * sens, size=data.shape[1]) / b
+        dev_std, unit = s_mean * sens / b, None
     steps.append(gaussian_step("mean", s_mean))
-    box_split = BudgetSplit(split.count, 1.0 - split.count - share, 0.0, 0.0, 0.0, share, 0.0)
-    return _finish(mid, noisy, s_mean * sens / b, None, b, 0.5, p, count, n_eff, s_count,
-                   relation, statistic, box_split, steps, dlt, "box", exact)
+    box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
+                            0.0, 0.0, share, 0.0, split.diagnostics)
+    outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+    extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
+    return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
+                   relation, statistic, box_split, steps, dlt, "box", exact, ctx=ctx,
+                   unit=unit, extra=extra)
 
 
 _DOC_PARAMS = """
     Parameters
     ----------
-    X : array_like, shape (n, d)
-        The private data; finite reals.
-    domain : (lower, upper)
-        A public box bounding every coordinate: two scalars or two length-d
-        vectors with ``lower < upper``. Data outside it are not an error:
-        the quantile steps clamp them into the box; the clipped sum needs no
-        box.
+    X : array_like or pandas.DataFrame, shape (n, d)
+        The private data; finite reals. A DataFrame's column labels are kept
+        (``columns``, :meth:`~dpsum.release.PipelineRelease.to_pandas`); an
+        error names the column, never a row or a value.
+    lower, upper : float or array_like, shape (d,)
+        A public box that should contain every row, known without looking at
+        the data (a sensor's range, a plausible order of magnitude): scalars
+        or length-d vectors with ``lower < upper``. The private steps search
+        it, so a box that misses the data gives a confidently wrong answer
+        (the diagnostics warn), and a box many orders of magnitude too wide
+        costs accuracy. Data outside it are not an error: the quantile steps
+        clamp them into the box; the clipped sum needs no box.
     epsilon, delta : float, optional
         The budget as an (epsilon, delta) guarantee ...
     rho : float, optional
@@ -649,34 +804,69 @@ _DOC_PARAMS = """
     regularization : float
         ``lambda`` of :func:`robust_scaling`.
     rng : numpy.random.Generator, int or None
-        Source of randomness.
+        Source of randomness. With ``secure=True``, None draws the last
+        step's noise from the operating system's secure generator.
+    secure : bool
+        The grid path for the final release: the clipped sum is rounded to a
+        public grid and summed exactly in integers, and its noise (and the
+        diagnostics') is an exact discrete Gaussian of the same zCDP. The
+        preparation steps (centre, radius, spread, scales, clip) keep the
+        floating-point exponential mechanism and Gaussian moves: an exact
+        sampler for the exponential-mechanism quantile is not implemented
+        (its weights are exponentials of ranks times data-dependent gap
+        lengths, which would need exact arithmetic on those lengths); their
+        outputs are public parameters of the last step, not values added to
+        the released sum.
+    diagnostics : bool
+        True (the default): spend :data:`~dpsum.release.records.DIAGNOSTICS_SHARE`
+        of the budget (taken from the mean's share; part of the stated
+        guarantee) on private counts of the rows the last step clipped and of
+        the rows outside the box, and warn
+        (:class:`~dpsum.release.records.PublicInputWarning`) when either is
+        far above the design's expectation (``n p_C`` and 0). They also give
+        :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
+        this off.
 
     Returns
     -------
     PipelineRelease
+        Its ``confidence_intervals`` cover the mean (sum) of the *clipped*
+        rows; its ``data_intervals`` the data mean (sum), assuming every row
+        lies in the box. ``notes`` holds the warnings raised, ``strategy`` the
+        steps that ran.
+
+    Warns
+    -----
+    PublicInputWarning
+        Too few rows for a coordinate-wise centre (before anything is spent
+        when ``n`` is public), a fallback, or the diagnostics above.
 """
 
 
-def private_mean(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
-                 rho: float | None = None, neighbouring: Neighbouring | str = "replace",
+def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                 delta: float | None = None, rho: float | None = None,
+                 neighbouring: Neighbouring | str = "replace",
                  budget: Mapping | None = None, scaling: str = "adaptive",
                  clip_probability: float | None = None,
-                 regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
-    return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
+                 regularization: float = REGULARIZATION, rng: Any = None,
+                 secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean")
+                statistic="mean", secure=secure, diagnostics=diagnostics)
 
 
-def private_sum(X: ArrayLike, *, domain: Any, epsilon: float | None = None, delta: float | None = None,
-                rho: float | None = None, neighbouring: Neighbouring | str = "replace",
+def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                delta: float | None = None, rho: float | None = None,
+                neighbouring: Neighbouring | str = "replace",
                 budget: Mapping | None = None, scaling: str = "adaptive",
                 clip_probability: float | None = None,
-                regularization: float = REGULARIZATION, rng: Any=None) -> PipelineRelease:
-    return _run(X, domain=domain, epsilon=epsilon, delta=delta, rho=rho,
+                regularization: float = REGULARIZATION, rng: Any = None,
+                secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum")
+                statistic="sum", secure=secure, diagnostics=diagnostics)
 
 
 private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.
@@ -708,7 +898,7 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     Examples
     --------
     >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
-    >>> r = private_mean(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> r = private_mean(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
 """

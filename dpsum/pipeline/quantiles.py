@@ -205,36 +205,24 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     return float(out[0]) if flat else out
 
 
-def check_domain(domain: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a public box ``(lo, hi)``: scalars or length-``d`` vectors, lo < hi."""
-    if not isinstance(domain, (tuple, list)) or len(domain) != 2:
-        raise TypeError("domain must be a pair (lower, upper) of numbers or length-d vectors")
-    lo = V.check_real(domain[0], "domain lower bound")
-    hi = V.check_real(domain[1], "domain upper bound")
-    try:
-        lo = np.broadcast_to(lo, (d,)).astype(np.float64)
-        hi = np.broadcast_to(hi, (d,)).astype(np.float64)
-    except ValueError:
-        raise ValueError(f"domain bounds must be scalars or have length {d} "
-                         "(one entry per column)") from None
-    if not np.all(lo < hi):
-        raise ValueError("domain must have lower < upper in every coordinate")
-    if not np.all(np.isfinite(hi - lo)):
-        raise ValueError("domain width overflows: rescale the data")
+def check_domain(lower: Any, upper: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a public box ``[lower, upper]`` (the package's one box rule,
+    :func:`dpsum._validation.check_box`), wide enough for the asinh scale."""
+    lo, hi = V.check_box(lower, upper, d)
     if np.any((hi - lo) * ASINH_RESOLUTION < np.finfo(np.float64).tiny):
-        raise ValueError("domain is too narrow: its width must be at least 2^-992 (about "
-                         "2e-299) in every coordinate, so that the asinh resolution "
-                         "width * 2^-30 is a normal float; rescale the data")
+        raise ValueError("the box [lower, upper] is too narrow: its width must be at least "
+                         "2^-992 (about 2e-299) in every coordinate, so that the asinh "
+                         "resolution width * 2^-30 is a normal float; rescale the data")
     return lo, hi
 
 
-def asinh_resolution(domain: Any, d: int) -> np.ndarray:
-    """The resolution ``w = (hi - lo) 2^-30`` of :func:`private_center`'s scale."""
-    lo, hi = check_domain(domain, d)
+def asinh_resolution(lower: Any, upper: Any, d: int) -> np.ndarray:
+    """The resolution ``w = (upper - lower) 2^-30`` of :func:`private_center`'s scale."""
+    lo, hi = check_domain(lower, upper, d)
     return (hi - lo) * ASINH_RESOLUTION
 
 
-def private_center(X: ArrayLike, *, epsilon: float, domain: Any,
+def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
                    neighbouring: Neighbouring | str = "replace", rng: Any=None) -> np.ndarray:
     """Coordinate-wise private median on the ``asinh`` scale.
 
@@ -254,20 +242,20 @@ def private_center(X: ArrayLike, *, epsilon: float, domain: Any,
         The data; finite reals.
     epsilon : float
         Per-coordinate privacy parameter, > 0.
-    domain : (lower, upper)
-        A public box: two scalars, or two length-``d`` vectors.
+    lower, upper : float or array_like, shape (d,)
+        A public box: scalars, or length-``d`` vectors, ``lower < upper``.
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
     Returns
     -------
     numpy.ndarray, shape (d,)
-        The private center, inside the domain.
+        The private center, inside the box.
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
     data = V.check_data_matrix(X, finite=False)
-    lo, hi = check_domain(domain, data.shape[1])
+    lo, hi = check_domain(lower, upper, data.shape[1])
     gen = V.check_rng(rng)
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")

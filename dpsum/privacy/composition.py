@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 from scipy.special import erf, log_expit, xlogy
-from scipy.stats import binom
+
+from dpsum._lazy import optimize, stats
 
 from dpsum import _validation as V
 from dpsum._validation import check_bool, check_epsilon, check_integer, check_positive
@@ -502,7 +502,7 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     if dg(hi) <= 0.0:
         t = hi       # minimiser beyond e^700 (rho below ~1e-300): a valid bound anyway
     else:
-        t = brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15)
+        t = optimize.brentq(dg, lo, hi, xtol=1e-13, rtol=1e-15)
     with np.errstate(over="ignore"):
         value = g(math.exp(t))
     return min(0.0, value) if value == value else -math.inf
@@ -528,7 +528,7 @@ def _cks_epsilon(rho: float, delta: float) -> float:
         hi += 1.0
     if h(lo) >= 0.0:  # pragma: no cover - L is at least ~1e-16 here
         return math.inf
-    u = math.exp(brentq(h, lo, hi, xtol=1e-13, rtol=1e-15))
+    u = math.exp(optimize.brentq(h, lo, hi, xtol=1e-13, rtol=1e-15))
     return (u + 1.0) * rho + math.log(u / (u + 1.0)) + (L - math.log1p(u)) / u
 
 
@@ -670,7 +670,7 @@ def _outcomes(eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             f"{MAX_OUTCOMES}; group steps with equal epsilons")
     for e0, m in zip(values, counts):
         j = np.arange(m + 1)
-        pj = np.exp(binom.logpmf(j, m, math.exp(float(log_expit(e0)))))
+        pj = np.exp(stats.binom.logpmf(j, m, math.exp(float(log_expit(e0)))))
         lj = (2 * j - m) * e0
         p = np.outer(p, pj).ravel()
         loss = np.add.outer(loss, lj).ravel()

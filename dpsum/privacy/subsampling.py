@@ -42,10 +42,10 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 from scipy.special import betaln, log_ndtr, logsumexp, ndtri
 
 from dpsum import _validation as V
+from dpsum._lazy import optimize
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -286,7 +286,7 @@ class ComposedPLD:
         top = max((self.remove.k0 + self.remove.pmf.size) * self.remove.interval,
                   (self.add.k0 + self.add.pmf.size) * self.add.interval)
         # delta(epsilon) is continuous and non-increasing; the root is bracketed
-        eps = brentq(lambda e: self.delta(e) - dlt, 0.0, top, xtol=1e-12, rtol=1e-12)
+        eps = optimize.brentq(lambda e: self.delta(e) - dlt, 0.0, top, xtol=1e-12, rtol=1e-12)
         while self.delta(eps) > dlt:        # land on the safe side of the root
             eps = np.nextafter(eps, math.inf) + 1e-12
         return float(eps)

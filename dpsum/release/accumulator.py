@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 from dpsum import _validation as V
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import elliptical_scaling
-from dpsum.distributions.discrete import discrete_gaussian_std
+from dpsum.distributions.discrete import discrete_gaussian, discrete_gaussian_std
 from dpsum.kernels.clipping import (
     accumulate_clipped,
     clamped_sum,
@@ -61,7 +61,7 @@ from dpsum.privacy.composition import zcdp_epsilon
 from dpsum.privacy.discrete import discrete_gaussian_sigma
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 from dpsum.release.discrete_noise import grid_gaussian_noise
-from dpsum.release.records import Calibration, Mechanism, Release
+from dpsum.release.records import DIAGNOSTICS_SHARE, Calibration, Mechanism, Release
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 _MIN_WIDTH = 2.0 ** -1021        # widths / 2 is then a normal float, computed exactly
@@ -181,6 +181,7 @@ class Accumulator:
         self._count = 0                    # rows clipped / values clamped: not private
         self._plan_id = _new_id()          # the public set-up: releases are counted per plan
         self._blocks: frozenset[tuple[int, int]] = frozenset()   # the blocks it holds
+        self._clip_rows = 0                # rows clipped / rows outside the box: not private
 
     # -- to be provided by each kind of pass
     def _zero(self) -> Any:
@@ -194,6 +195,10 @@ class Accumulator:
 
     def _generator(self, rng: Any) -> Any:
         return V.check_rng(rng)
+
+    def _rows_hit(self, block: np.ndarray, count: int) -> int:
+        """Rows of ``block`` the pass changed (clipped rows; rows outside the box)."""
+        return count
 
     # -- the public interface
     @property
@@ -238,10 +243,11 @@ class Accumulator:
         return not self._blocks
 
     def _with(self, total: Any, rows: int, count: int,
-              blocks: frozenset[tuple[int, int]]) -> Accumulator:
+              blocks: frozenset[tuple[int, int]], clip_rows: int = 0) -> Accumulator:
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._total, new._rows, new._count, new._blocks = total, rows, count, blocks
+        new._clip_rows = clip_rows
         return new
 
     def update(self, block: ArrayLike) -> Accumulator:
@@ -266,7 +272,8 @@ class Accumulator:
             return self
         partial, count = self._pass(arr)
         return self._with(self._total + partial, self._rows + arr.shape[0], self._count + count,
-                          self._blocks | {_new_id()})
+                          self._blocks | {_new_id()},
+                          self._clip_rows + self._rows_hit(arr, count))
 
     def merge(self, other: Accumulator) -> Accumulator:
         """The accumulator of the rows of ``self`` and ``other``.
@@ -301,7 +308,8 @@ class Accumulator:
                              "with itself or with one of its ancestors): the merged sum would "
                              "count them twice")
         return self._with(self._total + other._total, self._rows + other._rows,
-                          self._count + other._count, self._blocks | other._blocks)
+                          self._count + other._count, self._blocks | other._blocks,
+                          self._clip_rows + other._clip_rows)
 
     @property
     def releases(self) -> int:
@@ -369,7 +377,23 @@ class Accumulator:
         _RELEASES[self._plan_id] = done + 1
         if done:
             template = dataclasses.replace(template, epsilon=self._composed_epsilon(done + 1))
-        return dataclasses.replace(template, estimate=estimate)
+        t = template
+        public_n = self._rows if t.neighbouring is Neighbouring.REPLACE else None
+        rel = dataclasses.replace(t, estimate=estimate, n=public_n)
+        if t.diagnostics_share > 0:
+            # the count's noise is drawn after the estimate's, so the estimate is
+            # the same draw whether or not the count is released
+            std = float(t.clip_count_std) if t.clip_count_std is not None else 0.0
+            noisy = self._clip_rows + _count_noise(gen, std, t.secure)
+            rel = dataclasses.replace(rel, clip_count=float(noisy))
+        if t.statistic == "mean":
+            assert public_n is not None           # refused at set-up under add-remove
+            rel = dataclasses.replace(
+                rel, estimate=np.asarray(rel.estimate) / public_n,
+                noise_std=np.asarray(t.noise_std) / public_n,
+                discrete_scale=(None if t.discrete_scale is None
+                                else np.asarray(t.discrete_scale) / public_n))
+        return rel
 
     def _rounding_charge(self) -> float:
         """``1 + rho``: the factor by which the rounding of the float sum can
@@ -402,7 +426,10 @@ class Accumulator:
     def _composed_epsilon(self, k: int) -> float:
         """The epsilon, at the plan's delta, of ``k`` releases of this plan."""
         t = self._template
-        return float(gaussian_epsilon(t.sigma_opt / math.sqrt(k), t.delta))
+        # with diagnostics, the estimate's and the count's Gaussians together
+        # are one Gaussian mechanism of multiplier sigma_opt sqrt(1 - share)
+        s = t.sigma_opt * math.sqrt(1.0 - t.diagnostics_share)
+        return float(gaussian_epsilon(s / math.sqrt(k), t.delta))
 
     def __repr__(self) -> str:
         return f"<Accumulator of {self.mechanism}: d = {self._d}>"
@@ -480,6 +507,24 @@ class _ClippedSum(Accumulator):
         return estimate
 
 
+def _box_parts(template: Release) -> tuple[np.ndarray, np.ndarray]:
+    """The half-widths and the midpoint of the Elliptical Gaussian mechanism's box."""
+    assert template.widths is not None
+    half = np.array(template.widths) / 2.0
+    mid = np.zeros(half.size) if template.center is None else np.array(template.center)
+    return half, mid
+
+
+def _outside(block: np.ndarray, template: Release) -> int:
+    """Rows of ``block`` with a coordinate outside the box (not private)."""
+    if template.lower is None or template.upper is None:
+        half, mid = _box_parts(template)
+        lo, hi = mid - half, mid + half
+    else:
+        lo, hi = template.lower, template.upper
+    return int(np.count_nonzero(np.any((block < lo) | (block > hi), axis=1)))
+
+
 def _check_clamped_sum_finite(half: np.ndarray, n: int) -> None:
     """Refuse widths whose worst-case clamped sum over ``n`` rows is not finite.
 
@@ -498,8 +543,10 @@ def _check_clamped_sum_finite(half: np.ndarray, n: int) -> None:
 
 
 class _ClampedSum(Accumulator):
-    """The Elliptical Gaussian mechanism: coordinate ``j`` clamped to ``[-Delta_j/2, Delta_j/2]``
-    (:func:`dpsum.kernels.clamped_sum`), partial sums in the data's units.
+    """The Elliptical Gaussian mechanism: coordinate ``j`` of ``x - m`` clamped to
+    ``[-Delta_j/2, Delta_j/2]`` with ``m`` the midpoint of the box
+    (:func:`dpsum.kernels.clamped_sum`), partial sums in the data's units;
+    the release adds ``n m`` back (``n`` is public: replace-one).
 
     The public row count (replace-one) bounds the sum: widths whose
     worst-case sum over ``n`` rows is not finite are refused when the
@@ -508,8 +555,7 @@ class _ClampedSum(Accumulator):
     overflow."""
 
     def __init__(self, template: Release, n: int | None) -> None:
-        assert template.widths is not None
-        self._half = np.array(template.widths) / 2.0
+        self._half, self._mid = _box_parts(template)
         if n is not None:
             _check_clamped_sum_finite(self._half, n)
         super().__init__(template, n)
@@ -521,7 +567,12 @@ class _ClampedSum(Accumulator):
         return np.zeros(self._half.size)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return clamped_sum(block, self._half)
+        with np.errstate(over="ignore"):     # an overflow to inf is clamped to the box
+            shifted = block - self._mid if np.any(self._mid) else block
+        return clamped_sum(shifted, self._half)
+
+    def _rows_hit(self, block: np.ndarray, count: int) -> int:
+        return _outside(block, self._template)
 
     def _statistic(self) -> np.ndarray:
         return np.array(self._total, dtype=np.float64)
@@ -533,7 +584,8 @@ class _ClampedSum(Accumulator):
         return self._float_charge()
 
     def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
-        return self._total + gen.normal(0.0, 1.0, size=self._d) * noise_std
+        noisy = self._total + gen.normal(0.0, 1.0, size=self._d) * noise_std
+        return noisy + self._rows * self._mid if np.any(self._mid) else noisy
 
 
 class _GridSum(Accumulator):
@@ -597,17 +649,23 @@ class _GridClampedSum(_GridSum):
     def __init__(self, template: Release, n: int | None) -> None:
         assert template.widths is not None and template.scaling is not None
         assert template.grid_exponent is not None
-        self._half = np.array(template.widths) / 2.0
+        self._half, self._mid = _box_parts(template)
         self._unit = np.array(template.widths) / np.array(template.scaling)
         self._K = int(template.grid_exponent)
         super().__init__(template, n)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return grid_clamped_sum(block, self._half, self._unit, self._K)
+        with np.errstate(over="ignore"):     # an overflow to inf is clamped to the box
+            shifted = block - self._mid if np.any(self._mid) else block
+        return grid_clamped_sum(shifted, self._half, self._unit, self._K)
+
+    def _rows_hit(self, block: np.ndarray, count: int) -> int:
+        return _outside(block, self._template)
 
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
         Y = self._noisy(self._total, gen)
-        return np.array([float(v) for v in Y]) * np.ldexp(self._unit, self._K)
+        est = np.array([float(v) for v in Y]) * np.ldexp(self._unit, self._K)
+        return est + self._rows * self._mid if np.any(self._mid) else est
 
 
 def _norm_upper(v: np.ndarray) -> float:
@@ -669,12 +727,60 @@ def _privacy(epsilon: Any, delta: Any) -> tuple[float, float]:
     return V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
 
 
+def _count_noise(gen: Any, std: float, secure: bool) -> float:
+    """Noise of a diagnostic count: Gaussian, or on the grid path the exact
+    discrete Gaussian of the same scale (the same zCDP)."""
+    if secure:
+        return float(discrete_gaussian(std * std, rng=gen))
+    return float(gen.normal(0.0, std))
+
+
+def _statistic_choice(statistic: Any, relation: Neighbouring) -> str:
+    stat = V.check_choice(statistic, "statistic", ("sum", "mean"))
+    if stat == "mean" and relation is Neighbouring.ADD_REMOVE:
+        raise ValueError("statistic='mean' needs the number of rows, which is private under "
+                         "add-remove neighbouring: release the sum, or use "
+                         "dpsum.private_mean(..., neighbouring='add-remove'), which spends part "
+                         "of the budget on a private count")
+    return stat
+
+
+def _diagnostics_share(diagnostics: Any, relation: Neighbouring) -> float:
+    """The share of the budget the diagnostic count takes: 0 when off."""
+    if isinstance(diagnostics, (bool, np.bool_)):
+        share = DIAGNOSTICS_SHARE if diagnostics else 0.0
+    else:
+        share = float(V.check_open_interval(diagnostics, "diagnostics", 0.0, 1.0, scalar=True))
+    if share > 0 and relation is Neighbouring.ADD_REMOVE:
+        raise ValueError("diagnostics compare the clipped rows with the design's expectation "
+                         "for the public n: use replace-one neighbouring, or "
+                         "dpsum.private_mean, whose diagnostics work under add-remove")
+    return share
+
+
+def _finish_template(template: Release, statistic: str, share: float) -> Release:
+    """Record the statistic; with diagnostics, move ``share`` of the budget
+    (of ``1 / sigma^2``: the Gaussian mechanisms compose exactly as one with
+    the original multiplier) to a count of sensitivity 1."""
+    out = dataclasses.replace(template, statistic=statistic)
+    if share <= 0:
+        return out
+    keep = 1.0 / math.sqrt(1.0 - share)
+    return dataclasses.replace(
+        out, noise_std=np.asarray(template.noise_std) * keep,
+        sigma_opt=template.sigma_opt * keep,
+        discrete_scale=(None if template.discrete_scale is None
+                        else np.asarray(template.discrete_scale) * keep),
+        clip_count_std=template.sigma_opt / math.sqrt(share), diagnostics_share=share)
+
+
 def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
-                              center: ArrayLike | None = None,
+                              center: ArrayLike,
                               clip_probability: float | None = None, n: int | None = None,
                               scaling: str | ArrayLike = "scaled",
                               neighbouring: Neighbouring | str = "replace",
-                              secure: bool = False) -> Accumulator:
+                              secure: bool = False, statistic: str = "sum",
+                              diagnostics: bool | float = False) -> Accumulator:
     """The empty accumulator of the Gaussian-data mechanism
     (:func:`dpsum.mechanisms.gaussian_data_mechanism`).
 
@@ -694,6 +800,8 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
         public grid and summed exactly in integers (so merging is exact and
         the release equals the in-memory one bit for bit), exact discrete
         Gaussian noise.
+    statistic, diagnostics
+        As for :func:`dpsum.mechanisms.gaussian_data_mechanism`.
 
     Returns
     -------
@@ -703,11 +811,11 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     --------
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(0.0, [4.0, 1.0], size=(1000, 2))
-    >>> acc = gaussian_data_accumulator([4.0, 1.0], epsilon=1.0, delta=1e-6, n=1000)
+    >>> acc = gaussian_data_accumulator([4.0, 1.0], epsilon=1.0, delta=1e-6, center=0, n=1000)
     >>> left, right = acc.update(X[:600]), acc.update(X[600:])
     >>> r = left.merge(right).release(rng=1)
     >>> from dpsum.mechanisms import gaussian_data_mechanism
-    >>> m = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], rng=1)
+    >>> m = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], center=0, rng=1)
     >>> bool(np.allclose(r.estimate, m.estimate, rtol=0, atol=1e-9))
     True
     >>> bool(np.allclose(r.noise_std, m.noise_std, rtol=1e-9, atol=0))  # up to the rounding charge
@@ -716,7 +824,14 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     secure_ = V.check_bool(secure, "secure")
+    stat = _statistic_choice(statistic, relation)
+    share = _diagnostics_share(diagnostics, relation)
     nn = _row_count(n, relation)
+    if center is None:
+        raise TypeError("center is required: the public centre of the data model (an explicit "
+                        "0 is fine); a wrong centre makes every row look far out and be clipped")
+    if np.ndim(center) == 0:
+        center = np.full(np.size(stds), V.check_real(center, "center"))
     setup = gaussian_data_setup(stds, epsilon=epsilon, delta=delta, center=center,
                                 clip_probability=clip_probability, n=nn, scaling=scaling,
                                 neighbouring=relation)
@@ -727,15 +842,19 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
         scaling=setup.scaling, clip_norm=setup.clip_norm, epsilon=setup.epsilon,
         delta=setup.delta, neighbouring=setup.neighbouring, sigma_opt=setup.sigma_opt,
         sensitivity=setup.sensitivity, mechanism=Mechanism.GAUSSIAN_DATA,
-        center=setup.center, clip_probability=setup.clip_probability)
+        center=setup.center, clip_probability=setup.clip_probability,
+        stds=V.check_vector(stds, "stds", positive=True))
     if secure_:
-        return _GridClippedSum(_clipped_grid_template(template), nn)
-    return _ClippedSum(template, nn)
+        return _GridClippedSum(_finish_template(_clipped_grid_template(template), stat, share),
+                               nn)
+    return _ClippedSum(_finish_template(template, stat, share), nn)
 
 
 def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_norm: float,
                                  neighbouring: Neighbouring | str = "replace",
-                                 n: int | None = None, secure: bool = False) -> Accumulator:
+                                 n: int | None = None, secure: bool = False,
+                                 statistic: str = "sum",
+                                 diagnostics: bool | float = False) -> Accumulator:
     """The empty accumulator of the clipping baseline
     (:func:`dpsum.mechanisms.clipped_gaussian_mechanism`) on ``d`` columns.
 
@@ -753,6 +872,8 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
     dd = V.check_integer(d, "d")
     secure_ = V.check_bool(secure, "secure")
+    stat = _statistic_choice(statistic, relation)
+    share = _diagnostics_share(diagnostics, relation)
     nn = _row_count(n, relation)
     sens = clipped_sum_sensitivity(C, relation)
     sopt = float(analytic_sigma(eps, dlt))
@@ -767,48 +888,65 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
         epsilon=eps, delta=dlt, neighbouring=relation, sigma_opt=sopt, sensitivity=sens,
         mechanism=Mechanism.CLIPPED_GAUSSIAN)
     if secure_:
-        return _GridClippedSum(_clipped_grid_template(template), nn)
-    return _ClippedSum(template, nn)
+        return _GridClippedSum(_finish_template(_clipped_grid_template(template), stat, share),
+                               nn)
+    return _ClippedSum(_finish_template(template, stat, share), nn)
 
 
-def elliptical_gaussian_accumulator(widths: ArrayLike, *, epsilon: float, delta: float,
-                                    n: int | None = None, secure: bool = False) -> Accumulator:
+def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsilon: float,
+                                    delta: float, n: int | None = None, secure: bool = False,
+                                    statistic: str = "sum",
+                                    diagnostics: bool | float = False) -> Accumulator:
     """The empty accumulator of the Elliptical Gaussian mechanism
-    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`), replace-one;
-    ``n`` and ``secure`` as in :func:`gaussian_data_accumulator`.
+    (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`) on the box
+    ``[lower, upper]``, replace-one; ``n``, ``secure``, ``statistic`` and
+    ``diagnostics`` as in :func:`gaussian_data_accumulator`.
 
     Examples
     --------
-    >>> acc = elliptical_gaussian_accumulator([1.0, 4.0], epsilon=1.0, delta=1e-6)
+    >>> acc = elliptical_gaussian_accumulator([-0.5, -2.0], [0.5, 2.0], epsilon=1.0, delta=1e-6)
     >>> r = acc.update([[0.2, 5.0]]).merge(acc.update([[-0.1, 0.3]])).release(rng=0)
     >>> r.mechanism
     <Mechanism.ELLIPTICAL_GAUSSIAN: 'elliptical gaussian'>
     """
     eps, dlt = _privacy(epsilon, delta)
-    width = V.check_vector(widths, "widths", positive=True)
-    if np.any(width < _MIN_WIDTH):
+    V.check_real(lower, "lower")
+    V.check_real(upper, "upper")
+    if np.ndim(lower) == 0 and np.ndim(upper) == 0:
+        raise ValueError("lower or upper must have one entry per column: the accumulator "
+                         "has no data to take the number of columns from")
+    d = int(max(np.size(lower), np.size(upper)))
+    lo, hi = V.check_box(lower, upper, d)
+    if np.any(hi - lo < _MIN_WIDTH):
         # below it, width / 2 is rounded (a subnormal): the clamp would let a
         # replaced row move by more than the width
-        raise ValueError("widths must be at least 2^-1021 (about 4.5e-308) in every "
-                         "coordinate, so that the half-widths are exact; rescale the data")
+        raise ValueError("the box width upper - lower must be at least 2^-1021 (about "
+                         "4.5e-308) in every coordinate, so that the half-widths are exact; "
+                         "rescale the data")
     secure_ = V.check_bool(secure, "secure")
+    stat = _statistic_choice(statistic, Neighbouring.REPLACE)
+    share = _diagnostics_share(diagnostics, Neighbouring.REPLACE)
     nn = _row_count(n, Neighbouring.REPLACE)
+    width = hi - lo
+    mid = lo + width / 2.0
     sopt = float(analytic_sigma(eps, dlt))
     with np.errstate(over="ignore"):             # an overflow is refused just below
         b = elliptical_scaling(width)
         noise = sopt * width / b
     if not np.all(np.isfinite(noise)):
-        raise ValueError("the noise standard deviation overflows: widths is too large")
+        raise ValueError("the noise standard deviation overflows: the box is too wide")
     if np.any(noise < np.finfo(np.float64).tiny):
-        raise ValueError("widths is too small for this epsilon and delta: a noise standard "
+        raise ValueError("the box is too narrow for this epsilon and delta: a noise standard "
                          "deviation would be subnormal (below 2.2e-308); rescale the data")
     template = Release(
         estimate=np.zeros(width.size), noise_std=noise, scaling=b, clip_norm=None,
         epsilon=eps, delta=dlt, neighbouring=Neighbouring.REPLACE, sigma_opt=sopt,
-        sensitivity=1.0, mechanism=Mechanism.ELLIPTICAL_GAUSSIAN, widths=width)
+        sensitivity=1.0, mechanism=Mechanism.ELLIPTICAL_GAUSSIAN, widths=width,
+        center=mid if np.any(mid) else None, lower=lo, upper=hi)
     if secure_:
-        return _GridClampedSum(_clamped_grid_template(template), nn)
-    return _ClampedSum(template, nn)
+        return _GridClampedSum(_finish_template(_clamped_grid_template(template), stat, share),
+                               nn)
+    return _ClampedSum(_finish_template(template, stat, share), nn)
 
 
 def accumulator_for(release: Release, n: int | None = None) -> Accumulator:

@@ -19,6 +19,8 @@ from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 __all__ = [
     "PIPELINE_COUNT_SHARE",
     "ConfidenceBall",
+    "Intervals",
+    "short_array",
     "grid_noise_law",
     "noise_coordinate_quantile",
     "noise_norm_quantile",
@@ -231,17 +233,92 @@ def noise_coordinate_quantile(noise_std: ArrayLike, beta: float) -> float | np.n
     return float(s * z) if np.ndim(s) == 0 else np.asarray(s) * z
 
 
+def _percent(level: float) -> str:
+    return f"{100 * level:.4g}%"
+
+
+def short_array(values: Any, k: int = 3, digits: int = 4) -> str:
+    """The first ``k`` values of an array, rounded, for a short repr."""
+    arr = np.ravel(np.asarray(values, dtype=float))
+    head = ", ".join(f"{v:.{digits}g}" for v in arr[:k])
+    return f"[{head}{', ...' if arr.size > k else ''}]"
+
+
+class Intervals(tuple):
+    """Per-coordinate confidence intervals: a pair ``(lower, upper)`` that
+    also says what it covers.
+
+    It unpacks as ``lo, hi = intervals``. ``target`` names the quantity the
+    intervals cover (for example "the mean of the clipped rows" or "the data
+    mean"), ``level`` is ``1 - beta``, ``simultaneous`` whether all
+    coordinates cover at once, and ``assumption`` what the statement rests on
+    beyond the mechanism's own noise ("" when nothing: exact for every dataset).
+    """
+
+    target: str
+    level: float
+    simultaneous: bool
+    assumption: str
+    columns: tuple | None
+
+    def __new__(cls, lower: np.ndarray, upper: np.ndarray, *, target: str, level: float,
+                simultaneous: bool = False, assumption: str = "",
+                columns: tuple | None = None) -> Intervals:
+        self = super().__new__(cls, (lower, upper))
+        self.target = target
+        self.level = float(level)
+        self.simultaneous = bool(simultaneous)
+        self.assumption = assumption
+        self.columns = columns
+        return self
+
+    @property
+    def lower(self) -> np.ndarray:
+        """The lower ends."""
+        return np.asarray(self[0])
+
+    @property
+    def upper(self) -> np.ndarray:
+        """The upper ends."""
+        return np.asarray(self[1])
+
+    @property
+    def half_width(self) -> np.ndarray:
+        """Half the width of each interval."""
+        return (self.upper - self.lower) / 2.0
+
+    def covers(self, value: Any) -> np.ndarray:
+        """Which coordinates of ``value`` lie in their interval (booleans)."""
+        v = np.asarray(value, dtype=float)
+        return (self.lower <= v) & (v <= self.upper)
+
+    def __repr__(self) -> str:
+        kind = "simultaneous" if self.simultaneous else "per coordinate"
+        n = int(np.size(self[0]))
+        first = f"[{float(np.ravel(self[0])[0]):.4g}, {float(np.ravel(self[1])[0]):.4g}]" if n else "[]"
+        text = (f"Intervals({_percent(self.level)} {kind} for {self.target}; {n} coordinates; "
+                f"first {first}")
+        if self.assumption:
+            text += f"; assuming {self.assumption}"
+        return text + ")"
+
+
 @dataclass(frozen=True)
 class ConfidenceBall:
     """A confidence ball ``{y : ||y - center|| <= radius}`` of level ``1 - beta``.
 
     ``radius`` is a function of public quantities only; ``center`` is the
-    private estimate.
+    private estimate; ``target`` names the quantity the ball covers.
     """
 
     center: np.ndarray
     radius: float
     beta: float
+    target: str = "the protected statistic"
+
+    def __repr__(self) -> str:
+        return (f"ConfidenceBall({_percent(1 - self.beta)} for {self.target}: radius {self.radius:.4g} "
+                f"around {short_array(self.center)})")
 
     def contains(self, point: Any) -> bool:
         """Whether ``point`` lies in the ball."""

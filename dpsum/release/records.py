@@ -8,13 +8,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.special import ndtri
 
 from dpsum import _validation as V
 from dpsum._enums import _StrEnum
+from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.privacy.composition import ComposedGuarantee
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.release.noise import (
     ConfidenceBall,
+    Intervals,
+    short_array,
     grid_noise_law,
     noise_norm_quantile,
     pipeline_intervals,
@@ -27,6 +31,8 @@ __all__ = [
     "Mechanism",
     "Calibration",
     "Release",
+    "PublicInputWarning",
+    "DIAGNOSTICS_SHARE",
     "BudgetSplit",
     "PipelineRelease",
     "confidence_intervals",
@@ -161,6 +167,28 @@ class Release:
         ``sigma u_j`` (the scale parameter in the units of ``estimate``; the
         standard deviation ``noise_std`` is slightly below it when ``sigma`` is
         small). None otherwise.
+    statistic : {"sum", "mean"}
+        What ``estimate`` estimates. A mean divides the sum, its noise and its
+        intervals by the public ``n`` (replace-one only: under add-remove the
+        row count is private, so a vector mechanism refuses ``statistic="mean"``;
+        :func:`dpsum.private_mean` releases a private count instead).
+    n : int or None
+        The public row count (replace-one), None under add-remove.
+    lower, upper : numpy.ndarray or None
+        The public box of the Elliptical Gaussian mechanism (None otherwise).
+    stds : numpy.ndarray or None
+        The public model scales of the Gaussian-data mechanism (None otherwise).
+    columns : tuple or None
+        The column labels of a pandas input (see :meth:`to_pandas`).
+    clip_count, clip_count_std : float or None
+        With ``diagnostics``: a private count of the rows clipped (or, for the
+        Elliptical Gaussian mechanism, of the rows outside the box) and the
+        standard deviation of its Gaussian noise.
+    diagnostics_share : float
+        The share of the budget (of ``1 / sigma^2``, or of ``rho``) spent on
+        ``clip_count``; ``epsilon`` and ``delta`` cover both releases.
+    notes : tuple of str
+        The warnings the release raised (about its public inputs).
 
     Examples
     --------
@@ -187,10 +215,23 @@ class Release:
     secure: bool = False
     grid_exponent: int | None = None
     discrete_scale: np.ndarray | None = None
+    statistic: str = "sum"
+    n: int | None = None
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    stds: np.ndarray | None = None
+    columns: tuple | None = None
+    clip_count: float | None = None
+    clip_count_std: float | None = None
+    diagnostics_share: float = 0.0
+    notes: tuple = ()
 
     def __post_init__(self) -> None:
-        for name in ("estimate", "noise_std", "scaling", "center", "widths", "discrete_scale"):
+        for name in ("estimate", "noise_std", "scaling", "center", "widths", "discrete_scale",
+                     "lower", "upper", "stds"):
             object.__setattr__(self, name, _read_only(getattr(self, name)))
+        if self.statistic not in ("sum", "mean"):
+            raise ValueError("statistic must be 'sum' or 'mean'")
         object.__setattr__(self, "mechanism", Mechanism(self.mechanism))
         object.__setattr__(self, "calibration", Calibration(self.calibration))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
@@ -221,14 +262,51 @@ class Release:
         protected sum; see :func:`dpsum.release.confidence_ball`."""
         return confidence_ball(self, beta)
 
-    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
-                             ) -> tuple[np.ndarray, np.ndarray]:
-        """Per-coordinate ``(1 - beta)`` intervals for the protected sum; see
-        :func:`dpsum.release.confidence_intervals`."""
+    def confidence_intervals(self, beta: float = 0.05, *, simultaneous: bool = False
+                             ) -> Intervals:
+        """Per-coordinate ``(1 - beta)`` intervals for the protected statistic
+        (:attr:`target`); see :func:`dpsum.release.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
 
+    @property
+    def target(self) -> str:
+        """The quantity :meth:`confidence_intervals` covers, in words."""
+        stat = self.statistic
+        if self.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
+            text = f"the {stat} of the rows clamped to the box [lower, upper]"
+        elif self.mechanism in (Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN):
+            text = f"the {stat} of the clipped rows"
+        else:
+            text = "the exact value"
+        return text + (" rounded to the grid" if self.secure else "")
 
-_STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean")
+    def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
+        """Intervals for the **data** sum or mean, where the library can prove one.
+
+        See :func:`dpsum.release.records.data_intervals`."""
+        return data_intervals(self, beta, simultaneous=simultaneous)
+
+    def __repr__(self) -> str:
+        return _short_repr(self, "Release", str(self.mechanism))
+
+    def summary(self, beta: float = 0.05, rows: int = 10) -> str:
+        """A plain-text table: per coordinate the estimate, the ``(1 - beta)``
+        interval's half-width and the noise std; then the public set-up and
+        the guarantee, rounded. ``rows`` coordinates at most."""
+        return _summary(self, beta, rows)
+
+    def to_dict(self, beta: float = 0.05) -> dict:
+        """The release as plain JSON-ready data: estimate, intervals, guarantee,
+        neighbouring relation, public inputs and the accuracy statement."""
+        return _to_dict(self, beta)
+
+    def to_pandas(self, beta: float = 0.05) -> Any:
+        """A :class:`pandas.DataFrame` indexed by the input's columns: estimate,
+        lower, upper (the ``(1 - beta)`` intervals) and noise_std. Needs pandas."""
+        return _to_pandas(self, beta)
+
+
+_STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean", "diagnostics")
 
 
 @dataclass(frozen=True)
@@ -251,6 +329,7 @@ class BudgetSplit:
     clip: float
     mean: float
     spread: float = 0.0
+    diagnostics: float = 0.0
 
     def as_dict(self) -> dict:
         """The shares by step name."""
@@ -302,6 +381,26 @@ class PipelineRelease:
         isotropic"``, ``"vector center, scaled"``, ``"vector center,
         isotropic"`` or ``"box"`` (the Elliptical Gaussian mechanism on the
         public box); see :func:`dpsum.pipeline.private_mean`.
+    secure : bool
+        True when the final release took the grid path (``secure=True``).
+    lower, upper : numpy.ndarray or None
+        The public box.
+    columns : tuple or None
+        The column labels of a pandas input.
+    clip_count, outside_count : float or None
+        With ``diagnostics=True`` (the default): private counts of the rows
+        the last step clipped and of the rows outside the box, released with
+        the ``diagnostics`` share of the budget; Gaussian noise of standard
+        deviation ``diagnostics_std`` each.
+    diagnostics_std : float or None
+    notes : tuple of str
+        The warnings the release raised (about its public inputs or its size).
+    grid_unit : numpy.ndarray or None
+        With ``secure=True``: one grid unit of the last step per coordinate,
+        in the units of the estimate. ``noise_std`` then holds the discrete
+        Gaussian's scale parameter (at least its standard deviation), and the
+        intervals and balls widen by one unit, since
+        ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``.
     """
 
     estimate: np.ndarray
@@ -319,12 +418,64 @@ class PipelineRelease:
     steps: tuple = field(default=())
     guarantee: ComposedGuarantee | None = None
     strategy: str = "coordinate center, scaled"
+    secure: bool = False
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    columns: tuple | None = None
+    clip_count: float | None = None
+    outside_count: float | None = None
+    diagnostics_std: float | None = None
+    notes: tuple = ()
+    grid_unit: np.ndarray | None = None
 
-    def confidence_intervals(self, beta: float, *, simultaneous: bool = False
-                             ) -> tuple[np.ndarray, np.ndarray]:
+    def __post_init__(self) -> None:
+        for name in ("estimate", "noise_std", "center", "scales", "scaling", "lower", "upper",
+                     "grid_unit"):
+            object.__setattr__(self, name, _read_only(getattr(self, name)))
+
+    @property
+    def epsilon(self) -> float | None:
+        """The composed epsilon (None for a ``rho`` budget)."""
+        return None if self.guarantee is None else self.guarantee.epsilon
+
+    @property
+    def delta(self) -> float | None:
+        """The composed delta (None for a ``rho`` budget)."""
+        return None if self.guarantee is None else self.guarantee.delta
+
+    @property
+    def target(self) -> str:
+        """The quantity :meth:`confidence_intervals` covers, in words."""
+        return f"the {self.statistic} of the clipped rows" + (
+            " rounded to the grid" if self.secure else "")
+
+    def confidence_intervals(self, beta: float = 0.05, *, simultaneous: bool = False
+                             ) -> Intervals:
         """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
-        rows; see :func:`dpsum.release.confidence_intervals`."""
+        rows (:attr:`target`); see :func:`dpsum.release.confidence_intervals`."""
         return confidence_intervals(self, beta, simultaneous=simultaneous)
+
+    def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
+        """Intervals for the data sum or mean, from the private clip count and the
+        box; see :func:`dpsum.release.records.data_intervals`."""
+        return data_intervals(self, beta, simultaneous=simultaneous)
+
+    def __repr__(self) -> str:
+        return _short_repr(self, "PipelineRelease", f"private_{self.statistic}")
+
+    def summary(self, beta: float = 0.05, rows: int = 10) -> str:
+        """A plain-text table: estimate, interval half-width, noise std per
+        coordinate; clip radius, counts, guarantee and budget by step, rounded."""
+        return _summary(self, beta, rows)
+
+    def to_dict(self, beta: float = 0.05) -> dict:
+        """The release as plain JSON-ready data (see :meth:`Release.to_dict`)."""
+        return _to_dict(self, beta)
+
+    def to_pandas(self, beta: float = 0.05) -> Any:
+        """A :class:`pandas.DataFrame` indexed by the input's columns (see
+        :meth:`Release.to_pandas`)."""
+        return _to_pandas(self, beta)
 
     def confidence_ball(self, beta: float) -> ConfidenceBall:
         """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
@@ -358,8 +509,8 @@ def require_gaussian_noise(release: Any, *, laplace: bool = False) -> Release:
     return release
 
 
-def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
-                         simultaneous: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
+                         simultaneous: bool = False) -> Intervals:
     r"""Per-coordinate ``(1 - beta)`` confidence intervals for the protected sum.
 
     ``estimate_j +- noise_std_j z`` covers the quantity the mechanism adds
@@ -424,8 +575,9 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
 
     Returns
     -------
-    (numpy.ndarray, numpy.ndarray)
-        Lower and upper ends, shaped like ``release.estimate``.
+    Intervals
+        Lower and upper ends, shaped like ``release.estimate`` (it unpacks as
+        ``lo, hi``), with ``target`` naming what they cover.
 
     Raises
     ------
@@ -446,14 +598,19 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
     around its estimate, with its recorded ``noise_std``.
 
     >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
-    >>> pm = dpsum.private_mean(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> pm = dpsum.private_mean(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> lo, hi = confidence_intervals(pm, 0.05, simultaneous=True)
     >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(pm.noise_std, 1 - 0.95 ** 0.5)))
     True
     """
     if isinstance(release, PipelineRelease):
         b = float(V.check_probability(beta, "beta", scalar=True))
-        return pipeline_intervals(release, b, V.check_bool(simultaneous, "simultaneous"))
+        sim = V.check_bool(simultaneous, "simultaneous")
+        lo, hi = pipeline_intervals(release, b, sim)
+        if release.grid_unit is not None:
+            lo, hi = lo - release.grid_unit, hi + release.grid_unit
+        return Intervals(lo, hi, target=release.target, level=1 - b, simultaneous=sim,
+                         columns=release.columns)
     rel = require_gaussian_noise(release, laplace=True)
     b = float(V.check_probability(beta, "beta", scalar=True))
     simultaneous = V.check_bool(simultaneous, "simultaneous")
@@ -472,7 +629,9 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float, *,
     else:
         half = s * z_from_log(lb)
     est = np.asarray(rel.estimate, dtype=float)
-    return est - half, est + half
+    return Intervals(est - half, est + half, target=rel.target,
+                     level=1 - float(V.check_probability(beta, "beta", scalar=True)),
+                     simultaneous=simultaneous, columns=rel.columns)
 
 
 def confidence_ball(release: Release | PipelineRelease, beta: float) -> ConfidenceBall:
@@ -506,14 +665,16 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
     The private pipeline's sum under replace-one:
 
     >>> X = np.random.default_rng(0).normal(3.0, [1.0, 10.0], size=(20_000, 2))
-    >>> ps = dpsum.private_sum(X, domain=(-1000, 1000), epsilon=1.0, delta=1e-6, rng=1)
+    >>> ps = dpsum.private_sum(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> confidence_ball(ps, 0.05).radius == noise_norm_quantile(ps.noise_std, 0.05)
     True
     """
     if isinstance(release, PipelineRelease):
         b = float(V.check_probability(beta, "beta", scalar=True))
+        extra = 0.0 if release.grid_unit is None else float(np.linalg.norm(release.grid_unit))
         return ConfidenceBall(center=np.asarray(release.estimate, dtype=float),
-                              radius=pipeline_radius(release, b), beta=b)
+                              radius=pipeline_radius(release, b) + extra, beta=b,
+                              target=release.target)
     rel = require_gaussian_noise(release)
     grid = grid_noise_law(rel)
     if grid is None:
@@ -522,4 +683,274 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
         sigma, unit = grid
         r = noise_norm_quantile(sigma * unit, beta) + float(np.linalg.norm(unit))
     return ConfidenceBall(center=np.asarray(rel.estimate, dtype=float), radius=r,
-                          beta=float(V.check_probability(beta, "beta", scalar=True)))
+                          beta=float(V.check_probability(beta, "beta", scalar=True)),
+                          target=rel.target)
+
+
+# ---------------------------------------------------------------------------
+# Warnings about public inputs, data intervals, and readable records
+# ---------------------------------------------------------------------------
+class PublicInputWarning(UserWarning):
+    """A release's public inputs (box, centre, scales, n) look wrong for its data.
+
+    Raised from a *private* diagnostic (a count released with a stated share of
+    the budget) or from public quantities only (``n``, ``d``, the budget); never
+    from a non-private statistic of the data.
+    """
+
+
+#: Default share of the budget spent on the diagnostic counts (of ``rho``, or
+#: of ``1 / sigma^2`` for a single Gaussian mechanism).
+DIAGNOSTICS_SHARE = 0.02
+
+#: A count exceeds the design's expectation "much" when it exceeds it by this
+#: many noise standard deviations plus this fraction of ``n``.
+_WARN_SIGMAS = 4.0
+_WARN_FRACTION = 0.01
+
+
+def clipping_excess(count: float, count_std: float, expected: float, n: float) -> bool:
+    """Whether a private count of clipped rows is clearly above what the design expected."""
+    return bool(count - expected > _WARN_SIGMAS * count_std + _WARN_FRACTION * max(n, 1.0))
+
+
+def _fraction(count: float, n: float) -> str:
+    return f"{100.0 * min(max(count / max(n, 1.0), 0.0), 1.0):.3g}%"
+
+
+def clipping_message(who: str, what: str, count: float, expected: float, n: float,
+                     cause: str) -> str:
+    """The warning text: the private share of rows affected, the design's
+    expectation, the likely cause."""
+    return (f"{who}: about {_fraction(count, n)} of the rows were {what} (a private count), "
+            f"where the design expected {_fraction(expected, n)}: {cause}")
+
+
+def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
+                   simultaneous: bool = False) -> Intervals:
+    r"""Intervals for the **data** sum or mean, with the assumption they rest on.
+
+    :func:`confidence_intervals` covers the quantity the mechanism protects
+    (for clipping mechanisms, the sum or mean of the *clipped* rows), exactly.
+    These intervals cover the sum or mean of the data themselves, with
+    probability at least ``1 - beta``, wherever a proof exists:
+
+    * the Gaussian and Laplace mechanisms: the value itself (no assumption);
+    * the Elliptical Gaussian mechanism: assuming every row lies in the box
+      ``[lower, upper]`` (then clamping changes nothing);
+    * the Gaussian-data mechanism (replace-one): assuming the rows are drawn
+      independently from the model ``N(center, diag(stds^2))``; ``beta / 2``
+      goes to the noise and ``beta / 2`` to the clipping loss, bounded by
+      Chebyshev's inequality with its exact second moment ``n m``
+      (:func:`dpsum.accuracy.clipping_loss_moment`; each coordinate's share is
+      at most the total);
+    * the private pipeline, with its diagnostics: assuming every row lies in
+      the box ``[lower, upper]``; a clipped row moves coordinate ``j`` by at
+      most ``max(upper_j - c_j, c_j - lower_j)``, and the number of clipped
+      rows is at most the private count plus ``z sigma`` (``beta / 10`` spent
+      on it).
+
+    The clipping baseline (no model, no box) has none: ``ValueError``.
+
+    Examples
+    --------
+    >>> import dpsum
+    >>> r = dpsum.gaussian_mechanism([1.0, 2.0], epsilon=1.0, delta=1e-6, sensitivity=1.0, rng=0)
+    >>> data_intervals(r).target
+    'the exact value'
+    """
+    b = float(V.check_probability(beta, "beta", scalar=True))
+    sim = V.check_bool(simultaneous, "simultaneous")
+    est = np.asarray(release.estimate, dtype=float)
+    m = est.size
+    stat = release.statistic
+    if isinstance(release, PipelineRelease):
+        if release.clip_count is None or release.diagnostics_std is None:
+            raise ValueError("release has no private clip count: run private_mean/private_sum "
+                             "with diagnostics=True for intervals on the data mean")
+        if release.neighbouring is Neighbouring.ADD_REMOVE and stat == "mean":
+            raise ValueError("release is a private_mean under add-remove neighbouring: its "
+                             "error is not a function of public quantities (see "
+                             "confidence_intervals)")
+        assert release.lower is not None and release.upper is not None
+        b_count = b / 10.0
+        lo, hi = confidence_intervals(release, b - b_count, simultaneous=sim)
+        k_up = max(float(release.clip_count) + release.diagnostics_std * float(
+            ndtri(1.0 - b_count)), 0.0)
+        reach = np.maximum(release.upper - release.center, release.center - release.lower)
+        loss = k_up * np.maximum(reach, 0.0)
+        if stat == "mean":
+            loss = loss / max(float(release.count), 1.0)
+        return Intervals(lo - loss, hi + loss, target=f"the data {stat}",
+                         level=1 - b, simultaneous=sim, columns=release.columns,
+                         assumption="every row lies in the box [lower, upper]")
+    rel = require_gaussian_noise(release, laplace=True)
+    if rel.mechanism in (Mechanism.GAUSSIAN_ANALYTIC, Mechanism.GAUSSIAN_CLASSIC,
+                         Mechanism.LAPLACE):
+        iv = confidence_intervals(rel, b, simultaneous=sim)
+        return Intervals(iv[0], iv[1], target="the exact value", level=1 - b,
+                         simultaneous=sim, columns=rel.columns)
+    if rel.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
+        iv = confidence_intervals(rel, b, simultaneous=sim)
+        return Intervals(iv[0], iv[1], target=f"the data {stat}", level=1 - b,
+                         simultaneous=sim, columns=rel.columns,
+                         assumption="every row lies in the box [lower, upper]")
+    if rel.mechanism is Mechanism.GAUSSIAN_DATA:
+        if rel.n is None or rel.stds is None:
+            raise ValueError("release has no public n (add-remove neighbouring) or no model "
+                             "scales: the clipping loss of its data cannot be bounded")
+        assert rel.scaling is not None and rel.clip_norm is not None
+        b_noise = b / 2.0
+        iv = confidence_intervals(rel, b_noise, simultaneous=sim)
+        moment = clipping_loss_moment(rel.stds, rel.scaling, rel.clip_norm)
+        # Chebyshev per coordinate (each coordinate's moment is at most the total);
+        # with a union over m coordinates for a simultaneous statement
+        share = b - b_noise
+        per = share / m if sim else share
+        loss = math.sqrt(rel.n * moment / per)
+        if stat == "mean":
+            loss /= rel.n
+        return Intervals(iv[0] - loss, iv[1] + loss, target=f"the data {stat}", level=1 - b,
+                         simultaneous=sim, columns=rel.columns,
+                         assumption="the rows are independent draws from N(center, "
+                                    "diag(stds^2)), the model of the design")
+    raise ValueError(f"release comes from the {rel.mechanism} mechanism, which has neither a "
+                     "data model nor a box: no statement on the data sum can be proved; "
+                     "confidence_intervals covers the sum of the clipped rows")
+
+
+def _rounded(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None else float(f"{float(x):.{digits}g}")
+
+
+def _relation(rel: Any) -> str:
+    return str(getattr(rel.neighbouring, "value", rel.neighbouring))
+
+
+def _guarantee(rel: Any) -> dict:
+    """epsilon, delta (rounded), neighbouring relation, and rho where there is one."""
+    out: dict = {"epsilon": _rounded(rel.epsilon), "delta": _rounded(rel.delta),
+                 "neighbouring": _relation(rel)}
+    if isinstance(rel, PipelineRelease):
+        out["rho"] = _rounded(rel.rho)
+    if rel.notes:
+        out["warnings"] = list(rel.notes)
+    return out
+
+
+def _short_repr(rel: Any, kind: str, who: str) -> str:
+    d = int(np.size(rel.estimate))
+    eps = "?" if rel.epsilon is None else f"{rel.epsilon:.4g}"
+    dlt = "?" if rel.delta is None else f"{rel.delta:.3g}"
+    if rel.epsilon is None and isinstance(rel, PipelineRelease):
+        eps, dlt = f"rho={rel.rho:.4g}", "-"
+    secure = ", secure" if rel.secure else ""
+    text = (f"{kind}({who}, {rel.statistic} of {d} coordinates, epsilon={eps}, delta={dlt}, "
+            f"{_relation(rel)}{secure}; estimate {short_array(rel.estimate)}; "
+            f"noise std {short_array(rel.noise_std, 1)}")
+    if rel.notes:
+        text += f"; {len(rel.notes)} warning(s), see .notes"
+    return text + ")"
+
+
+def _labels(rel: Any) -> list[str]:
+    d = int(np.size(rel.estimate))
+    if rel.columns is not None and len(rel.columns) == d:
+        return [str(c) for c in rel.columns]
+    return [str(j) for j in range(d)]
+
+
+def _summary(rel: Any, beta: float, rows: int) -> str:
+    iv = rel.confidence_intervals(beta) if _has_intervals(rel) else None
+    labels = _labels(rel)
+    width = max(8, min(24, max(len(x) for x in labels)))
+    level = f"{100 * (1 - float(beta)):.4g}%"
+    lines = [f"{type(rel).__name__}: {rel.statistic} ({rel.target if hasattr(rel, 'target') else ''})",
+             f"{'column':<{width}} {'estimate':>12} {'+-' + level:>12} {'noise std':>12}"]
+    est = np.ravel(np.asarray(rel.estimate, dtype=float))
+    std = np.ravel(np.asarray(rel.noise_std, dtype=float))
+    half = None if iv is None else np.ravel(iv.half_width)
+    for j in range(min(est.size, int(rows))):
+        h = "" if half is None else f"{half[j]:.4g}"
+        lines.append(f"{labels[j][:width]:<{width}} {est[j]:>12.5g} {h:>12} {std[j]:>12.4g}")
+    if est.size > rows:
+        lines.append(f"... {est.size - rows} more coordinates")
+    g = _guarantee(rel)
+    lines.append(f"guarantee: epsilon={g['epsilon']}, delta={g['delta']}, {g['neighbouring']}"
+                 + (f", rho={g['rho']}" if "rho" in g else ""))
+    if getattr(rel, "clip_norm", None) is not None:
+        lines.append(f"clip radius (scaled space): {rel.clip_norm:.4g}")
+    if isinstance(rel, PipelineRelease):
+        shares = ", ".join(f"{k} {v:.3g}" for k, v in rel.budget.as_dict().items() if v > 0)
+        lines.append(f"budget by step (shares of rho): {shares}")
+    if rel.clip_count is not None:
+        lines.append(f"rows clipped (private count): {rel.clip_count:.1f}")
+    for note in rel.notes:
+        lines.append(f"warning: {note}")
+    return "\n".join(lines)
+
+
+def _has_intervals(rel: Any) -> bool:
+    try:
+        rel.confidence_intervals(0.05)
+    except ValueError:
+        return False
+    return True
+
+
+def _jsonable(x: Any) -> Any:
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return [_jsonable(v) for v in x.tolist()]
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return str(x)
+
+
+def _to_dict(rel: Any, beta: float) -> dict:
+    out: dict = {
+        "mechanism": str(rel.mechanism) if isinstance(rel, Release) else f"private_{rel.statistic}",
+        "statistic": rel.statistic,
+        "estimate": _jsonable(np.asarray(rel.estimate, dtype=float)),
+        "columns": None if rel.columns is None else [str(c) for c in rel.columns],
+        "guarantee": {"epsilon": rel.epsilon, "delta": rel.delta,
+                      "neighbouring": _relation(rel)},
+        "secure": bool(rel.secure),
+    }
+    if isinstance(rel, PipelineRelease):
+        out["guarantee"]["rho"] = rel.rho
+        out["guarantee"]["budget"] = rel.budget.as_dict()
+    public = {}
+    for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
+                 "lower", "upper", "stds", "n", "sensitivity", "grid_exponent", "count",
+                 "scales", "clip_count", "outside_count", "diagnostics_share"):
+        if hasattr(rel, name) and getattr(rel, name) is not None:
+            public[name] = _jsonable(getattr(rel, name))
+    out["public"] = public
+    if _has_intervals(rel):
+        iv = rel.confidence_intervals(beta)
+        out["accuracy"] = {"level": 1 - float(beta), "target": iv.target,
+                           "lower": _jsonable(iv.lower), "upper": _jsonable(iv.upper),
+                           "statement": ("each interval covers its coordinate of "
+                                         f"{iv.target} with probability {1 - float(beta):g}")}
+    out["warnings"] = list(rel.notes)
+    return out
+
+
+def _to_pandas(rel: Any, beta: float) -> Any:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    data = {"estimate": np.asarray(rel.estimate, dtype=float),
+            "noise_std": np.asarray(rel.noise_std, dtype=float)}
+    if _has_intervals(rel):
+        iv = rel.confidence_intervals(beta)
+        data["lower"], data["upper"] = iv.lower, iv.upper
+    index = list(rel.columns) if rel.columns is not None else None
+    return pd.DataFrame(data, index=index)

@@ -87,7 +87,8 @@ def _clipped(relation: str) -> Release:
 
 
 def _elliptical(X: Any, rng: Any) -> Any:
-    return elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, widths=BOUNDS, rng=rng)
+    return elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-BOUNDS / 2,
+                                             upper=BOUNDS / 2, rng=rng)
 
 
 def correct_cases(threshold_ones: int) -> list[Audited]:
@@ -171,7 +172,7 @@ def broken_cases() -> list[Audited]:
     gd_pair = pairs.gaussian_data_pair(STDS, clip_probability=0.25, n=4)
 
     def data_with_c(X: Any, rng: Any) -> Any:
-        return gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=STDS,
+        return gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=STDS, center=0,
                                        clip_probability=0.25, neighbouring="add-remove",
                                        rng=rng)
 

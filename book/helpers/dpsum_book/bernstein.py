@@ -115,7 +115,8 @@ def ratio_curves(stds: npt.ArrayLike, n_grid: npt.ArrayLike) -> dict[str, np.nda
 
 
 def comparison_figure(panels: dict[str, dict[str, np.ndarray]],
-                      n_grid: npt.ArrayLike) -> Figure:
+                      n_grid: npt.ArrayLike,
+                      titles: list[str] | None = None) -> Figure:
     """The chapter's figure: each bound over the exact ``C^2`` against ``n``.
 
     Parameters
@@ -124,6 +125,8 @@ def comparison_figure(panels: dict[str, dict[str, np.ndarray]],
         Panel title -> the output of :func:`ratio_curves`; one to three panels.
     n_grid : array_like
         The numbers of records the curves were computed at.
+    titles : list of str, optional
+        The panels' titles (mathtext allowed); the keys of ``panels`` by default.
 
     Returns
     -------
@@ -132,7 +135,10 @@ def comparison_figure(panels: dict[str, dict[str, np.ndarray]],
     ns = np.asarray(n_grid, dtype=float)
     fig, axes = figure(ncols=len(panels), sharey=True)
     axes = np.atleast_1d(axes)
-    for ax, (title, r) in zip(axes, panels.items()):
+    names = list(panels) if titles is None else list(titles)
+    if len(names) != len(panels):
+        raise ValueError("titles must have one entry per panel")
+    for ax, title, r in zip(axes, names, panels.values()):
         ok = r["holds"]
         ax.plot(ns[ok], r["BE"][ok], color="C4", ls="-", lw=2.2,
                 label=BOUND_NAMES["BE"])

@@ -61,7 +61,7 @@ def prepare(X: npt.ArrayLike, seed: int, domain: tuple[float, float] | None = No
 def load(seed: int) -> dict[str, Data]:
     """The digits (pixel range [0, 16] as box and domain, standard deviations
     floored at 1/sqrt(12)) and breast cancer (public box; domain [0, 1e4])."""
-    from sklearn.datasets import load_breast_cancer, load_digits  # type: ignore[import-untyped]
+    from sklearn.datasets import load_breast_cancer, load_digits
 
     return {"digits": prepare(load_digits().data, seed, domain=(0.0, 16.0), box=(0.0, 16.0),
                               std_floor=1 / math.sqrt(12)),
@@ -74,23 +74,24 @@ def private_means(D: Data, epsilon: float, rng: Any) -> tuple[dict[str, np.ndarr
     X = D["private"]
     n = len(X)
     low, high = D["low"], D["high"]
-    mid, widths = (low + high) / 2, high - low
+    widths = high - low
     gauss = dpsum.gaussian_mechanism(np.clip(X, low, high).sum(axis=0), epsilon=epsilon,
                                      delta=DELTA, sensitivity=float(np.linalg.norm(widths)),
                                      rng=rng)
-    ellip = dpsum.elliptical_gaussian_mechanism(X - mid, epsilon=epsilon, delta=DELTA,
-                                                widths=widths, rng=rng)
+    ellip = dpsum.elliptical_gaussian_mechanism(X, epsilon=epsilon, delta=DELTA, lower=low,
+                                                upper=high, rng=rng)
     gdata = dpsum.gaussian_data_mechanism(X, epsilon=epsilon, delta=DELTA, stds=D["stds"],
                                           center=D["center"], rng=rng)
-    means = {"Gaussian": gauss.estimate / n, "Elliptical": ellip.estimate / n + mid,
+    means = {"Gaussian": gauss.estimate / n, "Elliptical": ellip.estimate / n,
              "Gaussian data": gdata.estimate / n}
     return means, {"Gaussian": gauss, "Elliptical": ellip, "Gaussian data": gdata}
 
 
 def pipeline_mean(D: Data, epsilon: float, rng: Any) -> Any:
     """The private pipeline on the private half, with the domain box only."""
-    return dpsum.private_mean(D["private"], domain=D["domain"], epsilon=epsilon, delta=DELTA,
-                              rng=rng)
+    lower, upper = D["domain"]
+    return dpsum.private_mean(D["private"], lower=lower, upper=upper, epsilon=epsilon,
+                              delta=DELTA, rng=rng)
 
 
 def mean_se(values: npt.ArrayLike) -> tuple[float, float]:

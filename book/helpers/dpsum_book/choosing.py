@@ -176,7 +176,7 @@ def pipeline_pairs(n: int, d: int, rho: float, p_pair: tuple[float, float], R: i
         X = rng.standard_normal((n, d))
         truth = X.mean(axis=0)
         for k, p in enumerate(p_pair):
-            est = dpsum.private_mean(X, domain=(-100, 100), rho=rho, clip_probability=p,
+            est = dpsum.private_mean(X, lower=-100, upper=100, rho=rho, clip_probability=p,
                                      rng=rng).estimate
             out[r, k] = float(np.sum((est - truth) ** 2))
     return out

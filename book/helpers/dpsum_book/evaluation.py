@@ -142,7 +142,7 @@ def simulate_errors(sigma: np.ndarray, b: np.ndarray, n: int, eps: float, p: flo
         K = int(rng.binomial(n, pi))
         X = np.vstack([np.zeros((1, sigma.size)), tail_rows(sigma, b, C, K, rng)])
         release = dpsum.gaussian_data_mechanism(X, epsilon=eps, delta=DELTA, stds=sigma,
-                                                clip_probability=p, scaling=b, rng=rng)
+                                                clip_probability=p, scaling=b, rng=rng, center=0)
         out[r] = np.sum((release.estimate - X.sum(axis=0)) ** 2)
     return out
 
@@ -248,7 +248,7 @@ def full_datasets(R: int = 250) -> list[Row]:
         truth = X.sum(axis=0)
         for i, (p, _, b, *_) in enumerate(plans):
             release = dpsum.gaussian_data_mechanism(X, epsilon=eps, delta=DELTA, stds=sigma,
-                                                    clip_probability=p, scaling=b, rng=rng)
+                                                    clip_probability=p, scaling=b, rng=rng, center=0)
             errors[i, r] = np.sum((release.estimate - truth) ** 2)
     return [{"p": p, "scaling": name, "noise": noise, "bias": nb, "bias_se": nb_se,
              "releases": R, "mean": e.mean(), "se": e.std(ddof=1) / math.sqrt(R)}

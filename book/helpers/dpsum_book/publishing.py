@@ -75,7 +75,7 @@ def coverage_study(stds: npt.ArrayLike, n: int, epsilon: float, delta: float,
         for r in range(R):
             Y = rng.normal(0.0, s, size=(n, s.size))
             rel = dpsum.gaussian_data_mechanism(Y, epsilon=epsilon, delta=delta, stds=s,
-                                                clip_probability=p, rng=rng)
+                                                center=0, clip_probability=p, rng=rng)
             errs[r] = np.linalg.norm(rel.estimate - Y.sum(axis=0))
         eb = accuracy.release_error_bound(rel, beta, stds=s, n=n)
         noise_q = noise_norm_quantile(rel.noise_std, beta)
