@@ -214,8 +214,8 @@ def train(task: Task, cfg: Config, variant: str = "isotropic", *, rng: Any = Non
     for _ in range(cfg.steps):
         batch = gen.random(n) < cfg.sampling_rate
         G = per_example_gradients(W, task.X[batch], task.y[batch]) * b
-        # one plan released once per step: the composition is accounted for
-        # above (calibrate_multiplier), so the repeat is asked for explicitly
+        # every step releases the same plan: repeat=True; the guarantee of all
+        # the steps together is the subsampled accountant's (calibrate_multiplier)
         noisy = acc.empty().update(G).release(rng=gen, repeat=True).estimate / b
         W -= cfg.learning_rate * noisy.reshape(W.shape) / expected
     return {"accuracy": accuracy(W, task.X_test, task.y_test), "multiplier": z,
