@@ -818,11 +818,11 @@ _DOC_PARAMS = """
         outputs are public parameters of the last step, not values added to
         the released sum.
     diagnostics : bool
-        True (the default): spend :data:`~dpsum.release.records.DIAGNOSTICS_SHARE`
+        True (the default): spend ``dpsum.release.DIAGNOSTICS_SHARE`` (0.02)
         of the budget (taken from the mean's share; part of the stated
         guarantee) on private counts of the rows the last step clipped and of
         the rows outside the box, and warn
-        (:class:`~dpsum.release.records.PublicInputWarning`) when either is
+        (:class:`~dpsum.release.PublicInputWarning`) when either is
         far above the design's expectation (``n p_C`` and 0). They also give
         :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
         this off.

@@ -171,7 +171,7 @@ class Release:
         What ``estimate`` estimates. A mean divides the sum, its noise and its
         intervals by the public ``n`` (replace-one only: under add-remove the
         row count is private, so a vector mechanism refuses ``statistic="mean"``;
-        :func:`dpsum.private_mean` releases a private count instead).
+        :func:`dpsum.pipeline.private_mean` releases a private count instead).
     n : int or None
         The public row count (replace-one), None under add-remove.
     lower, upper : numpy.ndarray or None
@@ -283,7 +283,7 @@ class Release:
     def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
         """Intervals for the **data** sum or mean, where the library can prove one.
 
-        See :func:`dpsum.release.records.data_intervals`."""
+        See :func:`dpsum.release.data_intervals`."""
         return data_intervals(self, beta, simultaneous=simultaneous)
 
     def __repr__(self) -> str:
@@ -457,7 +457,7 @@ class PipelineRelease:
 
     def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
         """Intervals for the data sum or mean, from the private clip count and the
-        box; see :func:`dpsum.release.records.data_intervals`."""
+        box; see :func:`dpsum.release.data_intervals`."""
         return data_intervals(self, beta, simultaneous=simultaneous)
 
     def __repr__(self) -> str:
@@ -474,7 +474,7 @@ class PipelineRelease:
 
     def to_pandas(self, beta: float = 0.05) -> Any:
         """A :class:`pandas.DataFrame` indexed by the input's columns (see
-        :meth:`Release.to_pandas`)."""
+        :meth:`~dpsum.release.Release.to_pandas`)."""
         return _to_pandas(self, beta)
 
     def confidence_ball(self, beta: float) -> ConfidenceBall:
