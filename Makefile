@@ -1,9 +1,10 @@
 # dpsum: the two commands of the README (`make test`, `make book`), plus `make lab` and `make clean`.
 # Each target sets itself up on a machine that has only python3: it creates .venv when
 # missing and installs what its job needs, with numpy, scipy, matplotlib and sympy pinned
-# by constraints.txt: `make book` the package with its book extra; `make test` also the
-# test, dask and accounting extras (the dask extra lets tests/test_dask.py run on a local
-# dask cluster); `make lab` the book's needs and the pinned JupyterLab of the lab extra.
+# by constraints.txt: `make book` the package with its docs extra (the HTML build only);
+# `make test` the test, book, dask and accounting extras (the dask extra lets
+# tests/test_dask.py run on a local dask cluster); `make lab` the book extra (what the
+# chapters import) and the pinned JupyterLab of the lab extra.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -34,13 +35,15 @@ $(STAMP): pyproject.toml book/helpers/pyproject.toml constraints.txt $(VENV)/.dp
 		-e book/helpers
 	touch $(STAMP) $(BOOK_STAMP)
 
-# make book: only what the book's build needs (the package and its book extra)
-$(BOOK_STAMP): pyproject.toml book/helpers/pyproject.toml constraints.txt $(VENV)/.dpsum-venv
-	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[book]" -e book/helpers
+# make book: only what the HTML build needs (the package and its docs extra: the
+# stored outputs are rendered, not executed)
+$(BOOK_STAMP): pyproject.toml constraints.txt $(VENV)/.dpsum-venv
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[docs]"
 	touch $(BOOK_STAMP)
 
-$(LAB_STAMP): $(BOOK_STAMP)
-	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[book,lab]"
+# make lab: what running the chapters needs, and the pinned JupyterLab
+$(LAB_STAMP): pyproject.toml book/helpers/pyproject.toml constraints.txt $(VENV)/.dpsum-venv
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[book,lab]" -e book/helpers
 	touch $(LAB_STAMP)
 
 test: $(STAMP)
