@@ -461,6 +461,7 @@ class _Context:
         else:
             k_clip = float(clipped + _gaussian_noise(gen, std))
             k_out = float(outside + _gaussian_noise(gen, std))
+        k_clip, k_out = max(k_clip, 0.0), max(k_out, 0.0)   # post-processing: counts are >= 0
         steps.append(gaussian_step("diagnostics", s_diag))
         if clipping_excess(k_out, std, 0.0, n_eff):
             self.warn(clipping_message(
@@ -523,7 +524,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                         rule) != "coordinate":
             ctx.warn(f"private_{statistic}: too few rows for this budget for a reliable "
                      "coordinate-wise center: the pipeline falls back to a center for the whole vector "
-                     "center or to the public box (see release.strategy); the error can be "
+                     "or to the public box (see release.strategy); the error can be "
                      "many times a coordinate's scale. A box known in advance "
                      "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
     if not np.all(np.isfinite(data)):

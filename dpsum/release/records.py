@@ -182,8 +182,8 @@ class Release:
         The column labels of a pandas input (see :meth:`to_pandas`).
     clip_count, clip_count_std : float or None
         With ``diagnostics``: a private count of the rows clipped (or, for the
-        Elliptical Gaussian mechanism, of the rows outside the box) and the
-        standard deviation of its Gaussian noise.
+        Elliptical Gaussian mechanism, of the rows outside the box), clamped
+        at 0, and the standard deviation of its Gaussian noise.
     diagnostics_share : float
         The share of the budget (of ``1 / sigma^2``, or of ``rho``) spent on
         ``clip_count``; ``epsilon`` and ``delta`` cover both releases.
@@ -820,7 +820,18 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
 
 
 def _rounded(x: float | None, digits: int = 4) -> float | None:
-    return None if x is None else float(f"{float(x):.{digits}g}")
+    """``x`` to ``digits`` significant digits, rounded **up**: a published
+    epsilon or delta is never below the proved one."""
+    if x is None:
+        return None
+    v = float(x)
+    if v <= 0 or not math.isfinite(v):
+        return v
+    r = float(f"{v:.{digits}g}")
+    if r < v:
+        step = 10.0 ** (math.floor(math.log10(v)) - digits + 1)
+        r = float(f"{r + step:.{digits}g}")
+    return r
 
 
 def _relation(rel: Any) -> str:
@@ -918,12 +929,13 @@ def _to_dict(rel: Any, beta: float) -> dict:
         "statistic": rel.statistic,
         "estimate": _jsonable(np.asarray(rel.estimate, dtype=float)),
         "columns": None if rel.columns is None else [str(c) for c in rel.columns],
-        "guarantee": {"epsilon": rel.epsilon, "delta": rel.delta,
-                      "neighbouring": _relation(rel)},
+        "guarantee": {"epsilon": _rounded(rel.epsilon), "delta": _rounded(rel.delta),
+                      "neighbouring": _relation(rel),
+                      "rounding": "epsilon and delta rounded up to 4 significant digits"},
         "secure": bool(rel.secure),
     }
     if isinstance(rel, PipelineRelease):
-        out["guarantee"]["rho"] = rel.rho
+        out["guarantee"]["rho"] = _rounded(rel.rho)
         out["guarantee"]["budget"] = rel.budget.as_dict()
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
