@@ -306,7 +306,12 @@ def check_integer(value: Any, name: str, minimum: int | None = 1, maximum: int |
     else:
         if value is None or isinstance(value, (str, bytes)):
             raise TypeError(f"{name} must be an integer, got {_type_name(value)}")
-        if isinstance(value, numbers.Real) or np.ndim(value) == 0 or array:
+        try:
+            scalar_like = isinstance(value, numbers.Real) or np.ndim(value) == 0
+        except ValueError:      # a ragged sequence
+            raise ValueError(f"{name} must be an integer or a rectangular array of integers, "
+                             "got a ragged sequence") from None
+        if scalar_like or array:
             try:
                 arr = np.asarray(value)
             except ValueError:

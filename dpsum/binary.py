@@ -315,7 +315,7 @@ def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
 
 def randomized_response_keep_probability(epsilon: ArrayLike) -> float | np.ndarray:
     """Probability ``e^eps / (1 + e^eps)`` that epsilon-randomized response
-    reports the true bit (:prf:ref:`binary-def-rr`).
+    reports the true bit (:ref:`definitions-randomized-response`).
 
     The likelihood ratio of a report under the two values of a user's bit is
     ``q / (1 - q) = e^eps``, so the reports are epsilon-DP (local model).

@@ -211,11 +211,11 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                          "standard deviation would be below 2.2e-308 (a subnormal float), "
                          "where it cannot be represented within 1e-9 of the exact "
                          "calibration; rescale the value and the sensitivity")
+    gen_ = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)   # before the data
     x = V.check_finite_array(value, "value")
     labels = V.index_labels(value)
     if secure_:
-        est, K, gstd = secure_gaussian(x, sensitivity=sens, epsilon=eps, delta=dlt,
-                                       rng=V.check_secure_rng(rng))
+        est, K, gstd = secure_gaussian(x, sensitivity=sens, epsilon=eps, delta=dlt, rng=gen_)
         std = gstd * (discrete_gaussian_std(gstd / 2.0 ** K) / (gstd / 2.0 ** K))
         return Release(estimate=est, noise_std=np.full(x.shape, std), scaling=None,
                        clip_norm=None, epsilon=eps, delta=dlt, neighbouring=relation,
@@ -223,8 +223,8 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                        mechanism=Mechanism.GAUSSIAN_ANALYTIC, calibration=Calibration.DISCRETE,
                        secure=True, grid_exponent=K, discrete_scale=np.full(x.shape, gstd),
                        columns=labels)
-    gen = V.check_rng(rng)
-    estimate = x + gen.normal(0.0, std, size=x.shape)
+    assert gen_ is not None
+    estimate = x + gen_.normal(0.0, std, size=x.shape)
     return Release(
         estimate=estimate,
         noise_std=np.full(x.shape, std),

@@ -618,3 +618,27 @@ def test_bernstein_ratio_curves_are_the_package_bounds_over_the_exact_radius():
         bb.comparison_figure({"a": r}, ns, ["a", "b"])
     assert len(fig.axes) == 2
     plt.close(fig)
+
+
+def test_pipeline_helpers_plan_budget_and_quantile_loss():
+    """PLAN's spent budget per relation, and the quantile's loss bounds, exactly."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    from dpsum_book import pipeline as pl
+
+    assert sum(pl.plan_overspend("add-remove").values()) == Fraction(69, 64)
+    assert sum(pl.plan_overspend("replace").values()) == Fraction(15, 4)
+    assert 3.75 < float(sum(pl.plan_overspend("replace", top_k=0.02).values())) < 3.77
+    with pytest.raises(ValueError):
+        pl.plan_overspend("swap")
+    base = np.array([0.3, 0.9, 1.1, 1.6, 2.2, 3.5])
+    worst, width = pl.worst_loss(base, 0.8, 0.0, 4.0, relation="replace", du=1.0, moves=8)
+    assert worst <= 0.8 + 1e-12 and width <= 0.8 + 1e-12
+    # PLAN's triplicated median exceeds twice its nominal epsilon, within the
+    # sensitivity bounds (3x add-remove, 6x replace-one)
+    assert 2 < pl.plan_worst_loss(0.5, "add-remove") <= 3 + 1e-9
+    assert 3 < pl.plan_worst_loss(0.5, "replace") <= 6 + 1e-9
+    edges, prob = pl.gap_law(base, 0.5, 1.0, 0.0, 4.0)
+    assert edges.size == prob.size + 1 and abs(prob.sum() - 1) < 1e-12

@@ -46,8 +46,6 @@ _EXERCISES = {"exercises", "implement_and_audit"}
 #: page -> (rules it is excused from, the issue that owns its rewrite).
 #: The ONLY list of exceptions; it must be empty when the book issues are done.
 EXCUSED: dict[str, tuple[frozenset[str], str]] = {
-    "a_at_scale": (frozenset({"source_labels", "lab_notes", *_CODE}), ATTACKS),
-    "bibliography": (frozenset({"source_labels"}), ATTACKS),
 }
 
 _MECHANISMS = frozenset(MECHANISM_CHAPTERS)

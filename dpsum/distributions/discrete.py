@@ -134,7 +134,7 @@ def _as_fraction(value: float | Fraction, name: str = "sigma2") -> Fraction:
     elif isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         out = Fraction(int(value))
     else:
-        out = Fraction(float(V.check_positive(value, name)))
+        out = Fraction(float(V.check_positive(value, name, scalar=True)))
     if out <= 0:
         raise ValueError(f"{name} must be > 0")
     return out

@@ -89,7 +89,7 @@ def grid_exponent(clip_norm: float, d: int, charge: float = GRID_CHARGE) -> int:
     >>> grid_exponent(1.0, 4)
     -20
     """
-    C = float(V.check_positive(clip_norm, "clip_norm"))
+    C = float(V.check_positive(clip_norm, "clip_norm", scalar=True))
     dd = V.check_integer(d, "d", 1)
     ch = float(V.check_open_interval(charge, "charge", 0.0, 0.5, scalar=True))
     root = math.sqrt(dd)
@@ -125,10 +125,10 @@ def round_to_grid(value: ArrayLike, K: int) -> np.ndarray:
     >>> [int(v) for v in round_to_grid([0.3, 2.5, -1.75], -2)]  # multiples of 1/4, ties to even
     [1, 10, -7]
     """
+    K = V.check_integer(K, "K", None)
     x = V.as_real_array(value, "value")
     if not np.all(np.isfinite(x)):
         raise ValueError("value contains NaN or infinite values")
-    K = V.check_integer(K, "K", None)
     with np.errstate(under="ignore", over="ignore"):
         q = np.clip(np.rint(np.ldexp(x, -K)), -_FLOAT_MAX, _FLOAT_MAX)
     return np.array([int(v) for v in q.ravel()], dtype=object).reshape(x.shape)
@@ -179,7 +179,7 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None 
     >>> S.dtype == object or S.dtype.kind == "i", clipped
     (True, 1)
     """
-    C = float(V.check_positive(clip_norm, "clip_norm"))
+    C = float(V.check_positive(clip_norm, "clip_norm", scalar=True))
     X = V.as_real_array(X, "X")
     if X.ndim != 2 or X.shape[1] == 0:
         raise ValueError(f"X must be 2-dimensional with at least one column, got shape {X.shape}")

@@ -421,7 +421,7 @@ def classic_sigma(epsilon: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike =
     (e, d, s), shape = _broadcast(epsilon=eps, delta=dlt, sensitivity=sens)
     sigma = s * np.sqrt(2.0 * np.log(1.25 / d)) / e
     if not np.all(np.isfinite(sigma)):
-        raise _not_representable("noise level", "sensitivity")
+        raise _not_representable("noise level", "epsilon, delta or sensitivity")
     _check_normal_sigma(sigma)
     return V.scalar_or_array(sigma.reshape(shape), epsilon, delta, sensitivity)
 

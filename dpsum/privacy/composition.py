@@ -632,6 +632,8 @@ def zcdp_rho(epsilon: float, delta: float, method: str = "cks") -> float:
     L = -math.log(d)
     # sqrt(L + e) - sqrt(L) without cancellation
     standard = (e / (math.sqrt(L + e) + math.sqrt(L))) ** 2
+    if not standard < math.inf:
+        raise ValueError("epsilon is too large: the zCDP parameter rho is not a finite float")
     if not standard >= np.finfo(np.float64).tiny:
         raise ValueError("epsilon is too small for this delta: the zCDP parameter rho, "
                          "about epsilon^2 / (4 ln(1/delta)), is below the normal float range")

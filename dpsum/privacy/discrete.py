@@ -63,10 +63,14 @@ def discrete_gaussian_delta_exact_1d(sigma2: float, epsilon: float, sensitivity:
     >>> bool(0 < d1 <= discrete_gaussian_delta(4.0, 1.0))
     True
     """
-    s2 = float(sigma2)
-    eps = float(epsilon)
-    D = int(sensitivity)
-    hi = int(math.ceil(eps * s2 / D + D + 60 * math.sqrt(s2) + 10))
+    s2 = float(V.check_positive(sigma2, "sigma2", scalar=True))
+    eps = float(V.check_epsilon(epsilon, scalar=True))
+    D = V.check_integer(sensitivity, "sensitivity", 1)
+    span = eps * s2 / D + D + 60 * math.sqrt(s2) + 10
+    if not span < 1e7:
+        raise ValueError("sigma2, epsilon or sensitivity is too large for this check, which "
+                         "sums the pmf over about epsilon sigma2 / sensitivity + 60 sigma terms")
+    hi = int(math.ceil(span))
     ys = np.arange(-hi, hi + 1)
     pmf = discrete_gaussian_pmf(ys, s2)
     a = eps * s2 / D

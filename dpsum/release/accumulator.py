@@ -935,7 +935,7 @@ def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsil
         b = elliptical_scaling(width)
         noise = sopt * width / b
     if not np.all(np.isfinite(noise)):
-        raise ValueError("the noise standard deviation overflows: the box is too wide")
+        raise ValueError("the noise standard deviation overflows: upper - lower is too wide")
     if np.any(noise < np.finfo(np.float64).tiny):
         raise ValueError("the box is too narrow for this epsilon and delta: a noise standard "
                          "deviation would be subnormal (below 2.2e-308); rescale the data")

@@ -84,17 +84,18 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
     V.check_epsilon(epsilon, scalar=True)
     V.check_delta(delta, scalar=True)
-    x = V.as_real_array(value, "value")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("value contains NaN or infinite values")
+    gen = V.check_secure_rng(rng)
+    x = V.as_real_array(value, "value")          # type and shape only: public
     d = max(1, x.size)
     K = grid_exponent(sens, d)
     _check_grid_exponent(K, "sensitivity")
-    q = round_to_grid(x, K)
     grid_sens = math.ldexp(sens, -K) + math.sqrt(d)
-    Y, _ = grid_gaussian_noise(q, 0, grid_sens, epsilon=epsilon, delta=delta, rng=rng)
+    sigma = discrete_gaussian_sigma(epsilon, delta, grid_sens)   # refusals before the data
+    if not np.all(np.isfinite(x)):
+        raise ValueError("value contains NaN or infinite values")
+    q = round_to_grid(x, K)
+    Y, _ = grid_gaussian_noise(q, 0, grid_sens, epsilon=epsilon, delta=delta, rng=gen)
     estimate = _from_grid(Y, K).reshape(x.shape)
-    sigma = discrete_gaussian_sigma(epsilon, delta, grid_sens)
     return estimate, K, math.ldexp(sigma, K)
 
 
@@ -138,21 +139,26 @@ def secure_laplace(value: ArrayLike, *, sensitivity: float, epsilon: float,
     >>> K, D, all(float(v / 2.0**K).is_integer() for v in est)
     (-20, 1048578, True)
     """
-    x = V.check_finite_array(value, "value")
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
     eps = float(V.check_epsilon(epsilon, scalar=True))
+    gen = V.check_secure_rng(rng)
+    x = V.as_real_array(value, "value")          # type and shape only: public
     d = max(1, x.size)
     K = grid_exponent(sens, d * d)          # L1: sqrt(d^2) 2^(K-1) = d 2^(K-1)
     _check_grid_exponent(K, "sensitivity")
-    q = round_to_grid(x, K)
     D = math.floor(math.ldexp(sens, -K)) + d    # exact: a power-of-two rescaling
     scale = Fraction(D) / Fraction(eps)
-    with np.errstate(over="ignore"):
-        noise_std = float(np.ldexp(discrete_laplace_std(scale), K))
+    try:
+        with np.errstate(over="ignore"):
+            noise_std = float(np.ldexp(discrete_laplace_std(scale), K))
+    except OverflowError:                        # the scale itself beyond the float range
+        noise_std = math.inf
     if not noise_std < _FLOAT_MAX:
         raise ValueError("sensitivity / epsilon is too large: the noise's standard "
                          "deviation is not a finite float")
-    Y = q + discrete_laplace(scale, size=x.shape, rng=rng)
+    x = V.check_finite_array(value, "value")
+    q = round_to_grid(x, K)
+    Y = q + discrete_laplace(scale, size=x.shape, rng=gen)
     return _from_grid(Y, K), K, D, noise_std
 
 

@@ -199,7 +199,7 @@ def noise_norm_quantile(noise_std: Any, beta: float) -> float:
 
 def two_sided_z(beta: float) -> float:
     """``z`` with ``Pr[|Z| > z] = beta`` for a standard normal ``Z``."""
-    return z_from_log(math.log(beta))
+    return z_from_log(math.log(V.check_probability(beta, "beta", scalar=True)))
 
 
 def z_from_log(log_beta: float) -> float:

@@ -172,9 +172,9 @@ def broken_cases() -> list[Audited]:
     gd_pair = pairs.gaussian_data_pair(STDS, clip_probability=0.25, n=4)
 
     def data_with_c(X: Any, rng: Any) -> Any:
-        return gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=STDS,
+        return gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=STDS, center=0,
                                        clip_probability=0.25, neighbouring="add-remove",
-                                       rng=rng, center=0)
+                                       rng=rng)
 
     return [
         Audited("noise halved", EPS, _gaussian("analytic", EPS, SENS / 2), stat, N, DELTA,

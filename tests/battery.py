@@ -1,0 +1,353 @@
+"""The issue-26 battery: every public function driven with bad values, and
+worst-case neighbours at extreme scales on every mechanism and path.
+
+Shared by ``tests/test_battery.py`` (which asserts) and
+``tests/battery_report.py`` (which prints the counts and the worst ratios).
+
+Part 1, bad values. For every function in ``dpsum.__all__`` and in the
+``__all__`` of each subpackage, a baseline call is built from a table of
+valid values per argument name (functions with an argument outside the
+table are counted as *not driven*); the baseline must succeed. Then each
+argument in turn receives each kind of bad value, with the data argument
+(if any) replaced by a *trap*: an array that raises :class:`DataTouched` on
+any computation, so an error raised after the data was read is caught. The
+outcome of each call is one of
+
+- ``clear error``: ValueError/TypeError naming the argument, no data value in
+  the message, raised before the data was read;
+- ``finite result``: the call returned and every number in the result is
+  finite (a bad value the function accepts, e.g. ``5e-324`` as a
+  sensitivity, must give a finite answer);
+- a failure: ``data read first``, ``unnamed error`` (the message does not
+  name the argument), ``data echoed``, ``other exception`` (any other type)
+  or ``non-finite result``.
+
+Part 2, neighbours. For each mechanism (Gaussian-data, clipping baseline,
+Elliptical Gaussian) and path (float in memory, merged accumulator, dask,
+secure grid) two replace-one neighbouring datasets at extreme scales (rows
+and parameters from 1e-300 to 1e300, mixed huge and tiny columns, the
+changed row clipped in the opposite direction) are folded, and the movement
+of the pre-noise statistic (``Accumulator.private_sum``), in exact rational
+arithmetic, is divided by the declared sensitivity: the ratio must be at
+most 1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from collections import Counter
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+import dpsum
+from dpsum import release as R
+from dpsum.engines import dask as dpdask
+
+SECRET = 271828.1828
+SECRET_TEXT = "271828.1828"
+
+MODULES = ["dpsum", "dpsum.privacy", "dpsum.distributions", "dpsum.design", "dpsum.kernels",
+           "dpsum.release", "dpsum.pipeline", "dpsum.accuracy", "dpsum.audit", "dpsum.binary",
+           "dpsum.bounds", "dpsum.mechanisms"]
+
+#: Data arguments: their values are private.
+DATA = {"X", "value", "bits", "values", "data", "block"}
+
+
+class DataTouched(Exception):
+    """Raised by a trap array when a computation reads it."""
+
+
+class Trap(np.ndarray):
+    """A float64 array whose values cannot be read: every ufunc or array
+    function on it raises :class:`DataTouched` (shape and dtype stay readable)."""
+
+    def __array_ufunc__(self, *args: Any, **kwargs: Any) -> Any:
+        raise DataTouched
+
+    def __array_function__(self, *args: Any, **kwargs: Any) -> Any:
+        raise DataTouched
+
+    def __iter__(self) -> Any:
+        raise DataTouched
+
+    def __getitem__(self, key: Any) -> Any:
+        raise DataTouched
+
+    def tolist(self) -> Any:
+        raise DataTouched
+
+    def __float__(self) -> float:
+        raise DataTouched
+
+
+def trap(like: Any) -> Trap:
+    """A trap with the shape and dtype of the valid data ``like``."""
+    arr = np.asarray(like)
+    fill = SECRET if arr.dtype.kind == "f" else 1
+    return np.full(arr.shape, fill, dtype=arr.dtype).view(Trap)
+
+
+def _valid(name: str) -> Any:
+    """A valid value for an argument called ``name`` (None: not in the table)."""
+    table: dict[str, Any] = {
+        "epsilon": 0.5, "delta": 1e-6, "sensitivity": 1.0, "clip_norm": 2.0,
+        "stds": np.array([2.0, 1.0]), "widths": np.array([2.0, 1.0]),
+        "X": np.array([[0.5, -0.2], [1.0, 0.3], [-0.7, 0.1]]),
+        "value": np.array([1.0, 2.0]), "bits": np.array([1, 0, 1, 1]),
+        "n": 4, "d": 2, "k": 2, "beta": 0.05, "clip_probability": 0.01,
+        "noise_multiplier": 2.0, "multiplier": 2.0, "multipliers": [2.0, 3.0],
+        "sigma": 2.0, "sigma2": 4.0, "scale": 2.0, "p": 0.1, "rho": 0.1, "mu": 0.5,
+        "alpha": 2.0, "q": 0.5, "quantile": 0.5, "n_rows": 10, "K": -3,
+        "epsilons": [0.5, 0.25], "deltas": [1e-6, 1e-6], "delta_prime": 1e-6,
+        "rhos": [0.1, 0.2], "mus": [0.5, 0.5], "weights": [1.0, 0.5],
+        "noise_std": np.array([1.0, 2.0]), "keep_probability": 0.75,
+        "n_samples": 100, "sampling_rate": 0.01, "target": 10.0,
+        "domain": (-10.0, 10.0), "lower": np.array([-10.0, -10.0]),
+        "upper": np.array([10.0, 10.0]), "center": np.array([0.0, 0.0]),
+    }
+    return table.get(name)
+
+
+def _functions() -> list[tuple[str, Any]]:
+    seen: dict[int, tuple[str, Any]] = {}
+    for mod_name in MODULES:
+        mod = importlib.import_module(mod_name)
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) and id(obj) not in seen:
+                seen[id(obj)] = (f"{mod_name}.{name}", obj)
+    return sorted(seen.values(), key=lambda t: t[0])
+
+
+def bad_values() -> list[tuple[str, Any]]:
+    return [
+        ("str", SECRET_TEXT), ("bytes", SECRET_TEXT.encode()), ("None", None),
+        ("bool", True), ("complex", 1 + 2j), ("object", object()),
+        ("object array", np.array([object(), object()])),
+        ("masked array", np.ma.array([1.0, SECRET], mask=[0, 1])),
+        ("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("0", 0.0),
+        ("negative", -1.0), ("subnormal", 5e-324), ("huge", 1e308), ("2**70", 2**70),
+        ("empty", np.array([])), ("ragged", [[1.0], [1.0, 2.0]]),
+        ("wrong shape", np.ones((3, 3, 3))),
+    ]
+
+
+def _numbers(result: Any, depth: int = 0) -> list[float]:
+    """Every float reachable in ``result`` (arrays, tuples, dataclass fields)."""
+    if depth > 3 or result is None or isinstance(result, (str, bytes, bool)):
+        return []
+    if isinstance(result, (int, float, np.integer, np.floating)):
+        return [float(result)]
+    if isinstance(result, np.ndarray):
+        if result.dtype.kind in "fc":
+            return [float(v) for v in np.abs(result).ravel()]
+        return []
+    if isinstance(result, (tuple, list)):
+        return [v for item in result[:50] for v in _numbers(item, depth + 1)]
+    if hasattr(result, "__dataclass_fields__"):
+        return [v for f in result.__dataclass_fields__
+                for v in _numbers(getattr(result, f, None), depth + 1)]
+    return []
+
+
+def _classify(exc: BaseException | None, result: Any, param: str) -> str:
+    if exc is None:
+        return "finite result" if all(math.isfinite(v) for v in _numbers(result)) \
+            else "non-finite result"
+    if isinstance(exc, DataTouched):
+        return "data read first"
+    if not isinstance(exc, (ValueError, TypeError)):
+        return "other exception"
+    text = str(exc)
+    if "271828" in text:
+        return "data echoed"
+    aliases = {param, "X" if param in DATA else param}
+    if param in ("stds", "widths", "center", "scaling"):
+        aliases.add(param.rstrip("s"))
+    if param == "domain":
+        aliases.add("domain")
+    return "clear error" if any(a in text for a in aliases) else "unnamed error"
+
+
+def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, str, str, str]],
+                                                      Counter]:
+    """Drive every function; returns (outcome counts, failures, coverage)."""
+    counts: Counter = Counter()
+    coverage: Counter = Counter()
+    failures: list[tuple[str, str, str, str]] = []
+    for qual, func in _functions()[:limit]:
+        sig = inspect.signature(func)
+        kwargs: dict[str, Any] = {}
+        ok = True
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            v = _valid(p.name)
+            if v is None and p.default is inspect.Parameter.empty:
+                ok = False
+                break
+            if v is not None:
+                kwargs[p.name] = v
+        if not ok:
+            coverage["not driven (an argument outside the table)"] += 1
+            continue
+        if "rng" in sig.parameters:
+            kwargs["rng"] = 0
+        try:
+            _call(func, kwargs)
+        except Exception:
+            coverage["not driven (baseline refused)"] += 1
+            continue
+        coverage["driven"] += 1
+        for param in [k for k in kwargs if k != "rng"] + (["rng"] if "rng" in kwargs else []):
+            for label, bad in bad_values() + ([("float seed", 1.5), ("negative seed", -1)]
+                                              if param == "rng" else []):
+                args = dict(kwargs)
+                args[param] = bad
+                for data in DATA & set(args):
+                    if data != param:
+                        args[data] = trap(kwargs[data])
+                exc, result = _attempt(func, args)
+                if isinstance(exc, DataTouched):
+                    # no error before the data was read: the value was accepted,
+                    # or refused only after reading the data (a failure)
+                    args = dict(kwargs)
+                    args[param] = bad
+                    exc, result = _attempt(func, args)
+                    if exc is not None and isinstance(exc, (ValueError, TypeError)) \
+                            and param in str(exc) and param not in DATA:
+                        exc = DataTouched(str(exc))
+                outcome = _classify(exc, result, param)
+                counts[outcome] += 1
+                if outcome not in ("clear error", "finite result"):
+                    failures.append((qual, param, label,
+                                     f"{outcome}: {type(exc).__name__ if exc else ''} "
+                                     f"{str(exc)[:100] if exc else ''}"))
+    return counts, failures, coverage
+
+
+def _attempt(func: Any, args: dict[str, Any]) -> tuple[BaseException | None, Any]:
+    try:
+        return None, _call(func, args)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:       # noqa: BLE001 - classified by the caller
+        return e, None
+
+
+def _call(func: Any, kwargs: dict[str, Any]) -> Any:
+    sig = inspect.signature(func)
+    pos = [kwargs[p.name] for p in sig.parameters.values()
+           if p.kind is p.POSITIONAL_ONLY and p.name in kwargs]
+    kw = {k: v for k, v in kwargs.items()
+          if sig.parameters[k].kind is not inspect.Parameter.POSITIONAL_ONLY}
+    with np.errstate(all="ignore"):
+        return func(*pos, **kw)
+
+
+# ------------------------------------------------------------------ part 2
+def _exact_norm2(v: Any) -> Fraction:
+    return sum((Fraction(int(x)) if isinstance(x, int) else Fraction(float(x))) ** 2
+               for x in np.ravel(v))
+
+
+def _diff(a: Any, b: Any) -> list[Fraction]:
+    conv = (lambda x: Fraction(int(x)) if isinstance(x, int) else Fraction(float(x)))
+    return [conv(x) - conv(y) for x, y in zip(np.ravel(a), np.ravel(b))]
+
+
+MECHANISMS = ("gaussian data", "clipping baseline", "elliptical")
+PATHS = ("float", "accumulator", "dask", "secure")
+
+
+def _empty(mechanism: str, d: int, scale: float, n: int, secure: bool, stds: np.ndarray,
+           widths: np.ndarray) -> Any:
+    kw = dict(epsilon=1.0, delta=1e-6, n=n, secure=secure)
+    if mechanism == "gaussian data":
+        return R.gaussian_data_accumulator(stds, center=np.zeros(d), clip_probability=0.05,
+                                           **kw)
+    if mechanism == "clipping baseline":
+        return R.clipped_gaussian_accumulator(d, clip_norm=scale, **kw)
+    return R.elliptical_gaussian_accumulator(-widths / 2, widths / 2, **kw)
+
+
+def neighbour_ratio(mechanism: str, path: str, X: np.ndarray, row: np.ndarray, scale: float,
+                    stds: np.ndarray, widths: np.ndarray) -> float:
+    """Movement of the pre-noise statistic between ``X`` and ``X`` with row 0
+    replaced by ``row``, over the declared sensitivity, in exact arithmetic."""
+    n, d = X.shape
+    Y = X.copy()
+    Y[0] = row
+    secure = path == "secure"
+    stats, sens = [], []
+    for data in (X, Y):
+        acc = _empty(mechanism, d, scale, n, secure, stds, widths)
+        if path == "accumulator":
+            cut = max(1, n // 2)
+            folded = acc.update(data[:cut]).merge(acc.update(data[cut:]))
+        elif path == "dask":
+            import dask.array as da
+            folded = dpdask.accumulate(da.from_array(data, chunks=(max(1, n // 3), d)), acc,
+                                       split_every=2)
+        else:
+            folded = acc.update(data)
+        stats.append(folded.private_sum())
+        rel = folded.release(rng=0)
+        sens.append(rel.sensitivity)
+    delta = _diff(stats[0], stats[1])
+    t = rel
+    if mechanism == "elliptical":
+        # the statistic in the scaled space: T_j b_j / w_j (grid: units of 2^K u_j)
+        if secure:
+            moved = sum(v * v for v in delta)
+            bound = Fraction(min(sens)) / Fraction(2.0) ** t.grid_exponent
+            bound = bound / Fraction(float(np.linalg.norm(t.scaling)))   # units per ||b|| = 1
+            return float(moved / (bound * bound)) ** 0.5 if moved else 0.0
+        weights = [Fraction(float(b)) / Fraction(float(w)) for b, w in zip(t.scaling, widths)]
+        moved = sum((v * w) ** 2 for v, w in zip(delta, weights))
+        bound = Fraction(min(sens))
+    elif secure:
+        moved = sum(v * v for v in delta)            # grid units
+        bound = Fraction(min(sens)) / Fraction(2.0) ** t.grid_exponent
+    else:
+        moved = sum(v * v for v in delta)            # the scaled space
+        bound = Fraction(min(sens))
+    return math.sqrt(float(moved / (bound * bound))) if moved else 0.0
+
+
+def extreme_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float,
+                                                    np.ndarray, np.ndarray]:
+    """Rows and parameters at extreme scales, with an adversarial replaced row."""
+    d = int(rng.integers(1, 4))
+    n = int(rng.integers(2, 7))
+    scale = float(10.0 ** rng.uniform(-290, 290))
+    col = 10.0 ** rng.uniform(-5, 5, size=d)           # mixed huge and tiny columns
+    X = rng.normal(0, 1, size=(n, d)) * scale * col * 10 ** rng.uniform(-2, 2)
+    row = -np.sign(X[0] + (X[0] == 0)) * scale * col * 10 ** rng.uniform(-1, 3)
+    stds = scale * col
+    widths = 2 * scale * col
+    return X, row, scale, stds, widths
+
+
+def run_neighbours(cases: int = 12, seed: int = 26) -> dict[tuple[str, str], tuple[float, int]]:
+    """Worst ratio and count of cases per (mechanism, path)."""
+    rng = np.random.default_rng(seed)
+    out: dict[tuple[str, str], tuple[float, int]] = {}
+    for _ in range(cases):
+        X, row, scale, stds, widths = extreme_case(rng)
+        for mech in MECHANISMS:
+            for path in PATHS:
+                try:
+                    r = neighbour_ratio(mech, path, X, row, scale, stds, widths)
+                except ValueError as e:     # parameters refused up front (named argument)
+                    r = -1.0
+                    assert any(a in str(e) for a in ("widths", "clip_norm", "stds", "scaling",
+                                                     "sensitivity", "epsilon")), str(e)
+                worst, count = out.get((mech, path), (0.0, 0))
+                out[(mech, path)] = (max(worst, r), count + (r >= 0))
+    return out

@@ -1,0 +1,199 @@
+"""The issue-26 battery (see tests/battery.py), and the issue's own examples
+of the six leaks as regression tests, on the float, accumulator and dask
+paths. ``python tests/battery_report.py`` prints the counts."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import battery as B
+from dpsum import mechanisms as M
+from dpsum import release as R
+from dpsum.engines import dask as dpdask
+from dpsum.privacy import gaussian_epsilon
+from dpsum.release.accumulator import float_rounding_charge
+
+da = pytest.importorskip("dask.array")
+
+#: (function, argument) pairs where some bad value still gets an unnamed
+#: error, another exception type or a non-finite result: the part of issue
+#: 26 not done yet (listed in the closing report). The test fails on any
+#: other pair, so nothing regresses and nothing new slips in.
+KNOWN_REMAINING = {
+    ("dpsum.accuracy.plan_epsilon", "beta"), ("dpsum.audit.clipped_pair", "clip_norm"),
+    ("dpsum.binary.binomial_conditions_hold", "epsilon"),
+    ("dpsum.binary.binomial_privacy_delta", "epsilon"),
+    ("dpsum.bounds.chebyshev_clip_probability", "clip_norm"),
+    ("dpsum.bounds.chebyshev_clip_radius", "clip_probability"),
+    ("dpsum.gaussian_data_error_bound", "beta"),
+    ("dpsum.mechanisms.shaped_laplace_mechanism", "epsilon"), ("dpsum.plan_n", "beta"),
+    ("dpsum.privacy.advanced_composition", "delta_prime"),
+    ("dpsum.privacy.discrete_gaussian_sigma", "epsilon"),
+    ("dpsum.privacy.gaussian_composition_epsilon", "multipliers"),
+    ("dpsum.privacy.gaussian_profile", "epsilon"), ("dpsum.privacy.gdp_epsilon", "mu"),
+    ("dpsum.privacy.gdp_mu", "multiplier"), ("dpsum.privacy.gdp_multiplier", "mu"),
+    ("dpsum.privacy.group_privacy", "epsilon"), ("dpsum.privacy.mixed_delta", "epsilons"),
+    ("dpsum.privacy.subsampled_gaussian_rdp", "noise_multiplier"),
+    ("dpsum.privacy.zcdp_rho", "epsilon"), ("dpsum.privacy.zcdp_rho_bounded_range", "epsilon"),
+    ("dpsum.privacy.zcdp_rho_gaussian", "multiplier"),
+    ("dpsum.privacy.zcdp_rho_pure", "epsilon"),
+    ("dpsum.release.noise_coordinate_quantile", "noise_std"),
+    ("dpsum.release.noise_norm_quantile", "noise_std"),
+    ("dpsum.release.secure_gaussian", "epsilon"), ("dpsum.release.secure_gaussian", "sensitivity"),
+    ("dpsum.gaussian_data_accumulator", "center"), ("dpsum.gaussian_data_mechanism", "center"),
+    ("dpsum.elliptical_gaussian_accumulator", "upper"),
+}
+
+
+def test_bad_values_get_a_clear_error_or_a_finite_result():
+    counts, failures, coverage = B.run_bad_values()
+    assert coverage["driven"] >= 100
+    assert counts["clear error"] > 4000
+    # never: data read before a parameter check, or a data value echoed
+    assert counts["data read first"] == 0
+    new = {(q, p) for q, p, _, outcome in failures if (q, p) not in KNOWN_REMAINING
+           or outcome.startswith(("data", ))}
+    assert not new, sorted(new)
+
+
+@pytest.mark.parametrize("mechanism", B.MECHANISMS)
+@pytest.mark.parametrize("path", B.PATHS)
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_worst_case_neighbours_move_at_most_the_sensitivity(mechanism, path, seed):
+    X, row, scale, stds, widths = B.extreme_case(np.random.default_rng(seed))
+    try:
+        ratio = B.neighbour_ratio(mechanism, path, X, row, scale, stds, widths)
+    except ValueError as e:       # public parameters refused up front, naming them
+        assert any(a in str(e) for a in ("widths", "clip_norm", "stds", "scaling",
+                                         "sensitivity")), str(e)
+        return
+    assert ratio <= 1.0
+
+
+# ---------------------------------------------------- item 1: overflow
+def _paths(make_acc, X):
+    """The statistic of X on the float, merged-accumulator and dask paths."""
+    acc = make_acc()
+    yield "float", acc.update(X)
+    acc = make_acc()
+    yield "accumulator", acc.update(X[:5]).merge(acc.update(X[5:]))
+    yield "dask", dpdask.accumulate(da.from_array(X, chunks=(4, X.shape[1])), make_acc())
+
+
+def test_elliptical_overflow_is_refused_from_public_inputs_on_every_path():
+    X = np.full((18, 1), 1e307)
+    Y = X.copy()
+    Y[0] = -1e307
+    for data in (X, Y):       # the same refusal for both neighbours: no data in it
+        with pytest.raises(ValueError, match="widths is too large for this number of rows"):
+            M.elliptical_gaussian_mechanism(data, epsilon=1.0, delta=1e-6, lower=[-1e307],
+                                            upper=[1e307], rng=0)
+        with pytest.raises(ValueError, match="widths is too large for this number of rows"):
+            M.elliptical_gaussian_mechanism(da.from_array(data, chunks=(5, 1)), epsilon=1.0,
+                                            delta=1e-6, lower=[-1e307], upper=[1e307], rng=0)
+        acc = R.elliptical_gaussian_accumulator([-1e307], [1e307], epsilon=1.0, delta=1e-6)
+        with pytest.raises(ValueError, match="widths is too large for this number of rows"):
+            acc.update(data).release(rng=0)
+
+
+@pytest.mark.parametrize("kind", ["clipped", "gaussian data"])
+def test_clipped_sums_saturate_instead_of_overflowing(kind):
+    n = 18 if kind == "clipped" else 349
+    X = np.full((n, 1), 1e307)
+    Y = X.copy()
+    Y[0] = -1e307
+    if kind == "clipped":
+        def make():
+            return R.clipped_gaussian_accumulator(1, epsilon=1.0, delta=1e-6, clip_norm=1e307)
+    else:
+        def make():
+            return R.gaussian_data_accumulator([2e305], center=[0.0], epsilon=1.0, delta=1e-6,
+                                               clip_probability=0.01)
+    for (path, a), (_, b) in zip(_paths(make, X), _paths(make, Y)):
+        Ta, Tb = a.private_sum(), b.private_sum()
+        assert np.all(np.isfinite(Ta)) and np.all(np.isfinite(Tb)), path
+        sens = a.release(rng=0).sensitivity
+        moved = abs(Fraction(float(Ta[0])) - Fraction(float(Tb[0])))
+        assert moved <= Fraction(sens), path
+        b.release(rng=0)                   # no exception for either neighbour
+    # the mechanisms: no exception depends on the data
+    for data in (X, Y):
+        if kind == "clipped":
+            M.clipped_gaussian_mechanism(data, epsilon=1.0, delta=1e-6, clip_norm=1e307, rng=0)
+        else:
+            M.gaussian_data_mechanism(data, epsilon=1.0, delta=1e-6, stds=[2e305], center=[0.0],
+                                      clip_probability=0.01, rng=0)
+
+
+# --------------------------------------------------- item 2: subnormals
+def test_subnormal_widths_and_sensitivities_are_refused():
+    with pytest.raises(ValueError, match="must be at least 2\\^-1021"):
+        M.elliptical_gaussian_mechanism([[1.0]], epsilon=1.0, delta=1e-6, lower=[-7.5e-324],
+                                        upper=[7.5e-324])
+    with pytest.raises(ValueError, match="sensitivity is too small"):
+        M.gaussian_mechanism([1.0], epsilon=1.0, delta=1e-6, sensitivity=5e-324, rng=0)
+    with pytest.raises(ValueError, match="sensitivity is too small"):
+        M.laplace_mechanism([1.0], epsilon=1.0, sensitivity=5e-324, rng=0)
+    with pytest.raises(ValueError, match="clip_norm must be at least 2\\^-1000 \\(1 \\+ 2\\^-19\\)"):
+        M.clipped_gaussian_mechanism(np.ones((3, 2)), epsilon=1.0, delta=1e-6,
+                                     clip_norm=2.0**-1000, secure=True, rng=0)
+
+
+# ----------------------------------------------- item 4: rows counted twice
+def test_rows_are_never_counted_twice():
+    X = np.ones((4, 2))
+    acc = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    one = acc.update(X)
+    with pytest.raises(ValueError, match="count them twice"):
+        one.merge(one)
+    with pytest.raises(ValueError, match="count them twice"):
+        one.update(X).merge(one)                        # an ancestor
+    assert acc.update(X).merge(acc.update(X)).rows == 8  # siblings: the caller's promise
+    with pytest.raises(ValueError, match="accumulator must be empty"):
+        dpdask.accumulate(da.from_array(X, chunks=(2, 2)), one)
+    assert dpdask.accumulate(da.from_array(X, chunks=(2, 2)), one.empty()).rows == 4
+
+
+# ---------------------------------------------- item 5: one plan, one release
+def test_a_plan_is_released_once_unless_asked_and_then_states_the_composition():
+    acc = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    full = acc.update(np.ones((4, 2)))
+    first = full.release(rng=0)
+    for again in (lambda: full.release(rng=1), lambda: acc.update(np.ones((4, 2))).release(rng=1),
+                  lambda: acc.empty().update(np.ones((4, 2))).release(rng=1)):
+        with pytest.raises(ValueError, match="already released 1 time"):
+            again()
+    second = full.release(rng=1, repeat=True)
+    assert full.releases == 2 and first.epsilon == 1.0
+    assert second.epsilon == pytest.approx(
+        gaussian_epsilon(first.sigma_opt / math.sqrt(2), 1e-6), rel=1e-12)
+    assert second.epsilon > first.epsilon
+    grid = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0,
+                                          secure=True).update(np.ones((4, 2)))
+    g1, g2 = grid.release(rng=0), grid.release(rng=1, repeat=True)
+    assert g2.epsilon > g1.epsilon
+
+
+# ------------------------------------------- item 6: the rounding is charged
+def test_the_float_sums_rounding_is_charged_and_covers_adversarial_rows():
+    # rows whose float sum rounds: huge and tiny contributions mixed, the
+    # replaced row clipped in the opposite direction
+    rng = np.random.default_rng(6)
+    n, d, C = 3000, 3, 1.0
+    X = rng.normal(0, 1, size=(n, d)) * np.array([1e6, 1e-6, 1.0])
+    X[::7] *= 1e-9
+    row = -3.0 * X[0] / np.linalg.norm(X[0]) * 1e9
+    acc = R.clipped_gaussian_accumulator(d, epsilon=1.0, delta=1e-6, clip_norm=C)
+    a, b = acc.update(X), acc.update(np.vstack([row, X[1:]]))
+    rel = a.release(rng=0)
+    assert rel.sensitivity == 2 * C * float_rounding_charge(n, d) > 2 * C
+    moved = sum((Fraction(float(x)) - Fraction(float(y))) ** 2
+                for x, y in zip(a.private_sum(), b.private_sum()))
+    assert moved <= Fraction(rel.sensitivity) ** 2
