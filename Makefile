@@ -1,26 +1,50 @@
 # dpsum: the two commands of the README (`make test`, `make book`), plus `make lab` and `make clean`.
 # Each target sets itself up on a machine that has only python3: it creates .venv when
-# missing and installs the package with its test, book, dask and accounting extras (the dask extra
-# lets `make test` run tests/test_dask.py on a local dask cluster).
+# missing and installs what its job needs, with numpy, scipy, matplotlib and sympy pinned
+# by constraints.txt: `make book` the package with its docs extra (the HTML build only);
+# `make test` the test, book, dask and accounting extras (the dask extra lets
+# tests/test_dask.py run on a local dask cluster); `make lab` the book extra (what the
+# chapters import) and the pinned JupyterLab of the lab extra.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.dpsum-installed
+# one stamp per job: the book's needs, the tests' (a superset), JupyterLab's
+BOOK_STAMP := $(VENV)/.dpsum-book
+STAMP      := $(VENV)/.dpsum-installed
+LAB_STAMP  := $(VENV)/.dpsum-lab
+# numpy, scipy, matplotlib, sympy pinned to the versions of the stored outputs
+CONSTRAINTS := -c constraints.txt
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg
 CHAPTERS := $(wildcard book/*.ipynb)
 # fails when a built page loads a script or stylesheet from the network
 OFFLINE_CHECK := $(BIN)/python tests/offline_html.py _build/html
 
-.PHONY: test book lab clean setup bench pdf tex
+.PHONY: test book lab clean setup bench pdf tex constraints
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml book/helpers/pyproject.toml
+$(VENV)/.dpsum-venv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,book,dask,accounting]" -e book/helpers
-	touch $(STAMP)
+	touch $@
+
+# make test: the package with its test, book, dask and accounting extras
+$(STAMP): pyproject.toml book/helpers/pyproject.toml constraints.txt $(VENV)/.dpsum-venv
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[test,book,dask,accounting]" \
+		-e book/helpers
+	touch $(STAMP) $(BOOK_STAMP)
+
+# make book: only what the HTML build needs (the package and its docs extra: the
+# stored outputs are rendered, not executed)
+$(BOOK_STAMP): pyproject.toml constraints.txt $(VENV)/.dpsum-venv
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[docs]"
+	touch $(BOOK_STAMP)
+
+# make lab: what running the chapters needs, and the pinned JupyterLab
+$(LAB_STAMP): pyproject.toml book/helpers/pyproject.toml constraints.txt $(VENV)/.dpsum-venv
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[book,lab]" -e book/helpers
+	touch $(LAB_STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m mypy
@@ -36,18 +60,27 @@ endif
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(OFFLINE_CHECK)
 
-book: $(STAMP)
+book: $(BOOK_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(OFFLINE_CHECK)
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+# Upgrade the pinned numerical stack: the newest numpy, scipy, matplotlib and
+# sympy into constraints.txt. Then re-execute every chapter (README,
+# "Re-executing notebooks"), run make test and review the outputs' diff.
+constraints: $(VENV)/.dpsum-venv
+	$(BIN)/python -m pip install --quiet --upgrade numpy scipy matplotlib sympy
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze \
+		| grep -iE '^(numpy|scipy|matplotlib|sympy)=='; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	@cat constraints.txt
 
 # JupyterLab on the chapters, for a reader who wants to run them. It listens on
 # 127.0.0.1 only, opens no browser (open the printed URL, token included), and
 # starts as root too (containers). LAB_PORT is the first port tried; when it is
 # taken, Jupyter tries the next ones. Stop it with Ctrl-C.
 LAB_PORT ?= 8888
-lab: $(STAMP)
-	$(BIN)/jupyter-lab --version >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet jupyterlab
+lab: $(LAB_STAMP)
 	@echo "Starting JupyterLab on book/; open the http://127.0.0.1:...?token=... URL it prints below."
 	$(BIN)/jupyter-lab --no-browser --allow-root --ip=127.0.0.1 --port=$(LAB_PORT) \
 		--ServerApp.root_dir=book
@@ -76,7 +109,7 @@ tex:
 			--no-install-recommends $(TEX_PACKAGES); \
 	fi
 
-pdf: $(STAMP) tex
+pdf: $(BOOK_STAMP) tex
 	rm -f $(PDF_LOG)
 	max_print_line=10000 LATEXMKOPTS="-silent -halt-on-error" \
 		$(BIN)/jupyter-book build . --builder pdflatex $(PDF_SPHINXOPTS) \

@@ -70,6 +70,7 @@ from dpsum.release.records import (
 )
 
 __all__ = [
+    "CLIPPED_FRACTION_WARNING",
     "gaussian_mechanism",
     "laplace_mechanism",
     "shaped_laplace_mechanism",
@@ -261,14 +262,14 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     sensor, a questionnaire's scale), never from ``X``. A box that misses the
     data biases the estimate towards it without any sign in the output:
     ``diagnostics=True`` releases a private count of the rows outside the box
-    and warns (:class:`~dpsum.release.records.PublicInputWarning`) when it is
+    and warns (:class:`~dpsum.release.PublicInputWarning`) when it is
     clearly above 0.
 
     Parameters
     ----------
     X : array_like, pandas.DataFrame or dask.array.Array, shape (n, d)
         The dataset; finite reals. A DataFrame's column labels are kept
-        (:attr:`Release.columns`, :meth:`Release.to_pandas`).
+        (:attr:`~dpsum.release.Release.columns`, :meth:`~dpsum.release.Release.to_pandas`).
     epsilon, delta : float
         The privacy guarantee (of everything released, the count included).
     lower, upper : float or array_like, shape (d,)
@@ -285,16 +286,16 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         divided by the public ``n``).
     diagnostics : bool or float
         Off by default. True (or a share in (0, 1); True is
-        :data:`~dpsum.release.records.DIAGNOSTICS_SHARE`) spends that share of
+        ``dpsum.release.DIAGNOSTICS_SHARE`` (0.02)) spends that share of
         the budget on a private count of the rows outside the box
-        (:attr:`Release.clip_count`), and warns when it is clearly above 0.
+        (``release.clip_count``), and warns when it is clearly above 0.
 
     Returns
     -------
     Release
         ``lower``, ``upper`` and ``widths`` record the box; ``scaling`` is the
         optimal ``b``. Its intervals cover the sum of the clamped rows; its
-        :meth:`~Release.data_intervals` the data sum, assuming every row lies
+        :meth:`~dpsum.release.Release.data_intervals` the data sum, assuming every row lies
         in the box.
 
     Examples
@@ -381,8 +382,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     diagnostics : bool or float
         Off by default. True (or a share in (0, 1)) spends that share of the
         budget on a private count of the clipped rows
-        (:attr:`Release.clip_count`) and warns
-        (:class:`~dpsum.release.records.PublicInputWarning`) when it is far
+        (``release.clip_count``) and warns
+        (:class:`~dpsum.release.PublicInputWarning`) when it is far
         above the design's ``n p_C``: a wrong ``center`` or ``stds``.
         Replace-one only.
 
@@ -393,7 +394,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         ``clip_probability`` and the sensitivity: everything the guarantee
         depends on (computed by :func:`dpsum.design.gaussian_data_setup`).
         Its intervals cover the sum (mean) of the clipped rows; its
-        :meth:`~Release.data_intervals` the data sum (mean) under the model.
+        :meth:`~dpsum.release.Release.data_intervals` the data sum (mean) under the model.
 
     Examples
     --------
@@ -453,7 +454,7 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         As in :func:`gaussian_data_mechanism`.
     diagnostics : bool or float
         As in :func:`gaussian_data_mechanism`; with no data model the warning
-        comes when clearly more than :data:`CLIPPED_FRACTION_WARNING` of the
+        comes when clearly more than :data:`~dpsum.mechanisms.CLIPPED_FRACTION_WARNING` of the
         rows were clipped.
 
     Returns

@@ -152,6 +152,9 @@ def test_records_are_short_summarised_rounded_and_exportable():
         assert "estimate" in table and "noise std" in table and len(table.splitlines()) < 25
         out = json.loads(json.dumps(r.to_dict()))
         assert out["guarantee"]["neighbouring"] == "replace"
+        # published rounded, and rounded up: never below the proved epsilon
+        assert out["guarantee"]["epsilon"] >= r.epsilon
+        assert len(repr(out["guarantee"]["epsilon"])) <= 8
         assert out["accuracy"]["target"] in ("the mean of the clipped rows",
                                              "the sum of the clipped rows",
                                              "the sum of the rows clamped to the box [lower, upper]")

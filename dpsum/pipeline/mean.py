@@ -461,6 +461,7 @@ class _Context:
         else:
             k_clip = float(clipped + _gaussian_noise(gen, std))
             k_out = float(outside + _gaussian_noise(gen, std))
+        k_clip, k_out = max(k_clip, 0.0), max(k_out, 0.0)   # post-processing: counts are >= 0
         steps.append(gaussian_step("diagnostics", s_diag))
         if clipping_excess(k_out, std, 0.0, n_eff):
             self.warn(clipping_message(
@@ -523,7 +524,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                         rule) != "coordinate":
             ctx.warn(f"private_{statistic}: too few rows for this budget for a reliable "
                      "coordinate-wise center: the pipeline falls back to a center for the whole vector "
-                     "center or to the public box (see release.strategy); the error can be "
+                     "or to the public box (see release.strategy); the error can be "
                      "many times a coordinate's scale. A box known in advance "
                      "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
     if not np.all(np.isfinite(data)):
@@ -818,11 +819,11 @@ _DOC_PARAMS = """
         outputs are public parameters of the last step, not values added to
         the released sum.
     diagnostics : bool
-        True (the default): spend :data:`~dpsum.release.records.DIAGNOSTICS_SHARE`
+        True (the default): spend ``dpsum.release.DIAGNOSTICS_SHARE`` (0.02)
         of the budget (taken from the mean's share; part of the stated
         guarantee) on private counts of the rows the last step clipped and of
         the rows outside the box, and warn
-        (:class:`~dpsum.release.records.PublicInputWarning`) when either is
+        (:class:`~dpsum.release.PublicInputWarning`) when either is
         far above the design's expectation (``n p_C`` and 0). They also give
         :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
         this off.

@@ -207,7 +207,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
 
 def check_domain(lower: Any, upper: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate a public box ``[lower, upper]`` (the package's one box rule,
-    :func:`dpsum._validation.check_box`), wide enough for the asinh scale."""
+    ``dpsum._validation.check_box``), wide enough for the asinh scale."""
     lo, hi = V.check_box(lower, upper, V.check_integer(d, "d"))
     if np.any((hi - lo) * ASINH_RESOLUTION < np.finfo(np.float64).tiny):
         raise ValueError("the box [lower, upper] is too narrow: its width must be at least "

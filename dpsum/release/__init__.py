@@ -21,6 +21,7 @@ from dpsum.release.discrete_noise import (
 from dpsum.release.noise import (
     PIPELINE_COUNT_SHARE,
     ConfidenceBall,
+    Intervals,
     grid_noise_law,
     noise_coordinate_quantile,
     noise_norm_quantile,
@@ -32,7 +33,10 @@ from dpsum.release.noise import (
     two_sided_z,
 )
 from dpsum.release.records import (
+    DIAGNOSTICS_SHARE,
     BudgetSplit,
+    PublicInputWarning,
+    data_intervals,
     Calibration,
     Mechanism,
     PipelineRelease,
@@ -43,6 +47,10 @@ from dpsum.release.records import (
 )
 
 __all__ = [
+    "DIAGNOSTICS_SHARE",
+    "Intervals",
+    "PublicInputWarning",
+    "data_intervals",
     "Accumulator",
     "BudgetSplit",
     "Calibration",

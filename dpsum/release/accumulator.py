@@ -385,7 +385,8 @@ class Accumulator:
             # the same draw whether or not the count is released
             std = float(t.clip_count_std) if t.clip_count_std is not None else 0.0
             noisy = self._clip_rows + _count_noise(gen, std, t.secure)
-            rel = dataclasses.replace(rel, clip_count=float(noisy))
+            # clamped at 0: post-processing, counts are never negative
+            rel = dataclasses.replace(rel, clip_count=max(float(noisy), 0.0))
         if t.statistic == "mean":
             assert public_n is not None           # refused at set-up under add-remove
             rel = dataclasses.replace(

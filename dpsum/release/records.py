@@ -171,7 +171,7 @@ class Release:
         What ``estimate`` estimates. A mean divides the sum, its noise and its
         intervals by the public ``n`` (replace-one only: under add-remove the
         row count is private, so a vector mechanism refuses ``statistic="mean"``;
-        :func:`dpsum.private_mean` releases a private count instead).
+        :func:`dpsum.pipeline.private_mean` releases a private count instead).
     n : int or None
         The public row count (replace-one), None under add-remove.
     lower, upper : numpy.ndarray or None
@@ -182,8 +182,8 @@ class Release:
         The column labels of a pandas input (see :meth:`to_pandas`).
     clip_count, clip_count_std : float or None
         With ``diagnostics``: a private count of the rows clipped (or, for the
-        Elliptical Gaussian mechanism, of the rows outside the box) and the
-        standard deviation of its Gaussian noise.
+        Elliptical Gaussian mechanism, of the rows outside the box), clamped
+        at 0, and the standard deviation of its Gaussian noise.
     diagnostics_share : float
         The share of the budget (of ``1 / sigma^2``, or of ``rho``) spent on
         ``clip_count``; ``epsilon`` and ``delta`` cover both releases.
@@ -283,7 +283,7 @@ class Release:
     def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
         """Intervals for the **data** sum or mean, where the library can prove one.
 
-        See :func:`dpsum.release.records.data_intervals`."""
+        See :func:`dpsum.release.data_intervals`."""
         return data_intervals(self, beta, simultaneous=simultaneous)
 
     def __repr__(self) -> str:
@@ -457,7 +457,7 @@ class PipelineRelease:
 
     def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
         """Intervals for the data sum or mean, from the private clip count and the
-        box; see :func:`dpsum.release.records.data_intervals`."""
+        box; see :func:`dpsum.release.data_intervals`."""
         return data_intervals(self, beta, simultaneous=simultaneous)
 
     def __repr__(self) -> str:
@@ -474,7 +474,7 @@ class PipelineRelease:
 
     def to_pandas(self, beta: float = 0.05) -> Any:
         """A :class:`pandas.DataFrame` indexed by the input's columns (see
-        :meth:`Release.to_pandas`)."""
+        :meth:`~dpsum.release.Release.to_pandas`)."""
         return _to_pandas(self, beta)
 
     def confidence_ball(self, beta: float) -> ConfidenceBall:
@@ -820,7 +820,18 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
 
 
 def _rounded(x: float | None, digits: int = 4) -> float | None:
-    return None if x is None else float(f"{float(x):.{digits}g}")
+    """``x`` to ``digits`` significant digits, rounded **up**: a published
+    epsilon or delta is never below the proved one."""
+    if x is None:
+        return None
+    v = float(x)
+    if v <= 0 or not math.isfinite(v):
+        return v
+    r = float(f"{v:.{digits}g}")
+    if r < v:
+        step = 10.0 ** (math.floor(math.log10(v)) - digits + 1)
+        r = float(f"{r + step:.{digits}g}")
+    return r
 
 
 def _relation(rel: Any) -> str:
@@ -918,12 +929,13 @@ def _to_dict(rel: Any, beta: float) -> dict:
         "statistic": rel.statistic,
         "estimate": _jsonable(np.asarray(rel.estimate, dtype=float)),
         "columns": None if rel.columns is None else [str(c) for c in rel.columns],
-        "guarantee": {"epsilon": rel.epsilon, "delta": rel.delta,
-                      "neighbouring": _relation(rel)},
+        "guarantee": {"epsilon": _rounded(rel.epsilon), "delta": _rounded(rel.delta),
+                      "neighbouring": _relation(rel),
+                      "rounding": "epsilon and delta rounded up to 4 significant digits"},
         "secure": bool(rel.secure),
     }
     if isinstance(rel, PipelineRelease):
-        out["guarantee"]["rho"] = rel.rho
+        out["guarantee"]["rho"] = _rounded(rel.rho)
         out["guarantee"]["budget"] = rel.budget.as_dict()
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
