@@ -594,3 +594,13 @@ def as_dataset(X: Any, name: str = "X", *, finite: bool = True) -> tuple[np.ndar
     if arr.shape[0] == 0:
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
     return arr, labels
+
+
+def read_only_copy(value: Any) -> np.ndarray | None:
+    """A read-only float64 copy of ``value`` (None stays None): how records
+    hold arrays, never the caller's."""
+    if value is None:
+        return None
+    out = np.array(value, dtype=np.float64, copy=True)
+    out.setflags(write=False)
+    return out

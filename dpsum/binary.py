@@ -47,10 +47,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from dpsum._lazy import stats
-
 from dpsum import _validation as V
 from dpsum._enums import _StrEnum
+from dpsum._lazy import stats
 from dpsum._validation import RandomLike
 from dpsum.privacy.neighbouring import Neighbouring
 
@@ -128,19 +127,6 @@ class BinaryMechanism(_StrEnum):
     BINOMIAL = "binomial"
     SAMPLE_AND_THRESHOLD = "sample_and_threshold"
 
-    @classmethod
-    def parse(cls, value: Any, name: str = "mechanism") -> BinaryMechanism:
-        """The member named by ``value`` (a member or its string), or a clear error.
-
-        Examples
-        --------
-        >>> BinaryMechanism.parse("sample_and_threshold")
-        <BinaryMechanism.SAMPLE_AND_THRESHOLD: 'sample_and_threshold'>
-        """
-        if isinstance(value, cls):
-            return value
-        return cls(V.check_choice(value, name, tuple(m.value for m in cls)))
-
 
 # ---------------------------------------------------------------------------
 # validation helpers
@@ -215,7 +201,7 @@ class BinaryRelease:
     neighbouring: Neighbouring = Neighbouring.REPLACE
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism))
+        object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism, "mechanism"))
 
     @property
     def released(self) -> bool:
@@ -1105,7 +1091,7 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
     >>> binary_mse("binomial", n=10, k=3, epsilon=1.0, delta=1e-6)  # too few users
     inf
     """
-    which = BinaryMechanism.parse(mechanism)
+    which = BinaryMechanism.parse(mechanism, "mechanism")
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     nn = np.asarray(_check_int(n, "n", minimum=1))

@@ -4,7 +4,6 @@ statements with their probability, and planning before the release.
 
 from __future__ import annotations
 
-from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.accuracy.expected import (
     clipped_noise_error,
     elliptical_improvement_ratio,
@@ -22,6 +21,7 @@ from dpsum.accuracy.statements import (
     plan_n,
     release_error_bound,
 )
+from dpsum.design.clipping_loss import clipping_loss_moment
 
 __all__ = [
     "ErrorBound",

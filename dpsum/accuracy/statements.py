@@ -11,11 +11,10 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpsum._lazy import interpolate, optimize
-
 from dpsum import _validation as V
-from dpsum.design.clipping_loss import clipping_loss_moment
+from dpsum._lazy import interpolate, optimize
 from dpsum.design.clip_radius import clip_radius
+from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import resolve_scaling
 from dpsum.distributions.gchisq import GeneralizedChiSquare

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from dpsum._lazy import stats
 
 from dpsum import _validation as V
+from dpsum._lazy import stats
 
 
 def _check_alpha(alpha: Any) -> float:

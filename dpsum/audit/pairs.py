@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from dpsum._lazy import stats
 
 from dpsum import _validation as V
+from dpsum._lazy import stats
 from dpsum.audit.statistics import pair_epsilon
 from dpsum.binary import (
     binomial_noise_probability,

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from dpsum._lazy import optimize, stats
 
 from dpsum import _validation as V
+from dpsum._lazy import optimize, stats
 from dpsum.audit._checks import (
     _check_alpha,
     _check_count,

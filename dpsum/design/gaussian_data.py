@@ -46,14 +46,6 @@ __all__ = [
 ]
 
 
-def _frozen(array: np.ndarray | None) -> np.ndarray | None:
-    """A read-only float64 copy (None stays None)."""
-    if array is None:
-        return None
-    out = np.array(array, dtype=np.float64, copy=True)
-    out.setflags(write=False)
-    return out
-
 
 @dataclass(frozen=True)
 class GaussianDataSetup:
@@ -221,9 +213,9 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
             raise ValueError("the noise standard deviation overflows: stds or scaling are "
                              "too extreme")
     return GaussianDataSetup(
-        stds=_frozen(sd),  # type: ignore[arg-type]
-        center=_frozen(c),
-        scaling=_frozen(b),  # type: ignore[arg-type]
+        stds=V.read_only_copy(sd),  # type: ignore[arg-type]
+        center=V.read_only_copy(c),
+        scaling=V.read_only_copy(b),  # type: ignore[arg-type]
         clip_probability=float(p),
         clip_norm=float(C),
         neighbouring=relation,
@@ -231,5 +223,5 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         epsilon=eps,
         delta=dlt,
         sigma_opt=sigma_opt,
-        noise_std=_frozen(noise),
+        noise_std=V.read_only_copy(noise),
     )

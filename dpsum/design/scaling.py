@@ -8,14 +8,14 @@ mechanism <elliptical>` and :ref:`Gaussian data <gaussian-data>`).
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from dpsum._lazy import optimize
 
 from dpsum import _validation as V
+from dpsum._enums import _StrEnum
+from dpsum._lazy import optimize
 from dpsum.design.clip_radius import clip_radius as _clip_radius
 from dpsum.distributions.gchisq import GeneralizedChiSquare as _GeneralizedChiSquare
 
@@ -134,7 +134,7 @@ def check_scaling(scaling: ArrayLike, d: int) -> np.ndarray:
     return V.check_vector(scaling, "scaling", d, positive=True)
 
 
-class Scaling(str, enum.Enum):
+class Scaling(_StrEnum):
     """The one vocabulary of the ``scaling`` argument, in every function that takes it.
 
     ``"scaled"`` clips in the space scaled by the book's rule for Gaussian
@@ -155,22 +155,6 @@ class Scaling(str, enum.Enum):
     ISOTROPIC = "isotropic"
     ADAPTIVE = "adaptive"
 
-    def __str__(self) -> str:
-        return str(self.value)
-
-    @classmethod
-    def parse(cls, value: Any, name: str = "scaling") -> Scaling:
-        """``value`` as a :class:`Scaling`, or a ValueError naming ``name``."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            for member in cls:
-                if value == member.value:
-                    return member
-            raise ValueError(f"{name} must be one of {[m.value for m in cls]} or a vector")
-        raise TypeError(f"{name} must be a string of {[m.value for m in cls]}, "
-                        f"got {type(value).__name__}")
-
 
 def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
     """The scaling vector ``b`` that a ``scaling`` argument names.
@@ -190,7 +174,7 @@ def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
     [1.0, 1.0]
     """
     if isinstance(scaling, (str, Scaling)):
-        rule = Scaling.parse(scaling)
+        rule = Scaling.parse(scaling, "scaling")
         if rule is Scaling.ADAPTIVE:
             raise ValueError("scaling='adaptive' is a choice of the private pipeline "
                              "(dpsum.private_mean); with public scales use 'scaled' or "

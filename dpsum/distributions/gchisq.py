@@ -147,9 +147,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from dpsum._lazy import optimize, stats
 
 from dpsum import _validation as V
+from dpsum._lazy import optimize, stats
 from dpsum._special import LOG_SQRT_2PI, log1mexp, log1p_complex, log_mills
 from dpsum._validation import RandomLike
 

@@ -50,18 +50,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
-from dpsum.design.scaling import Scaling, gaussian_data_scaling
-from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.kernels.clipping import clamped_sum, clipped_sum
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
-from dpsum.kernels.clipping import clamped_sum
-from dpsum.design.scaling import elliptical_scaling
 from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
     VECTOR_CLIP_PROBABILITY,
-    VECTOR_STOP,
     VECTOR_STEPS,
+    VECTOR_STOP,
     box_error,
     center_mode,
     clip_error,
@@ -211,7 +209,7 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     dd = V.check_integer(d, "d")
     total = V.check_positive(rho, "rho", scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    scaling = Scaling.parse(scaling)
+    scaling = Scaling.parse(scaling, "scaling")
     du = quantile_sensitivity(0.5, relation)
 
     def reliable(margin: float) -> float:
@@ -494,7 +492,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          diagnostics: Any = True) -> PipelineRelease:
     total, eps, dlt = _total_rho(epsilon, delta, rho)
     relation = Neighbouring.parse(neighbouring)
-    rule = Scaling.parse(scaling)
+    rule = Scaling.parse(scaling, "scaling")
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)

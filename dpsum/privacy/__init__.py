@@ -51,6 +51,11 @@ from dpsum.privacy.discrete import (
     discrete_gaussian_delta_exact_1d,
     discrete_gaussian_sigma,
 )
+from dpsum.privacy.neighbouring import (
+    Neighbouring,
+    clipped_sum_sensitivity,
+    group_privacy,
+)
 from dpsum.privacy.subsampling import (
     ComposedPLD,
     PrivacyLossDistribution,
@@ -59,11 +64,6 @@ from dpsum.privacy.subsampling import (
     subsampled_gaussian_pld,
     subsampled_gaussian_rdp,
     subsampled_gaussian_rdp_epsilon,
-)
-from dpsum.privacy.neighbouring import (
-    Neighbouring,
-    clipped_sum_sensitivity,
-    group_privacy,
 )
 
 __all__ = [

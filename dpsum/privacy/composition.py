@@ -12,9 +12,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import erf, log_expit, xlogy
 
-from dpsum._lazy import optimize, stats
-
 from dpsum import _validation as V
+from dpsum._lazy import optimize, stats
 from dpsum._validation import check_bool, check_epsilon, check_integer, check_positive
 from dpsum.privacy.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
 from dpsum.privacy.subsampling import check_sampling_rate, subsampled_gaussian_pld

@@ -35,14 +35,14 @@ from dpsum.release.noise import (
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
-    PublicInputWarning,
-    data_intervals,
     Calibration,
     Mechanism,
     PipelineRelease,
+    PublicInputWarning,
     Release,
     confidence_ball,
     confidence_intervals,
+    data_intervals,
     require_gaussian_noise,
 )
 

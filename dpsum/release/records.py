@@ -18,12 +18,12 @@ from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.release.noise import (
     ConfidenceBall,
     Intervals,
-    short_array,
     grid_noise_law,
+    log_sidak,
     noise_norm_quantile,
     pipeline_intervals,
     pipeline_radius,
-    log_sidak,
+    short_array,
     z_from_log,
 )
 
@@ -92,14 +92,6 @@ class Calibration(_StrEnum):
     #: epsilon on the grid, pure epsilon-DP.
     DISCRETE_LAPLACE = "discrete laplace"
 
-
-def _read_only(value: Any) -> np.ndarray | None:
-    """A read-only float64 copy of ``value`` (None stays None)."""
-    if value is None:
-        return None
-    out = np.array(value, dtype=np.float64, copy=True)
-    out.setflags(write=False)
-    return out
 
 
 @dataclass(frozen=True)
@@ -229,7 +221,7 @@ class Release:
     def __post_init__(self) -> None:
         for name in ("estimate", "noise_std", "scaling", "center", "widths", "discrete_scale",
                      "lower", "upper", "stds"):
-            object.__setattr__(self, name, _read_only(getattr(self, name)))
+            object.__setattr__(self, name, V.read_only_copy(getattr(self, name)))
         if self.statistic not in ("sum", "mean"):
             raise ValueError("statistic must be 'sum' or 'mean'")
         object.__setattr__(self, "mechanism", Mechanism(self.mechanism))
@@ -431,7 +423,7 @@ class PipelineRelease:
     def __post_init__(self) -> None:
         for name in ("estimate", "noise_std", "center", "scales", "scaling", "lower", "upper",
                      "grid_unit"):
-            object.__setattr__(self, name, _read_only(getattr(self, name)))
+            object.__setattr__(self, name, V.read_only_copy(getattr(self, name)))
 
     @property
     def epsilon(self) -> float | None:
