@@ -54,6 +54,7 @@ input was a scalar.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
@@ -82,6 +83,10 @@ __all__ = [
     "check_vector",
     "check_box",
     "check_center",
+    "record_array",
+    "record_scalar",
+    "record_choice_tuple",
+    "Record",
     "as_dataset",
     "column_labels",
     "index_labels",
@@ -651,3 +656,92 @@ def read_only_copy(value: Any) -> np.ndarray | None:
     out = np.array(value, dtype=np.float64, copy=True)
     out.setflags(write=False)
     return out
+
+
+# ---------------------------------------------------------------- records
+# The public record constructors (Release, PipelineRelease, Intervals, ...)
+# validate their fields with these, naming the field: a record is a claim
+# about a release, so an impossible one (epsilon = -1, noise_std = [nan]) is
+# refused when it is built, not when an accuracy method returns NaN.
+def record_array(value: Any, name: str, *, positive: bool = False, nonnegative: bool = False,
+                 finite: bool = True, shape: tuple | None = None, size: int | None = None,
+                 optional: bool = True) -> np.ndarray | None:
+    """An array field as a read-only float64 copy (None stays None when
+    ``optional``): real, never NaN, finite unless ``finite=False``, ``> 0``
+    with ``positive`` (``>= 0`` with ``nonnegative``), of ``shape`` or, as a
+    1-d vector, of length ``size``."""
+    if value is None:
+        if optional:
+            return None
+        raise TypeError(f"{name} is required (an array of real numbers), got None")
+    arr = as_real_array(value, name)
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not contain NaN")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    if positive and not np.all(arr > 0):
+        raise ValueError(f"{name} must be > 0 in every coordinate")
+    if nonnegative and not np.all(arr >= 0):
+        raise ValueError(f"{name} must be >= 0 in every coordinate")
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape} (that of the estimate), "
+                         f"got {arr.shape}")
+    if size is not None and (arr.ndim != 1 or arr.size != size):
+        raise ValueError(f"{name} must be a vector of length {size} (one entry per "
+                         f"coordinate of the estimate), got shape {arr.shape}")
+    return read_only_copy(arr)
+
+
+def record_scalar(value: Any, name: str, *, low: float = -math.inf, high: float = math.inf,
+                  closed_low: bool = True, closed_high: bool = True, optional: bool = False,
+                  integer: bool = False) -> Any:
+    """A scalar field: a finite real (an ``int`` with ``integer``) in the
+    interval from ``low`` to ``high`` (ends closed unless said); None stays
+    None when ``optional``."""
+    if value is None:
+        if optional:
+            return None
+        raise TypeError(f"{name} is required (a real number), got None")
+    if integer:
+        out: Any = check_integer(value, name, None)
+    else:
+        out = check_real(value, name, scalar=True)
+    ok_low = out >= low if closed_low else out > low
+    ok_high = out <= high if closed_high else out < high
+    if not (ok_low and ok_high):
+        left, right = "[" if closed_low else "(", "]" if closed_high else ")"
+        raise ValueError(f"{name} must lie in {left}{low:g}, {high:g}{right}, "
+                         f"got {describe(value)}")
+    return out
+
+
+def record_choice_tuple(value: Any, name: str, kind: type = str, *,
+                        optional: bool = False) -> tuple | None:
+    """A tuple field (``notes``, ``columns``, ``steps``): a tuple (or list) of
+    ``kind``; None stays None when ``optional``."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{name} must be a tuple, got {describe(value)}")
+    if kind is not object and not all(isinstance(v, kind) for v in value):
+        raise TypeError(f"{name} must hold {kind.__name__} values")
+    return tuple(value)
+
+
+def _rebuild_record(cls: type, fields: dict) -> Any:
+    """Unpickling (and deep-copying) a record goes through its constructor,
+    which validates the fields and makes the read-only copies again."""
+    return cls(**fields)
+
+
+class Record:
+    """Mixin of the frozen dataclass records: ``pickle`` and ``copy.deepcopy``
+    rebuild the record through its constructor (so array fields come back as
+    read-only copies, and a tampered pickle is validated like any input)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                  if f.init}
+        return (_rebuild_record, (type(self), fields))

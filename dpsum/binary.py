@@ -150,7 +150,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
 
 
 @dataclass(frozen=True)
-class BinaryRelease:
+class BinaryRelease(V.Record):
     """What a binary-sum mechanism releases, with the public parameters it used.
 
     Every field is the private output, the estimate computed from it, or a
@@ -202,6 +202,18 @@ class BinaryRelease:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism, "mechanism"))
+        object.__setattr__(self, "estimate", V.record_scalar(self.estimate, "estimate"))
+        object.__setattr__(self, "output", V.record_scalar(self.output, "output", low=0,
+                                                           integer=True))
+        object.__setattr__(self, "n", V.record_scalar(self.n, "n", low=1, integer=True))
+        object.__setattr__(self, "epsilon", V.check_epsilon(self.epsilon, scalar=True))
+        object.__setattr__(self, "delta", V.check_delta(self.delta, allow_zero=True,
+                                                        scalar=True))
+        object.__setattr__(self, "probability", V.record_scalar(self.probability, "probability",
+                                                                low=0.0, high=1.0))
+        object.__setattr__(self, "threshold", V.record_scalar(self.threshold, "threshold",
+                                                              low=0.0, optional=True))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
 
     @property
     def released(self) -> bool:

@@ -273,13 +273,29 @@ class Intervals(tuple):
     def __new__(cls, lower: np.ndarray, upper: np.ndarray, *, target: str, level: float,
                 simultaneous: bool = False, assumption: str = "",
                 columns: tuple | None = None) -> Intervals:
-        self = super().__new__(cls, (lower, upper))
+        lo = V.record_array(lower, "lower", finite=False, optional=False)
+        hi = V.record_array(upper, "upper", finite=False, optional=False)
+        assert lo is not None and hi is not None
+        if lo.shape != hi.shape:
+            raise ValueError(f"lower and upper must have the same shape, got {lo.shape} and "
+                             f"{hi.shape}")
+        if not np.all(lo <= hi):
+            raise ValueError("lower must be <= upper in every coordinate")
+        self = super().__new__(cls, (lo, hi))
+        if not isinstance(target, str) or not isinstance(assumption, str):
+            raise TypeError("target and assumption must be str")
         self.target = target
-        self.level = float(level)
-        self.simultaneous = bool(simultaneous)
+        self.level = float(V.record_scalar(level, "level", low=0.0, high=1.0, closed_low=False))
+        self.simultaneous = V.check_bool(simultaneous, "simultaneous")
         self.assumption = assumption
-        self.columns = columns
+        self.columns = V.record_choice_tuple(columns, "columns", object, optional=True)
         return self
+
+    def __reduce__(self) -> tuple:
+        # pickle and deepcopy go through the constructor: read-only copies again
+        return (_make_intervals, (self[0], self[1], {
+            "target": self.target, "level": self.level, "simultaneous": self.simultaneous,
+            "assumption": self.assumption, "columns": self.columns}))
 
     @property
     def lower(self) -> np.ndarray:
@@ -312,8 +328,12 @@ class Intervals(tuple):
         return text + ")"
 
 
+def _make_intervals(lower: np.ndarray, upper: np.ndarray, kw: dict) -> Intervals:
+    return Intervals(lower, upper, **kw)
+
+
 @dataclass(frozen=True)
-class ConfidenceBall:
+class ConfidenceBall(V.Record):
     """A confidence ball ``{y : ||y - center|| <= radius}`` of level ``1 - beta``.
 
     ``radius`` is a function of public quantities only; ``center`` is the
@@ -324,6 +344,14 @@ class ConfidenceBall:
     radius: float
     beta: float
     target: str = "the protected statistic"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "center", V.record_array(self.center, "center", finite=False,
+                                                          optional=False))
+        object.__setattr__(self, "radius", V.record_scalar(self.radius, "radius", low=0.0))
+        object.__setattr__(self, "beta", V.check_probability(self.beta, "beta", scalar=True))
+        if not isinstance(self.target, str):
+            raise TypeError(f"target must be a str, got {V.describe(self.target)}")
 
     def __repr__(self) -> str:
         return (f"ConfidenceBall({_percent(1 - self.beta)} for {self.target}: radius {self.radius:.4g} "
