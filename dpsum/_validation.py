@@ -87,6 +87,7 @@ __all__ = [
     "record_scalar",
     "record_choice_tuple",
     "Record",
+    "check_record_fields",
     "as_dataset",
     "column_labels",
     "index_labels",
@@ -694,7 +695,7 @@ def record_array(value: Any, name: str, *, positive: bool = False, nonnegative: 
 
 def record_scalar(value: Any, name: str, *, low: float = -math.inf, high: float = math.inf,
                   closed_low: bool = True, closed_high: bool = True, optional: bool = False,
-                  integer: bool = False) -> Any:
+                  integer: bool = False, finite: bool = True) -> Any:
     """A scalar field: a finite real (an ``int`` with ``integer``) in the
     interval from ``low`` to ``high`` (ends closed unless said); None stays
     None when ``optional``."""
@@ -705,7 +706,7 @@ def record_scalar(value: Any, name: str, *, low: float = -math.inf, high: float 
     if integer:
         out: Any = check_integer(value, name, None)
     else:
-        out = check_real(value, name, scalar=True)
+        out = check_real(value, name, scalar=True, finite=finite)
     ok_low = out >= low if closed_low else out > low
     ok_high = out <= high if closed_high else out < high
     if not (ok_low and ok_high):
@@ -734,12 +735,51 @@ def _rebuild_record(cls: type, fields: dict) -> Any:
     return cls(**fields)
 
 
+def check_record_fields(rec: Any, infinite: tuple = ()) -> None:
+    """The type rule of a record's fields, read from their annotations:
+    ``float`` a finite real (``+-inf`` allowed for the fields in
+    ``infinite``; never NaN), ``int`` an integer, ``bool`` a boolean, ``str`` a
+    string, ``np.ndarray`` a real array held as a read-only copy, ``tuple`` a
+    tuple; ``X | None`` admits None. Each error names the field. A record
+    with constraints beyond the type (ranges, shapes) checks them itself."""
+    for f in dataclasses.fields(rec):
+        ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        optional = ann.replace(" ", "").endswith("|None")
+        base = ann.replace(" ", "").removesuffix("|None")
+        value = getattr(rec, f.name)
+        if value is None and optional:
+            continue
+        finite = f.name not in infinite
+        if base == "float":
+            new: Any = record_scalar(value, f.name, finite=finite)
+        elif base == "int":
+            new = record_scalar(value, f.name, integer=True)
+        elif base == "bool":
+            new = check_bool(value, f.name)
+        elif base == "str":
+            if not isinstance(value, str):
+                raise TypeError(f"{f.name} must be a str, got {describe(value)}")
+            new = value
+        elif base == "np.ndarray":
+            new = record_array(value, f.name, finite=finite, optional=False)
+        elif base.startswith("tuple"):
+            new = record_choice_tuple(value, f.name, object)
+        else:
+            continue
+        object.__setattr__(rec, f.name, new)
+
+
 class Record:
     """Mixin of the frozen dataclass records: ``pickle`` and ``copy.deepcopy``
     rebuild the record through its constructor (so array fields come back as
-    read-only copies, and a tampered pickle is validated like any input)."""
+    read-only copies, and a tampered pickle is validated like any input), and
+    the fields are checked by :func:`check_record_fields` unless the record
+    defines its own ``__post_init__``."""
 
     __slots__ = ()
+
+    def __post_init__(self) -> None:
+        check_record_fields(self)
 
     def __reduce__(self) -> tuple:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)  # type: ignore[arg-type]

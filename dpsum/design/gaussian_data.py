@@ -48,7 +48,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class GaussianDataSetup:
+class GaussianDataSetup(V.Record):
     """The public parameters of one run of the Gaussian-data mechanism.
 
     Every field is a function of public inputs only. Arrays are read-only

@@ -32,7 +32,7 @@ __all__ = ["ClipUpdate", "adaptive_clip_update"]
 
 
 @dataclass(frozen=True)
-class ClipUpdate:
+class ClipUpdate(V.Record):
     """One adaptive-clipping update: the released fraction and the new radius.
 
     Every field is a private release or a function of one and of public inputs.

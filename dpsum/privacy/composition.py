@@ -905,7 +905,7 @@ def _bisect_lin(ok: Any, bad: float, good: float) -> float:
 # records
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
-class PrivacyStep:
+class PrivacyStep(V.Record):
     """One private step of a pipeline, as the accountant sees it.
 
     Exactly one of ``noise_multiplier`` (a Gaussian release with
@@ -1073,7 +1073,7 @@ def approximate_step(name: str, epsilon: float, delta: float) -> PrivacyStep:
 
 
 @dataclass(frozen=True)
-class ComposedGuarantee:
+class ComposedGuarantee(V.Record):
     """The privacy guarantee of several steps, and how it was computed.
 
     Every field is public: the steps' budgets and the composed guarantee

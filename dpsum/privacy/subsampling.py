@@ -172,7 +172,7 @@ def _gaussian_mass(edges: np.ndarray, mu: float, s: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class PrivacyLossDistribution:
+class PrivacyLossDistribution(V.Record):
     """The composed, pessimistically discretised privacy loss of one order of a pair.
 
     Attributes
@@ -258,7 +258,7 @@ def _parse_steps(noise_multiplier: Any, sampling_rate: Any, steps: Any
 
 
 @dataclass(frozen=True)
-class ComposedPLD:
+class ComposedPLD(V.Record):
     """Both orders of a composition of subsampled Gaussian steps.
 
     Attributes

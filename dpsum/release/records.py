@@ -305,11 +305,16 @@ def _box_fields(rec: Any, d: int) -> dict:
 def _release_fields(rec: Release) -> dict:
     """The checked fields of a :class:`Release`, each error naming its field."""
     estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
-    assert estimate is not None
-    shape, d = estimate.shape, estimate.size
-    out: dict = {"estimate": estimate}
-    out["noise_std"] = V.record_array(rec.noise_std, "noise_std", positive=True, shape=shape,
-                                      optional=False)
+    noise_std = V.record_array(rec.noise_std, "noise_std", positive=True, optional=False)
+    assert estimate is not None and noise_std is not None
+    # the estimate has the noise's shape, after leading batch axes (the
+    # audit's batched releases hold many estimates in one record)
+    shape, d = noise_std.shape, noise_std.size
+    if estimate.shape[estimate.ndim - noise_std.ndim:] != shape \
+            or estimate.ndim < noise_std.ndim:
+        raise ValueError(f"noise_std must have the shape of the estimate, got {shape} for an "
+                         f"estimate of shape {estimate.shape}")
+    out: dict = {"estimate": estimate, "noise_std": noise_std}
     out["scaling"] = V.record_array(rec.scaling, "scaling", positive=True, size=d)
     out["clip_norm"] = V.record_scalar(rec.clip_norm, "clip_norm", low=0.0, closed_low=False,
                                        optional=True)
