@@ -87,6 +87,7 @@ __all__ = [
     "record_scalar",
     "record_choice_tuple",
     "Record",
+    "check_record",
     "check_record_fields",
     "as_dataset",
     "column_labels",
@@ -431,7 +432,7 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be one of {tuple(choices)}, got {describe(value)}")
     if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got another string")
     return value
 
 
@@ -727,6 +728,16 @@ def record_choice_tuple(value: Any, name: str, kind: type = str, *,
     if kind is not object and not all(isinstance(v, kind) for v in value):
         raise TypeError(f"{name} must hold {kind.__name__} values")
     return tuple(value)
+
+
+def check_record(value: Any, name: str, kinds: tuple[type, ...] | None = None, *,
+                 attributes: tuple[str, ...] = (), what: str = "a dpsum release") -> Any:
+    """A record argument (``release``): an instance of ``kinds`` or, where the
+    record's class lives in a higher module, any object with ``attributes``."""
+    ok = isinstance(value, kinds) if kinds else all(hasattr(value, a) for a in attributes)
+    if not ok:
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    return value
 
 
 def _rebuild_record(cls: type, fields: dict) -> Any:

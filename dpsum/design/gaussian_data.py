@@ -98,6 +98,10 @@ class GaussianDataSetup(V.Record):
     sigma_opt: float | None = None
     noise_std: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        V.check_record_fields(self)
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+
     @property
     def expected_squared_error(self) -> float:
         """The mechanism's expected squared error ``sum_j noise_std_j^2``

@@ -39,6 +39,15 @@ def _check_noise_std(noise_std: Any) -> np.ndarray:
     return np.atleast_1d(np.asarray(V.check_positive(noise_std, "noise_std"), dtype=float))
 
 
+_RELEASE_FIELDS = ("estimate", "noise_std", "secure", "neighbouring", "statistic")
+_PIPELINE_FIELDS = _RELEASE_FIELDS + ("steps", "center", "count", "clip_norm", "scaling")
+
+
+def _check_pipeline(release: Any) -> Any:
+    return V.check_record(release, "release", attributes=_PIPELINE_FIELDS,
+                          what="a PipelineRelease (of private_mean or private_sum)")
+
+
 def grid_noise_law(release: Any) -> tuple[float, np.ndarray] | None:
     """``(sigma, u)`` for a release of the grid path, None otherwise.
 
@@ -47,6 +56,9 @@ def grid_noise_law(release: Any) -> tuple[float, np.ndarray] | None:
     estimate; the release records ``sigma_opt * sensitivity = sigma 2^K`` and
     ``discrete_scale = sigma u``.
     """
+    V.check_record(release, "release", attributes=_RELEASE_FIELDS + ("grid_exponent",
+                                                                     "discrete_scale"),
+                   what="a dpsum Release")
     if not release.secure or release.grid_exponent is None or release.discrete_scale is None:
         return None
     sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
@@ -74,6 +86,7 @@ def pipeline_noise_law(release: Any) -> tuple[np.ndarray, np.ndarray | None]:
     no second term (``a`` None: replace-one). The mean under add-remove has
     its own statement (this module's private ``_mean_add_remove``).
     """
+    _check_pipeline(release)
     if release.neighbouring is Neighbouring.REPLACE:
         return np.asarray(release.noise_std, dtype=float), None
     if release.statistic == "mean":
@@ -111,7 +124,9 @@ def _mean_add_remove(release: Any, beta: float) -> tuple[float, np.ndarray]:
 def sidak(beta: float, m: int) -> float:
     """Per-event failure probability ``1 - (1 - beta)^(1/m)`` of ``m`` independent events
     that all hold with probability ``1 - beta`` (Šidák)."""
-    return float(-np.expm1(np.log1p(-beta) / m))
+    b = float(V.check_probability(beta, "beta", scalar=True))
+    mm = V.check_integer(m, "m")
+    return float(-np.expm1(np.log1p(-b) / mm))
 
 
 def log_sidak(log_beta: float, m: int) -> float:
@@ -125,6 +140,8 @@ def log_sidak(log_beta: float, m: int) -> float:
 
 def pipeline_intervals(release: Any, beta: float, simultaneous: bool
                        ) -> tuple[np.ndarray, np.ndarray]:
+    beta = float(V.check_probability(beta, "beta", scalar=True))
+    simultaneous = V.check_bool(simultaneous, "simultaneous")
     s, a = pipeline_noise_law(release)
     mean_ar = release.neighbouring is Neighbouring.ADD_REMOVE and release.statistic == "mean"
     lb = math.log(beta)
@@ -143,6 +160,7 @@ def pipeline_intervals(release: Any, beta: float, simultaneous: bool
 
 
 def pipeline_radius(release: Any, beta: float) -> float:
+    beta = float(V.check_probability(beta, "beta", scalar=True))
     s, a = pipeline_noise_law(release)
     if release.neighbouring is Neighbouring.ADD_REMOVE and release.statistic == "mean":
         u, dev = _mean_add_remove(release, beta)
@@ -161,6 +179,7 @@ def norm_noise_law(s: np.ndarray) -> tuple[GeneralizedChiSquare, float]:
     Working relative to the largest standard deviation keeps the weights in
     ``(0, 1]`` for standard deviations anywhere in the floating-point range.
     """
+    s = np.asarray(V.check_positive(s, "s"))
     s_max = float(np.max(s))
     with np.errstate(under="ignore"):
         # a weight below the normal range (a std 1e154 times below the largest)
@@ -346,7 +365,7 @@ class ConfidenceBall(V.Record):
     target: str = "the protected statistic"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "center", V.record_array(self.center, "center", finite=False,
+        object.__setattr__(self, "center", V.record_array(self.center, "center",
                                                           optional=False))
         object.__setattr__(self, "radius", V.record_scalar(self.radius, "radius", low=0.0))
         object.__setattr__(self, "beta", V.check_probability(self.beta, "beta", scalar=True))

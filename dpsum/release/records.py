@@ -311,7 +311,7 @@ def _release_fields(rec: Release) -> dict:
     # audit's batched releases hold many estimates in one record)
     shape, d = noise_std.shape, noise_std.size
     if estimate.shape[estimate.ndim - noise_std.ndim:] != shape \
-            or estimate.ndim < noise_std.ndim:
+            or estimate.ndim < noise_std.ndim or (noise_std.ndim == 0 < estimate.ndim):
         raise ValueError(f"noise_std must have the shape of the estimate, got {shape} for an "
                          f"estimate of shape {estimate.shape}")
     out: dict = {"estimate": estimate, "noise_std": noise_std}
@@ -379,7 +379,7 @@ class BudgetSplit(V.Record):
             V.record_scalar(getattr(self, name), name, low=0.0, high=1.0)
         total = math.fsum(getattr(self, name) for name in _STEPS)
         if not abs(total - 1.0) <= 1e-9:
-            raise ValueError("the shares of a BudgetSplit must sum to 1")
+            raise ValueError(f"the shares {', '.join(_STEPS)} of a BudgetSplit must sum to 1")
 
     def as_dict(self) -> dict:
         """The shares by step name."""
@@ -808,6 +808,7 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     >>> data_intervals(r).target
     'the exact value'
     """
+    V.check_record(release, "release", (Release, PipelineRelease))
     b = float(V.check_probability(beta, "beta", scalar=True))
     sim = V.check_bool(simultaneous, "simultaneous")
     est = np.asarray(release.estimate, dtype=float)
