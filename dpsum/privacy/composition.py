@@ -966,8 +966,8 @@ class PrivacyStep(V.Record):
         object.__setattr__(self, "count", check_integer(self.count, "count", 1))
         object.__setattr__(self, "bounded_range", check_bool(self.bounded_range, "bounded_range"))
         if self.bounded_range and (self.epsilon is None or self.delta != 0):
-            raise ValueError("bounded_range=True is for a pure epsilon-DP step: give epsilon "
-                             "and no delta")
+            raise ValueError("bounded_range=True (a bounded-range step) is for a pure epsilon-DP "
+                             "step: give epsilon and no delta")
         object.__setattr__(self, "sampling_rate", check_sampling_rate(self.sampling_rate))
         if self.sampling_rate < 1.0 and self.noise_multiplier is None:
             raise ValueError("only a Gaussian step can be subsampled (sampling_rate < 1)")
