@@ -68,6 +68,12 @@ _FLOAT_MAX = np.finfo(np.float64).max
 _INT64_SAFE = 2 ** 62
 
 
+#: The finest grid the kernel sums exactly: entries of a rounded row are below
+#: ``sqrt(d) / charge`` grid units, and a block of at most ``2^18 / d`` rows
+#: (or 4 rows when ``d > 2^16``) then sums below ``2^52`` in every column.
+_MIN_CHARGE = 2.0 ** -34
+
+
 #: The grid kernel's blocks hold this many times the rows of the float
 #: kernel's (2^18 values): its per-block work on the row vectors (clip factors
 #: for every row, the re-check) is amortised over more data. A block's float
@@ -200,6 +206,10 @@ def make_grid_plan(C: float, b: np.ndarray, c: np.ndarray | None, d: int,
     grid exponent in the plan's normalised units). Shared by
     :func:`grid_clipped_sum` and the mergeable accumulators
     (:mod:`dpsum.release`)."""
+    if charge < _MIN_CHARGE:
+        # finer grids make a block's float64 sum inexact (see accumulate_grid)
+        raise ValueError("charge must be at least 2^-34: a finer grid would make the "
+                         "kernel's block sums inexact")
     K = grid_exponent(C, d, charge)
     C_in = (C - math.sqrt(d) * math.ldexp(1.0, K - 1)) * (1 - 8 * _U)
     if C_in < 2.0 ** -1000:
