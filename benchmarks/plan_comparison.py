@@ -93,10 +93,12 @@ PLAN_CONFIG = dict(alpha=0.1, variance=0.1, step=20, k=0,
                    top_k_budget_proportion=0.25, fill=False, regularization=True, k_groups=1,
                    max_std_distance=2, kaplan=True, chisquared=True, beta=0.1)
 
-#: runs per setting where one paired run takes a second or more (from a pilot
-#: of 10 runs: the count that brings every method's standard error to at most
-#: 2% of its mean error, at least 30); every other setting gets --runs
-RUNS: dict[tuple[str, int], int] = {}
+#: runs per setting where one paired run (all methods) takes a second or more
+#: (measured in a pilot of 8 runs per setting: 1.6 to 2.5 s in B, 1.5 to 2.5 s
+#: in A with d >= 1024, 2.5 to 10 s in C with d >= 512); every other setting
+#: gets --runs (100)
+RUNS: dict[tuple[str, int], int] = {("A", 1024): 30, ("A", 2048): 30, ("B", 512): 30,
+                                    ("C", 512): 30, ("C", 1024): 30, ("C", 2048): 30}
 
 
 # ---------------------------------------------------------------------------
