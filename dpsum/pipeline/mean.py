@@ -938,19 +938,34 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     Notes
     -----
     The rule for few rows or a small budget (``scaling="adaptive"``, the
-    default; public: ``n`` under replace-one, the private count under
-    add-remove). Each coordinate's quantile step gets
-    ``epsilon_c = sqrt(8 rho_step / d)``, and the private median stays inside
-    the data only once ``epsilon_c n`` is about 60 or more (the chapter
-    :ref:`When the data model is unknown <unknown-model>`). When the center's
-    reliable share (``default_budget``) exceeds ``MAX_COORDINATE_SHARE``, the
-    center is estimated for the whole vector at once, by clipped-mean moves
-    from the box's midpoint; when not even one scalar quantile is reliable,
-    or when (from the private median distance to the midpoint) clipping
-    around any center cannot beat the box, the release is the Elliptical
-    Gaussian mechanism on the box. Each fallback warns and is recorded in
-    ``release.strategy``. With ``scaling="scaled"`` or ``"isotropic"`` the
-    coordinate-wise center always runs (with a warning when it is unreliable).
+    default). It is decided from ``n`` under replace-one (public: before
+    anything is spent) and from the private count ``ñ`` under add-remove
+    (post-processing of the count; every later share depends on it, and the
+    privacy proof conditions on it). A quantile step with parameter
+    ``epsilon`` is reliable when the exponential weight of an output half the
+    data away from the median is at most ``exp(-margin)``, i.e.
+    ``epsilon n >= 4 Delta_u margin``:
+
+    1. *coordinate center* when the ``d`` coordinate-wise medians are
+       reliable with ``CENTER_MARGIN`` (30) within ``MAX_COORDINATE_SHARE``
+       (15%) of ``rho``;
+    2. otherwise a *whole-vector center* when one scalar quantile is
+       reliable with ``SCALAR_MARGIN`` (12) within that cap: first one
+       Gaussian count (standard deviation ``0.1 n``) of the rows within the
+       public break-even distance of the box's midpoint decides, as
+       post-processing, whether clipping around a center can beat the box
+       (more than half the rows within it); if so, up to three clipped-mean
+       moves from the midpoint. When the steps before the mean would take
+       more than half of ``rho``, the whole-vector center clips
+       isotropically (no spread, scales or clip steps) with fewer moves; if
+       even one move does not fit with reliable radii, rule 3;
+    3. otherwise the *box*: the Elliptical Gaussian mechanism on the box,
+       with an ``(epsilon, delta)`` budget calibrated by the exact
+       composition of the steps that ran.
+
+    Each fallback warns and is recorded in ``release.strategy``. With
+    ``scaling="scaled"`` or ``"isotropic"`` the coordinate-wise center always
+    runs (with a warning when it is unreliable).
 
     Examples
     --------
