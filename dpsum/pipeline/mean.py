@@ -804,8 +804,10 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
                 if st.kind == "bounded-range"]
         s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
         # the Gaussian steps that ran before (the count, the decision) keep their noise
-        inv = 1.0 / s_all ** 2 - sum(st.count / st.noise_multiplier ** 2 for st in steps
-                                     if st.kind == "gaussian")
+        inv = 1.0 / s_all ** 2
+        for st in steps:
+            if st.kind == "gaussian" and st.noise_multiplier is not None:
+                inv -= st.count / st.noise_multiplier ** 2
         if split.diagnostics > 0:          # the diagnostics' Gaussian step runs after this one
             inv -= 1.0 / zcdp_gaussian_multiplier(split.diagnostics * total) ** 2
         if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
