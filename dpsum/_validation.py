@@ -81,6 +81,7 @@ __all__ = [
     "check_data_matrix",
     "check_vector",
     "check_box",
+    "check_center",
     "as_dataset",
     "column_labels",
     "index_labels",
@@ -88,6 +89,9 @@ __all__ = [
     "check_rng",
     "check_secure_rng",
     "check_callable",
+    "check_failure_probability",
+    "representable",
+    "MIN_FAILURE_PROBABILITY",
     "RandomLike",
 ]
 
@@ -285,6 +289,40 @@ def check_probability(value: Any, name: str = "p", *, scalar: bool = False) -> A
     return check_open_interval(value, name, scalar=scalar)
 
 
+#: Smallest failure probability ``beta`` of a bound that splits ``beta`` in
+#: parts (the noise and the clipping loss of :mod:`dpsum.accuracy`): each part
+#: must stay a normal float. A quantile of the noise alone takes any ``beta``
+#: in (0, 1).
+MIN_FAILURE_PROBABILITY = 1e-300
+
+
+def check_failure_probability(value: Any, name: str = "beta", *, scalar: bool = True) -> Any:
+    """A failure probability ``beta`` that a bound splits in parts: in
+    ``[MIN_FAILURE_PROBABILITY, 1)`` (``1e-300``); below it the parts are no
+    longer normal floats."""
+    out = check_open_interval(value, name, scalar=scalar)
+    if np.any(np.asarray(out) < MIN_FAILURE_PROBABILITY):
+        raise ValueError(f"{name} must lie in [{MIN_FAILURE_PROBABILITY:g}, 1) (below it the "
+                         f"bound's parts of {name} are not normal floats), got {describe(value)}")
+    return out
+
+
+def representable(result: Any, names: str, what: str, limit: str = "") -> Any:
+    """The one overflow rule: a quantity computed from public arguments must be
+    a finite float, else the arguments ``names`` are refused (a ValueError
+    naming them and, when given, the representable range ``limit``).
+
+    Used where a huge-but-valid parameter (``1e308``) makes a closed form
+    overflow; ``result`` is returned unchanged when finite.
+    """
+    arr = np.asarray(result, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        hint = f": {limit}" if limit else ""
+        raise ValueError(f"{names} is outside the representable range: {what} is not a "
+                         f"finite float{hint}")
+    return result
+
+
 def check_integer(value: Any, name: str, minimum: int | None = 1, maximum: int | None = None,
                   *, array: bool = False) -> Any:
     """An integer (or, with ``array=True``, an array of integers) in ``[minimum, maximum]``.
@@ -425,6 +463,15 @@ def check_vector(v: Any, name: str, d: int | None = None, *, positive: bool = Fa
     if nonnegative and not np.all(arr >= 0):
         raise ValueError(f"{name} must be >= 0 in every coordinate")
     return arr
+
+
+def check_center(value: Any, d: int, name: str = "center") -> np.ndarray:
+    """A public center: a finite scalar (the same in every coordinate) or a
+    length-``d`` vector; returned as a float64 vector of length ``d``."""
+    arr = np.asarray(check_real(value, name), dtype=np.float64)
+    if arr.ndim == 0:
+        return np.full(d, float(arr))
+    return check_vector(arr, name, d)
 
 
 def check_bits(bits: Any, name: str = "bits") -> np.ndarray:

@@ -599,7 +599,7 @@ def binomial_conditions_hold(n: int, epsilon: float, delta: float,
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     nn = _check_int(n, "n", minimum=1)
-    p_min = 50.0 * math.log(2.0 / dlt) / (eps * eps * nn)
+    p_min = 50.0 * math.log(2.0 / dlt) / eps / eps / nn     # inf for a subnormal epsilon
     pp = p_min if p is None else V.check_probability(p, "p")
     return bool(eps <= MAX_EPSILON and pp <= 0.5 and pp >= p_min)
 
@@ -665,16 +665,24 @@ def binomial_privacy_delta(n: int, p: float, epsilon: float) -> float:
     eps = V.check_epsilon(epsilon, scalar=True)
     if np.ndim(nn) or np.ndim(pp):
         raise ValueError("n and p must be scalars")
-    e = math.exp(eps)
+    # e^-eps rather than e^eps in the cut points (no overflow for a huge
+    # epsilon), and e^eps P(...) as exp(eps + log P(...)) (inf only when the
+    # term is beyond 1, where the difference is negative: delta 0 there)
+    inv = math.exp(-eps)
     dist = stats.binom(nn, pp)
+
+    def times_e(log_prob: float) -> float:
+        with np.errstate(over="ignore"):
+            return float(np.exp(eps + log_prob))
+
     # lower tail: z < (n + 1) p / (p + e^eps (1 - p)) has ratio > e^eps
-    x_a = (nn + 1) * pp / (pp + e * (1.0 - pp))
-    z_a = math.ceil(x_a) - 1
-    delta_a = float(dist.cdf(z_a) - e * dist.cdf(z_a - 1)) if z_a >= 0 else 0.0
+    x_a = (nn + 1) * pp * inv / (pp * inv + (1.0 - pp))
+    z_a = max(math.ceil(x_a) - 1, 0)       # z = 0 always: P(Z = -1) = 0
+    delta_a = float(dist.cdf(z_a) - times_e(dist.logcdf(z_a - 1)))
     # upper tail: z > (n + 1) p e^eps / (1 - p + p e^eps) has ratio < e^-eps
-    x_b = (nn + 1) * pp * e / (1.0 - pp + pp * e)
-    z_b = math.floor(x_b) + 1
-    delta_b = float(dist.sf(z_b - 2) - e * dist.sf(z_b - 1))
+    x_b = (nn + 1) * pp / ((1.0 - pp) * inv + pp)
+    z_b = min(math.floor(x_b) + 1, nn + 1)   # z = n + 1 always: P(Z = n + 1) = 0
+    delta_b = float(dist.sf(z_b - 2) - times_e(dist.logsf(z_b - 1)))
     return max(0.0, delta_a, delta_b)
 
 

@@ -532,9 +532,10 @@ def chebyshev_clip_radius(stds: ArrayLike, clip_probability: float,
     pw = _Powers(_scaled_stds(stds, scaling))
     p = _check_clip_probability(clip_probability)
     one_sided = V.check_bool(one_sided, "one_sided")
-    factor = (1.0 - p) / p if one_sided else 1.0 / p
+    # sqrt(factor), factor = (1 - p) / p or 1 / p, without overflow for a tiny p
+    root = (math.sqrt(1.0 - p) if one_sided else 1.0) / math.sqrt(p)
     # C^2 = sigma_*^2 (r2 + sqrt(2 r4 factor))
-    return pw.s_max * math.sqrt(pw.r2 + math.sqrt(2.0 * pw.r4 * factor))
+    return pw._finite(pw.s_max * math.sqrt(pw.r2 + math.sqrt(2.0 * pw.r4) * root))
 
 
 def chebyshev_clip_probability(stds: ArrayLike, clip_norm: float = 1.0,
@@ -579,10 +580,15 @@ def chebyshev_clip_probability(stds: ArrayLike, clip_norm: float = 1.0,
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
     one_sided = V.check_bool(one_sided, "one_sided")
     # everything relative to sigma_*^2
-    gap = (C / pw.s_max) ** 2 - pw.r2
+    ratio = C / pw.s_max
+    var = 2.0 * pw.r4
+    if ratio > 1e150:      # gap = ratio^2 - r2 would overflow; r2 <= d is negligible
+        inv = 1.0 / ratio / ratio      # 1 / gap to within rounding
+        bound = var * inv * inv
+        return float(bound / (1.0 + bound)) if one_sided else float(min(1.0, bound))
+    gap = ratio ** 2 - pw.r2
     if not gap > 0:
         return 1.0
-    var = 2.0 * pw.r4
     if one_sided:
         return float(var / (var + gap * gap))
     return float(min(1.0, var / (gap * gap)))

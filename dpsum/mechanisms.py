@@ -413,8 +413,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     if center is None:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
-    c = np.broadcast_to(V.check_real(center, "center"), (d,)) if np.ndim(center) == 0 \
-        else V.check_vector(center, "center", d)
+    c = V.check_center(center, d)
     nn = _public_rows(n, relation)
     acc = gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
                                     clip_probability=clip_probability, n=nn, scaling=scaling,
@@ -689,7 +688,8 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
         S = float(np.sum(width * b))
         scales = S / (eps * b)
     if not (math.isfinite(S) and np.all(np.isfinite(scales)) and np.all(scales > 0)):
-        raise ValueError("the noise scale overflows or underflows: widths is out of range")
+        raise ValueError("the noise scale sum(widths^(2/3)) widths^(1/3) / epsilon overflows "
+                         "or underflows: epsilon or widths is out of range")
     total, _ = clamped_sum(X, width / 2.0)
     assert gen is not None
     estimate = total + gen.laplace(0.0, 1.0, size=d) * scales

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpsum_book.conventions import (BOOK, RULES, load_page, pages, problems, rules_for,
-                                    source_label_patterns)
+from dpsum_book.conventions import (BOOK, RULES, label_pages, load_page, pages, problems,
+                                    rules_for, source_label_patterns, wrong_page_refs)
 
 #: Chapters that present a mechanism, by number: each has an "implement it
 #: and audit it" exercise (the reader writes the mechanism; the audit of the
@@ -112,3 +112,15 @@ def test_source_labels_are_found_in_the_concordance_only_there_allowed():
                  "Lemma 1.7", "{prf:ref}`gaussian-thm-classic`", "equation (42)",
                  "Algorithm 4", "a reported value", "Theorem A.1"):
         assert hits(fine) == [], fine
+
+
+def test_references_name_the_page_their_label_is_on():
+    """``{ref}`label` ({doc}`page`)``, as Appendix C1's "Shown in" lists write them,
+    names the page that defines the label (a label that moved with its lemma
+    must take its page name along)."""
+    targets = label_pages()
+    assert targets["definitions-lem-affine-gaussian"] == "05_quadratic_forms"
+    planted = load_page(BOOK / "c1_notes_on_sources.md")
+    assert wrong_page_refs(planted, {**targets, "definitions-notes": "nowhere"})
+    found = [p for page in PAGES for p in wrong_page_refs(page, targets)]
+    assert not found, found

@@ -181,7 +181,7 @@ def release_error_bound(release: Release, beta: float, *, stds: Any, n: int,
         raise ValueError("release took the grid path: its rows are rounded to the grid, an "
                          "error this bound does not include; use confidence_ball for the "
                          "error against the grid sum")
-    b = float(V.check_probability(beta, "beta", scalar=True))
+    b = float(V.check_failure_probability(beta))
     n = V.check_integer(n, "n")
     sigma = V.check_vector(stds, "stds", np.size(rel.noise_std), positive=True)
     if rel.clip_probability is not None and not math.isclose(
@@ -202,7 +202,7 @@ class _Planner:
         self.sigma = V.check_vector(stds, "stds", positive=True)
         self.epsilon = None if epsilon is None else V.check_epsilon(epsilon, scalar=True)
         self.delta = V.check_delta(delta, scalar=True)
-        self.beta = float(V.check_probability(beta, "beta", scalar=True))
+        self.beta = float(V.check_failure_probability(beta))
         self.relation = Neighbouring.parse(neighbouring)
         self.center = None if center is None else V.check_vector(center, "center", self.sigma.size)
         if self.center is not None and not np.any(self.center):

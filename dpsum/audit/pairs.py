@@ -173,7 +173,8 @@ def clipped_pair(d: int, clip_norm: float, neighbouring: Neighbouring | str = "r
     f = V.check_positive(factor, "factor", scalar=True)
     relation = Neighbouring.parse(neighbouring)
     v = np.zeros(dd)
-    v[0] = f * C
+    v[0] = V.representable(f * C, "clip_norm", "the record's norm factor * clip_norm",
+                           "factor * clip_norm must be at most 1.8e308")
     if relation is Neighbouring.REPLACE:
         return replace_one_pair(v, n=n)
     return add_remove_pair(v, n=n)

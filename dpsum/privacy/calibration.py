@@ -217,9 +217,14 @@ def _ftol(target: Float) -> Float:
     return _F_TOL + 1e-15 * np.abs(target)
 
 
-def _epsilon_too_large() -> ValueError:
+#: How gaussian_epsilon names its culprit; the callers that take another
+#: parameter (gdp_epsilon's mu, composed multipliers) pass their own words.
+_SIGMA_TOO_SMALL = "sigma is too small relative to the sensitivity"
+
+
+def _epsilon_too_large(culprit: str = _SIGMA_TOO_SMALL) -> ValueError:
     return ValueError(
-        "sigma is too small relative to the sensitivity: the mechanism is not "
+        f"{culprit}: the mechanism is not "
         f"(epsilon, delta)-DP for any epsilon <= {MAX_CALIBRATION_EPSILON:g}, the largest "
         "epsilon gaussian_epsilon resolves"
     )
@@ -309,12 +314,13 @@ def _analytic_sigma(eps: Float, delta: Float, sens: Float) -> Float:
     raise RuntimeError("analytic_sigma could not verify its result; please report this")  # pragma: no cover
 
 
-def _gaussian_epsilon(sigma: Float, delta: Float, sens: Float) -> Float:
+def _gaussian_epsilon(sigma: Float, delta: Float, sens: Float,
+                      culprit: str = _SIGMA_TOO_SMALL) -> Float:
     target = np.log(delta)
     with np.errstate(over="ignore"):
         r = sens / sigma
     if np.any(np.isinf(r)):
-        raise _epsilon_too_large()
+        raise _epsilon_too_large(culprit)
     # delta(0) = 2 Phi(r/2) - 1 = erf(r / (2 sqrt 2)): already (0, delta)-DP?
     d0 = erf(0.5 * r * _SQRT1_2)
     with np.errstate(divide="ignore"):
@@ -328,7 +334,7 @@ def _gaussian_epsilon(sigma: Float, delta: Float, sens: Float) -> Float:
     with np.errstate(over="ignore", invalid="ignore"):
         eps = r * (0.5 * r - z)  # Phi(a) = delta here, so this epsilon is private
     if not np.all(eps <= 10.0 * MAX_CALIBRATION_EPSILON):
-        raise _epsilon_too_large()
+        raise _epsilon_too_large(culprit)
 
     def fun(ei: Float, idx: NDArray[np.intp]) -> tuple[Float, Float]:
         ld, _a, b = _log_delta(r[idx], ei)
@@ -343,7 +349,7 @@ def _gaussian_epsilon(sigma: Float, delta: Float, sens: Float) -> Float:
         bump = np.where(good, np.minimum(_BUMP / gg, _STEP_CAP), _STEP_CAP)
     for _ in range(_MAX_ITER):
         if not np.all(eps <= MAX_CALIBRATION_EPSILON):
-            raise _epsilon_too_large()
+            raise _epsilon_too_large(culprit)
         fail = _log_delta(r, eps)[0] - target > -_VERIFY
         if not np.any(fail):
             out[todo] = eps
@@ -359,8 +365,10 @@ def _analytic_sigma_scalar(eps: float, delta: float, sens: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _gaussian_epsilon_scalar(sigma: float, delta: float, sens: float) -> float:
-    return float(_gaussian_epsilon(np.array([sigma]), np.array([delta]), np.array([sens]))[0])
+def _gaussian_epsilon_scalar(sigma: float, delta: float, sens: float,
+                             culprit: str = _SIGMA_TOO_SMALL) -> float:
+    return float(_gaussian_epsilon(np.array([sigma]), np.array([delta]), np.array([sens]),
+                                   culprit)[0])
 
 
 # ---------------------------------------------------------------------------
@@ -584,7 +592,14 @@ def gaussian_epsilon(sigma: ArrayLike, delta: ArrayLike, sensitivity: ArrayLike 
     sig = V.check_positive(sigma, "sigma")
     dlt = V.check_delta(delta)
     sens = V.check_positive(sensitivity, "sensitivity")
+    return _gaussian_epsilon_checked(sig, dlt, sens, _SIGMA_TOO_SMALL, (sigma, delta, sensitivity))
+
+
+def _gaussian_epsilon_checked(sig: Any, dlt: Any, sens: Any, culprit: str,
+                              inputs: tuple) -> Any:
+    """:func:`gaussian_epsilon` on checked arguments; ``culprit`` names the
+    caller's argument when the answer exceeds ``MAX_CALIBRATION_EPSILON``."""
     if _is_scalar(sig, dlt, sens):
-        return _gaussian_epsilon_scalar(sig, dlt, sens)
+        return _gaussian_epsilon_scalar(sig, dlt, sens, culprit)
     (s, d, n), shape = _broadcast(sigma=sig, delta=dlt, sensitivity=sens)
-    return V.scalar_or_array(_gaussian_epsilon(s, d, n).reshape(shape), sigma, delta, sensitivity)
+    return V.scalar_or_array(_gaussian_epsilon(s, d, n, culprit).reshape(shape), *inputs)

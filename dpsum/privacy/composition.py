@@ -15,7 +15,12 @@ from scipy.special import erf, log_expit, xlogy
 from dpsum import _validation as V
 from dpsum._lazy import optimize, stats
 from dpsum._validation import check_bool, check_epsilon, check_integer, check_positive
-from dpsum.privacy.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
+from dpsum.privacy.calibration import (
+    _gaussian_epsilon_checked,
+    analytic_sigma,
+    gaussian_delta,
+    gaussian_epsilon,
+)
 from dpsum.privacy.subsampling import check_sampling_rate, subsampled_gaussian_pld
 
 __all__ = [
@@ -116,7 +121,7 @@ def advanced_composition(epsilon: float, delta: float, k: int,
     if eps > 700.0:
         raise ValueError(f"epsilon = {eps:g} is too large: e^epsilon overflows, and the "
                          "composed epsilon is not a finite float")
-    eps_total = math.sqrt(2 * k * math.log(1 / dp)) * eps + k * eps * math.expm1(eps)
+    eps_total = math.sqrt(2 * k * -math.log(dp)) * eps + k * eps * math.expm1(eps)
     if not math.isfinite(eps_total):
         raise ValueError("the composed epsilon exceeds the largest float: epsilon or k is "
                          "too large")
@@ -138,6 +143,10 @@ _BISECT_RTOL = 1e-12
 
 
 _ZCDP_METHODS = ("cks", "standard")
+
+# Largest epsilon zcdp_rho converts: its rho (about epsilon) is searched by
+# doubling, which must stay below the largest float.
+_MAX_ZCDP_EPSILON = 1e300
 
 
 # ---------------------------------------------------------------------------
@@ -174,8 +183,8 @@ def _pure_steps(epsilons: Any, deltas: Any) -> tuple[np.ndarray, np.ndarray]:
     else:
         dels = np.atleast_1d(check_positive(deltas, "deltas", allow_zero=True))
         if dels.shape != eps.shape:
-            raise ValueError(
-                f"deltas must have one entry per epsilon, got {dels.shape} and {eps.shape}")
+            raise ValueError("epsilons and deltas must have the same length (one delta per "
+                             f"epsilon), got {eps.shape} and {dels.shape}")
         if not np.all(dels < 1):
             raise ValueError("deltas must be < 1")
     return eps, dels
@@ -276,7 +285,9 @@ def gaussian_composition_epsilon(multipliers: ArrayLike, delta: ArrayLike) -> fl
     True
     """
     s = compose_gaussian_multipliers(multipliers)
-    return gaussian_epsilon(s, delta)
+    return _gaussian_epsilon_checked(s, V.check_delta(delta), 1.0,
+                                     "multipliers are too small (their composition)",
+                                     (multipliers, delta))
 
 
 def gaussian_profile(multiplier: float, epsilon: ArrayLike) -> float | np.ndarray:
@@ -310,9 +321,7 @@ def gaussian_profile(multiplier: float, epsilon: ArrayLike) -> float | np.ndarra
     True
     """
     s = _positive_scalar(multiplier, "multiplier")
-    x = np.asarray(epsilon, dtype=np.float64) if not isinstance(epsilon, (str, bytes)) else None
-    if x is None or not np.all(np.isfinite(x)):
-        raise ValueError("epsilon must be a finite real number or array")
+    x = np.asarray(V.check_real(epsilon, "epsilon"), dtype=np.float64)   # any finite real
     return _gaussian_profile(s, x) if x.ndim else float(_gaussian_profile(s, x[None])[0])
 
 
@@ -349,7 +358,12 @@ def gdp_mu(multiplier: ArrayLike) -> float | np.ndarray:
     >>> gdp_mu(4.0)
     0.25
     """
-    return 1.0 / check_positive(multiplier, "multiplier")
+    s = check_positive(multiplier, "multiplier")
+    with np.errstate(over="ignore", divide="ignore"):
+        mu = 1.0 / np.asarray(s)
+    V.representable(mu, "multiplier", "mu = 1 / multiplier",
+                    "multiplier must be at least 5.6e-309")
+    return V.scalar_or_array(mu, multiplier)
 
 
 def gdp_compose(mus: ArrayLike) -> float:
@@ -396,7 +410,8 @@ def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
     True
     """
     m = check_positive(mu, "mu")
-    return gaussian_epsilon(1.0 / m, delta)
+    return _gaussian_epsilon_checked(1.0, V.check_delta(delta), m, "mu is too large",
+                                     (mu, delta))
 
 
 def gdp_multiplier(mu: float) -> float:
@@ -407,7 +422,8 @@ def gdp_multiplier(mu: float) -> float:
     >>> gdp_multiplier(0.25)
     4.0
     """
-    return 1.0 / _positive_scalar(mu, "mu")
+    return V.representable(1.0 / _positive_scalar(mu, "mu"), "mu", "the multiplier 1 / mu",
+                           "mu must be at least 5.6e-309")
 
 
 # ---------------------------------------------------------------------------
@@ -421,8 +437,12 @@ def zcdp_rho_gaussian(multiplier: ArrayLike) -> float | np.ndarray:
     >>> zcdp_rho_gaussian(2.0)
     0.125
     """
-    s = check_positive(multiplier, "multiplier")
-    return 0.5 / (s * s)
+    s = np.asarray(check_positive(multiplier, "multiplier"))
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):
+        rho = 0.5 / s / s
+    V.representable(rho, "multiplier", "rho = 1 / (2 multiplier^2)",
+                    "multiplier must be at least 5.3e-155")
+    return V.scalar_or_array(rho, multiplier)
 
 
 def zcdp_rho_pure(epsilon: ArrayLike) -> float | np.ndarray:
@@ -433,8 +453,11 @@ def zcdp_rho_pure(epsilon: ArrayLike) -> float | np.ndarray:
     >>> round(zcdp_rho_pure(0.1), 12)
     0.005
     """
-    e = check_epsilon(epsilon)
-    return 0.5 * e * e
+    e = np.asarray(check_epsilon(epsilon))
+    with np.errstate(over="ignore"):
+        rho = 0.5 * e * e
+    V.representable(rho, "epsilon", "rho = epsilon^2 / 2", "epsilon must be at most 1.8e154 (its square overflows)")
+    return V.scalar_or_array(rho, epsilon)
 
 
 def zcdp_rho_bounded_range(epsilon: ArrayLike) -> float | np.ndarray:
@@ -448,8 +471,11 @@ def zcdp_rho_bounded_range(epsilon: ArrayLike) -> float | np.ndarray:
     2021, Lemma 3.2): four times less than :func:`zcdp_rho_pure` charges a
     general epsilon-DP mechanism.
     """
-    e = check_epsilon(epsilon)
-    return 0.125 * e * e
+    e = np.asarray(check_epsilon(epsilon))
+    with np.errstate(over="ignore"):
+        rho = 0.125 * e * e
+    V.representable(rho, "epsilon", "rho = epsilon^2 / 8", "epsilon must be at most 3.7e154 (its square overflows)")
+    return V.scalar_or_array(rho, epsilon)
 
 
 def zcdp_compose(rhos: ArrayLike) -> float:
@@ -628,6 +654,9 @@ def zcdp_rho(epsilon: float, delta: float, method: str = "cks") -> float:
     """
     e = V.check_epsilon(epsilon, scalar=True)
     d = V.check_delta(delta, scalar=True)
+    if e > _MAX_ZCDP_EPSILON:     # rho is about epsilon, and the search doubles it
+        raise ValueError(f"epsilon must be at most {_MAX_ZCDP_EPSILON:g} for the conversion to "
+                         f"zCDP (rho is about epsilon, searched up to twice it), got {e:g}")
     L = -math.log(d)
     # sqrt(L + e) - sqrt(L) without cancellation
     standard = (e / (math.sqrt(L + e) + math.sqrt(L))) ** 2

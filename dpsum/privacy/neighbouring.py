@@ -113,6 +113,6 @@ def group_privacy(epsilon: float, delta: float, k: int) -> tuple[float, float]:
     if not group_delta < 1:
         shown = f"{group_delta:.3g}" if math.isfinite(group_delta) else "far above 1"
         raise ValueError(
-            f"the group delta delta (e^(k eps) - 1) / (e^eps - 1) = {shown} is 1 or "
-            "more: the guarantee for groups of this size is void")
+            f"epsilon, delta and k give a group delta delta (e^(k eps) - 1) / (e^eps - 1) = "
+            f"{shown}, 1 or more: the guarantee for groups of this size is void")
     return k * eps, group_delta

@@ -401,7 +401,10 @@ def subsampled_gaussian_rdp(noise_multiplier: float, sampling_rate: float,
     z = V.check_positive(noise_multiplier, "noise_multiplier", scalar=True)
     q = check_sampling_rate(sampling_rate)
     alphas = [V.check_integer(a, "orders", 2) for a in orders]
-    return np.array([_log_a(z, q, a) / (a - 1) for a in alphas])
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        rdp = np.array([_log_a(z, q, a) / (a - 1) for a in alphas])
+    return V.representable(rdp, "noise_multiplier", "the Renyi divergence",
+                           "noise_multiplier is too small for these orders")
 
 
 def subsampled_gaussian_rdp_epsilon(noise_multiplier: float, sampling_rate: float,

@@ -831,13 +831,16 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     if center is None:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
-    if np.ndim(center) == 0:
-        center = np.full(np.size(stds), V.check_real(center, "center"))
+    center = V.check_center(center, V.check_vector(stds, "stds", positive=True).size)
     setup = gaussian_data_setup(stds, epsilon=epsilon, delta=delta, center=center,
                                 clip_probability=clip_probability, n=nn, scaling=scaling,
                                 neighbouring=relation)
     assert setup.noise_std is not None and setup.sigma_opt is not None
     assert setup.epsilon is not None and setup.delta is not None
+    if nn is not None and setup.center is not None:
+        with np.errstate(over="ignore"):     # the estimate adds n * center (n public)
+            V.representable(nn * np.asarray(setup.center), "center", "n * center",
+                            "n * |center| must be at most 1.8e308")
     template = Release(
         estimate=np.zeros(setup.scaling.size), noise_std=setup.noise_std,
         scaling=setup.scaling, clip_norm=setup.clip_norm, epsilon=setup.epsilon,
@@ -916,6 +919,10 @@ def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsil
     if np.ndim(lower) == 0 and np.ndim(upper) == 0:
         raise ValueError("lower or upper must have one entry per column: the accumulator "
                          "has no data to take the number of columns from")
+    for end, name in ((lower, "lower"), (upper, "upper")):
+        if np.ndim(end) > 1:
+            raise ValueError(f"{name} must be a scalar or a 1-d vector (one entry per column), "
+                             f"got shape {np.shape(end)}")
     d = int(max(np.size(lower), np.size(upper)))
     lo, hi = V.check_box(lower, upper, d)
     if np.any(hi - lo < _MIN_WIDTH):

@@ -91,6 +91,9 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     _check_grid_exponent(K, "sensitivity")
     grid_sens = math.ldexp(sens, -K) + math.sqrt(d)
     sigma = discrete_gaussian_sigma(epsilon, delta, grid_sens)   # refusals before the data
+    if math.frexp(sigma)[1] + K > 1024:       # sigma 2^K, the noise in the value's units
+        raise ValueError("sensitivity is too large for this epsilon and delta: the noise "
+                         "standard deviation exceeds the largest float (1.8e308)")
     if not np.all(np.isfinite(x)):
         raise ValueError("value contains NaN or infinite values")
     q = round_to_grid(x, K)

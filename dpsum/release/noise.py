@@ -162,7 +162,11 @@ def norm_noise_law(s: np.ndarray) -> tuple[GeneralizedChiSquare, float]:
     ``(0, 1]`` for standard deviations anywhere in the floating-point range.
     """
     s_max = float(np.max(s))
-    return GeneralizedChiSquare((s.ravel() / s_max) ** 2), s_max
+    with np.errstate(under="ignore"):
+        # a weight below the normal range (a std 1e154 times below the largest)
+        # is rounded up to it: the law is then stochastically (negligibly) larger
+        w = np.maximum((s.ravel() / s_max) ** 2, np.finfo(np.float64).tiny)
+    return GeneralizedChiSquare(w), s_max
 
 
 def noise_norm_quantile(noise_std: Any, beta: float) -> float:
@@ -194,7 +198,9 @@ def noise_norm_quantile(noise_std: Any, beta: float) -> float:
     s = _check_noise_std(noise_std)
     b = float(V.check_probability(beta, "beta", scalar=True))
     law, s_max = norm_noise_law(s)
-    return s_max * math.sqrt(float(law.isf(b)))
+    return V.representable(s_max * math.sqrt(float(law.isf(b))), "noise_std",
+                           "the quantile of the noise norm",
+                           "noise_std times the quantile at beta exceeds 1.8e308")
 
 
 def two_sided_z(beta: float) -> float:
@@ -230,7 +236,10 @@ def noise_coordinate_quantile(noise_std: ArrayLike, beta: float) -> float | np.n
     """
     s = V.check_positive(noise_std, "noise_std")
     z = two_sided_z(float(V.check_probability(beta, "beta", scalar=True)))
-    return float(s * z) if np.ndim(s) == 0 else np.asarray(s) * z
+    with np.errstate(over="ignore"):
+        q = float(s * z) if np.ndim(s) == 0 else np.asarray(s) * z
+    return V.representable(q, "noise_std", "the quantile of the noise",
+                           "noise_std times the normal quantile at beta exceeds 1.8e308")
 
 
 def _percent(level: float) -> str:

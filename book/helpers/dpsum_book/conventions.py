@@ -27,8 +27,8 @@ from dpsum_book.alt import alt_line, stored_alt
 from dpsum_book.style import MAX_WIDTH_PX
 
 __all__ = [
-    "BOOK", "Cell", "Page", "RULES", "figures", "load_page", "pages",
-    "problems", "rules_for", "source_label_patterns",
+    "BOOK", "Cell", "Page", "RULES", "figures", "label_pages", "load_page", "pages",
+    "problems", "rules_for", "source_label_patterns", "wrong_page_refs",
 ]
 
 #: the book's directory (this distribution lives in ``book/helpers``)
@@ -186,6 +186,62 @@ def load_page(path: str | Path) -> Page:
 def pages(book: Path = BOOK) -> list[Path]:
     """Every notebook and markdown page directly in ``book``, sorted."""
     return sorted([*book.glob("*.ipynb"), *book.glob("*.md")])
+
+
+#: a target defined on a page: ``(name)=`` above a heading, or a directive's
+#: ``:label:`` / ``:name:`` option
+_TARGET = re.compile(r"^\((?P<a>[\w:-]+)\)=|^:label:[ \t]*(?P<b>\S+)|^:name:[ \t]*(?P<c>\S+)",
+                     re.MULTILINE)
+#: one or more references followed by the page they are said to be on:
+#: ``{ref}`a`, {prf:ref}`b` ({doc}`page`)``
+_REFS_ON_PAGE = re.compile(r"((?:\{(?:prf:)?ref\}`[^`]+`(?:,\s*)?)+)\s*\(\{doc\}`([^`]+)`\)")
+
+
+def label_pages(book: Path = BOOK) -> dict[str, str]:
+    """Every cross-reference target of the book, mapped to the page defining it.
+
+    Parameters
+    ----------
+    book : Path
+        The book's directory.
+
+    Returns
+    -------
+    dict of str to str
+        Target name to page name (file stem).
+    """
+    found: dict[str, str] = {}
+    for path in pages(book):
+        for cell in load_page(path).markdown():
+            for m in _TARGET.finditer(cell.source):
+                found[m.group("a") or m.group("b") or m.group("c")] = path.stem
+    return found
+
+
+def wrong_page_refs(page: Page, targets: dict[str, str]) -> list[str]:
+    """References written as ``{ref}`label` ({doc}`page`)`` whose label is not on that page.
+
+    Parameters
+    ----------
+    page : Page
+        The page to check.
+    targets : dict of str to str
+        :func:`label_pages` of the book.
+
+    Returns
+    -------
+    list of str
+        One problem per reference that names the wrong page.
+    """
+    probs = []
+    for cell in page.markdown():
+        for m in _REFS_ON_PAGE.finditer(cell.source):
+            for ref in re.findall(r"`([^`]+)`", m.group(1)):
+                label = ref.rsplit("<", 1)[-1].rstrip(">")
+                if targets.get(label) != m.group(2):
+                    probs.append(f"{cell.where}: {label} is said to be in {m.group(2)}, but it "
+                                 f"is defined in {targets.get(label)}")
+    return probs
 
 
 # ------------------------------------------------------------------ the rules
