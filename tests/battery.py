@@ -29,7 +29,10 @@ and parameters from 1e-300 to 1e300, mixed huge and tiny columns, the
 changed row clipped in the opposite direction) are folded, and the movement
 of the pre-noise statistic (``Accumulator.private_sum``), in exact rational
 arithmetic, is divided by the declared sensitivity: the ratio must be at
-most 1.
+most 1. Under add-remove (the Gaussian-data mechanism with a nonzero centre,
+and the clipping baseline) the extreme row is added in front of the rows and
+row 0 is removed; the declared sensitivity must also be the same on both
+neighbours (it may not depend on the private number of rows).
 """
 
 from __future__ import annotations
@@ -502,51 +505,83 @@ def _exact_norm2(v: Any) -> Fraction:
                for x in np.ravel(v))
 
 
+def _q(x: Any) -> Fraction:
+    return Fraction(x) if isinstance(x, (int, Fraction)) else Fraction(float(x))
+
+
 def _diff(a: Any, b: Any) -> list[Fraction]:
-    conv = (lambda x: Fraction(int(x)) if isinstance(x, int) else Fraction(float(x)))
-    return [conv(x) - conv(y) for x, y in zip(np.ravel(a), np.ravel(b))]
+    return [_q(x) - _q(y) for x, y in zip(np.ravel(a), np.ravel(b))]
 
 
 MECHANISMS = ("gaussian data", "clipping baseline", "elliptical")
+#: The mechanisms with an add-remove form (the Elliptical Gaussian mechanism is replace-one).
+ADD_REMOVE_MECHANISMS = ("gaussian data", "clipping baseline")
 PATHS = ("float", "accumulator", "dask", "secure")
+RELATIONS = ("replace", "add-remove")
 
 
-def _empty(mechanism: str, d: int, scale: float, n: int, secure: bool, stds: np.ndarray,
-           widths: np.ndarray) -> Any:
-    kw = dict(epsilon=1.0, delta=1e-6, n=n, secure=secure)
+def _empty(mechanism: str, d: int, scale: float, n: int | None, secure: bool, stds: np.ndarray,
+           widths: np.ndarray, relation: str = "replace") -> Any:
+    kw = dict(epsilon=1.0, delta=1e-6, secure=secure)
+    if relation == "replace":
+        kw["n"] = n
     if mechanism == "gaussian data":
-        return R.gaussian_data_accumulator(stds, center=np.zeros(d), clip_probability=0.05,
-                                           **kw)
+        # under add-remove a nonzero centre: every added row brings b ⊙ c too
+        center = np.zeros(d) if relation == "replace" else stds * 3.0
+        return R.gaussian_data_accumulator(stds, center=center, clip_probability=0.05,
+                                           neighbouring=relation, **kw)
     if mechanism == "clipping baseline":
-        return R.clipped_gaussian_accumulator(d, clip_norm=scale, **kw)
+        return R.clipped_gaussian_accumulator(d, clip_norm=scale, neighbouring=relation, **kw)
+    if relation != "replace":
+        raise ValueError("the Elliptical Gaussian mechanism is replace-one only")
     return R.elliptical_gaussian_accumulator(-widths / 2, widths / 2, **kw)
 
 
+def _fold(acc: Any, data: np.ndarray, path: str) -> Any:
+    n, d = data.shape
+    if path == "accumulator":
+        cut = max(1, n // 2)
+        return acc.update(data[:cut]).merge(acc.update(data[cut:]))
+    if path == "dask":
+        import dask.array as da
+        return dpdask.accumulate(da.from_array(data, chunks=(max(1, n // 3), d)), acc,
+                                 split_every=2)
+    return acc.update(data)
+
+
 def neighbour_ratio(mechanism: str, path: str, X: np.ndarray, row: np.ndarray, scale: float,
-                    stds: np.ndarray, widths: np.ndarray) -> float:
-    """Movement of the pre-noise statistic between ``X`` and ``X`` with row 0
-    replaced by ``row``, over the declared sensitivity, in exact arithmetic."""
+                    stds: np.ndarray, widths: np.ndarray, relation: str = "replace") -> float:
+    """Movement of the pre-noise statistic between neighbours over the declared
+    sensitivity, in exact arithmetic: ``X`` and ``X`` with row 0 replaced by
+    ``row`` (replace-one), or (add-remove) the larger movement of ``X`` against
+    ``X`` with ``row`` added in front (every later row changes block) and of
+    ``X`` against ``X`` with row 0 removed."""
     n, d = X.shape
-    Y = X.copy()
-    Y[0] = row
+    if relation == "replace":
+        Y = X.copy()
+        Y[0] = row
+        pairs = [(X, Y)]
+    else:
+        pairs = [(X, np.vstack([row, X])), (X, X[1:])]
     secure = path == "secure"
-    stats, sens = [], []
-    for data in (X, Y):
-        acc = _empty(mechanism, d, scale, n, secure, stds, widths)
-        if path == "accumulator":
-            cut = max(1, n // 2)
-            folded = acc.update(data[:cut]).merge(acc.update(data[cut:]))
-        elif path == "dask":
-            import dask.array as da
-            folded = dpdask.accumulate(da.from_array(data, chunks=(max(1, n // 3), d)), acc,
-                                       split_every=2)
-        else:
-            folded = acc.update(data)
-        stats.append(folded.private_sum())
-        rel = folded.release(rng=0)
-        sens.append(rel.sensitivity)
-    delta = _diff(stats[0], stats[1])
-    t = rel
+    worst = 0.0
+    for first, second in pairs:
+        stats, sens = [], []
+        for data in (first, second):
+            acc = _empty(mechanism, d, scale, data.shape[0], secure, stds, widths, relation)
+            folded = _fold(acc, data, path)
+            stats.append(folded.private_sum())
+            rel = folded.release(rng=0)
+            sens.append(rel.sensitivity)
+        if relation != "replace" and sens[0] != sens[1]:
+            return math.inf           # the sensitivity would depend on the private n
+        worst = max(worst, _ratio(mechanism, secure, _diff(stats[0], stats[1]), sens, rel,
+                                  widths))
+    return worst
+
+
+def _ratio(mechanism: str, secure: bool, delta: list[Fraction], sens: list[float], t: Any,
+           widths: np.ndarray) -> float:
     if mechanism == "elliptical":
         # the statistic in the scaled space: T_j b_j / w_j (grid: units of 2^K u_j)
         if secure:
@@ -580,20 +615,24 @@ def extreme_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, floa
     return X, row, scale, stds, widths
 
 
-def run_neighbours(cases: int = 12, seed: int = 26) -> dict[tuple[str, str], tuple[float, int]]:
-    """Worst ratio and count of cases per (mechanism, path)."""
+def run_neighbours(cases: int = 12, seed: int = 26
+                   ) -> dict[tuple[str, str, str], tuple[float, int]]:
+    """Worst ratio and count of cases per (relation, mechanism, path)."""
     rng = np.random.default_rng(seed)
-    out: dict[tuple[str, str], tuple[float, int]] = {}
+    out: dict[tuple[str, str, str], tuple[float, int]] = {}
     for _ in range(cases):
         X, row, scale, stds, widths = extreme_case(rng)
-        for mech in MECHANISMS:
-            for path in PATHS:
-                try:
-                    r = neighbour_ratio(mech, path, X, row, scale, stds, widths)
-                except ValueError as e:     # parameters refused up front (named argument)
-                    r = -1.0
-                    assert any(a in str(e) for a in ("widths", "clip_norm", "stds", "scaling",
-                                                     "sensitivity", "epsilon")), str(e)
-                worst, count = out.get((mech, path), (0.0, 0))
-                out[(mech, path)] = (max(worst, r), count + (r >= 0))
+        for relation in RELATIONS:
+            mechanisms = MECHANISMS if relation == "replace" else ADD_REMOVE_MECHANISMS
+            for mech in mechanisms:
+                for path in PATHS:
+                    try:
+                        r = neighbour_ratio(mech, path, X, row, scale, stds, widths, relation)
+                    except ValueError as e:     # parameters refused up front (named argument)
+                        r = -1.0
+                        assert any(a in str(e) for a in (
+                            "widths", "clip_norm", "stds", "scaling", "sensitivity", "epsilon",
+                            "center")), str(e)
+                    worst, count = out.get((relation, mech, path), (0.0, 0))
+                    out[(relation, mech, path)] = (max(worst, r), count + (r >= 0))
     return out

@@ -45,9 +45,11 @@ def main() -> None:
         for (q, p, o), c in sorted(by_pair.items()):
             print(f"    {q}({p}=...) {o}: {c}")
     print(f"\nPart 2: worst-case neighbours at extreme scales ({cases} cases each)")
-    print(f"  {'mechanism':<18} {'path':<12} {'cases':>5}  worst movement / sensitivity")
-    for (mech, path), (worst, n) in sorted(B.run_neighbours(cases=cases).items()):
-        print(f"  {mech:<18} {path:<12} {n:5d}  {worst:.15f}")
+    print(f"  {'relation':<11} {'mechanism':<18} {'path':<12} {'cases':>5}  "
+          "worst movement / sensitivity")
+    for (rel, mech, path), (worst, n) in sorted(B.run_neighbours(cases=cases).items(),
+                                                key=lambda kv: (kv[0][0] != "replace", kv[0])):
+        print(f"  {rel:<11} {mech:<18} {path:<12} {n:5d}  {worst:.15f}")
 
 
 if __name__ == "__main__":

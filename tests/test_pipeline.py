@@ -64,8 +64,9 @@ def test_default_budget_rule(n, d, rho, relation, scaling):
         reliable = d * (4 * du * P.SCALE_MARGIN / n) ** 2 / 8 / rho
         assert b.scales == pytest.approx(min(max(accurate, reliable), cap), rel=1e-12)
         assert b.radius == b.clip
-    # scalar quantiles: one coordinate's reliable share, at least SCALAR_SHARE
-    one = (4 * du * P.CENTER_MARGIN / n) ** 2 / 8 / rho
+    # scalar quantiles: one coordinate's reliable share (the scalar margin),
+    # at least SCALAR_SHARE
+    one = (4 * du * P.SCALAR_MARGIN / n) ** 2 / 8 / rho
     assert b.clip == pytest.approx(min(max(P.SCALAR_SHARE, one), cap), rel=1e-12)
 
 
@@ -470,9 +471,14 @@ def test_vector_center_contracts_toward_the_data():
     assert np.linalg.norm(r.estimate - 40.0) < 1.0
 
 
-_F = _GEN.standard_normal((400, 2))
+# rows uniform in the unit disk: the moves' clip radius (about twice the
+# median norm) exceeds every norm, so a move without noise is the exact mean;
+# the neighbour moves one row across the disk
+_F = np.sqrt(_GEN.uniform(0, 1, (400, 1))) * np.exp(1j * _GEN.uniform(0, 2 * np.pi, (400, 1)))
+_F = np.column_stack([_F.real, _F.imag]).reshape(400, 2)
+_F[0] = [-0.9, 0.0]
 _F2 = _F.copy()
-_F2[0, 0] = 2.5
+_F2[0] = [0.9, 0.0]
 
 
 def _center_release(data, gen):
@@ -506,3 +512,156 @@ def test_audit_catches_a_vector_center_without_noise(monkeypatch):
         return real(gen, std, size) * (0.0 if size is not None else 1.0)
     monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_vector_noise)
     assert _audit_center(26).epsilon_lower_bound > _EPS
+
+
+# ---------------------------------------------------------------------------
+# the small-data rule (issue 28): scalar margin, fewer moves, the decision count
+# ---------------------------------------------------------------------------
+def test_plan_settings_keep_their_strategy():
+    # the rule for few rows must not reach PLAN's 89 settings (n >= 4000,
+    # rho >= 1/16): their public plan is frozen in tests/data
+    import csv
+    from pathlib import Path
+    from dpsum.design.scaling import Scaling
+    from dpsum.privacy.neighbouring import Neighbouring
+    path = Path(__file__).parent / "data" / "pipeline_plan_strategies.csv"
+    rows = list(csv.DictReader(ln for ln in path.read_text().splitlines()
+                               if not ln.startswith("#")))
+    assert len(rows) == 89
+    modes = set()
+    for row in rows:
+        n, d, rho = float(row["n"]), int(row["d"]), float(row["rho"])
+        plan = pipeline_mean._default_split(n, d, rho, Neighbouring.REPLACE, Scaling.ADAPTIVE)
+        assert plan.mode == row["mode"] and plan.moves == int(row["moves"]), row
+        assert plan.decision == pytest.approx(float(row["decision"]), rel=1e-12, abs=1e-15)
+        for key, share in plan.split.as_dict().items():
+            if key in row:
+                assert share == pytest.approx(float(row[key]), rel=1e-12, abs=1e-15), (row, key)
+        modes.add(plan.mode)
+    assert modes == {"coordinate", "vector"}     # never the box, never the small-n variants
+    assert all(int(r["moves"]) in (0, pipeline_mean.VECTOR_STEPS) for r in rows)
+
+
+@pytest.mark.parametrize("n, mode", [(40, "box"), (70, "vector"), (100, "vector")])
+def test_small_vector_center_is_isotropic_with_reliable_radii(n, mode):
+    from dpsum.design.scaling import Scaling
+    from dpsum.privacy.neighbouring import Neighbouring
+    d, rho = 8, 0.5
+    plan = pipeline_mean._default_split(float(n), d, rho, Neighbouring.REPLACE, Scaling.ADAPTIVE)
+    b = plan.split
+    assert plan.mode == mode
+    assert math.isclose(sum(b.as_dict().values()), 1.0, rel_tol=1e-12)
+    reliable = (4 * P.SCALAR_MARGIN / n) ** 2 / 8 / rho       # one scalar quantile, margin 12
+    if mode == "box":
+        assert b.mean == 1.0 and plan.moves == 0
+        return
+    # too few rows for the scaled choice: no spread, scales or clip steps;
+    # the radii keep their reliable share, the preparation at most half
+    assert b.spread == b.scales == b.clip == 0.0
+    assert b.radius == pytest.approx(reliable, rel=1e-12)
+    assert 1 <= plan.moves <= pipeline_mean.VECTOR_STEPS
+    assert b.mean >= 1 - A.MAX_PREPARATION_SHARE - 1e-12
+    move = A.vector_center_shares(n, d, rho, Neighbouring.REPLACE, b.radius, 0.15)
+    assert b.center == pytest.approx(plan.decision + plan.moves * (b.radius + move), rel=1e-12)
+    # the release follows the plan: at most plan.moves Gaussian moves
+    X = _gaussian_data(n, np.geomspace(4, 0.25, d), 30.0, 41)
+    with pytest.warns(UserWarning, match="too few rows"):
+        r = P.private_mean(X, lower=-100, upper=100, rho=rho, rng=42)
+    assert r.strategy == "vector center, isotropic"
+    moves = [st for st in r.steps if st.name == "center" and st.kind == "gaussian"]
+    assert 1 <= len(moves) <= plan.moves
+    assert sum(st.rho for st in r.steps) <= rho * (1 + 1e-12)
+
+
+def _decision_data(n_near, seed):
+    """400 rows in [-10, 10]^2: ``n_near`` within the break-even distance of the
+    midpoint, the others near the corners (beyond it)."""
+    from dpsum.design.scaling import Scaling
+    from dpsum.privacy.neighbouring import Neighbouring
+    n, d = 400, 2
+    rho = pipeline_mean._zcdp_rho(_EPS, _DELTA)
+    plan = pipeline_mean._default_split(float(n), d, rho, Neighbouring.REPLACE, Scaling.ADAPTIVE)
+    assert plan.mode == "vector"
+    rest = 1.0 - plan.decision
+    ratio = P.calibrated_clip_radius(1.0, np.ones(d), np.ones(d), 1 / n)
+    r_star = A.break_even_radius(np.full(d, 20.0), n, d, rest * rho, plan.split.mean * rho,
+                                 2.0, ratio)
+    assert 2.0 < r_star < 12.0                    # between the bulk and the corners
+    gen = np.random.default_rng(seed)
+    X = gen.uniform(-1.0, 1.0, (n, d))
+    corner = np.sign(gen.uniform(-1, 1, (n - n_near, d))) * gen.uniform(9.0, 9.9, (n - n_near, d))
+    X[n_near:] = corner
+    assert int(np.sum(np.linalg.norm(X, axis=1) <= r_star)) == n_near
+    return X, plan, rho
+
+
+def test_decision_count_output_law():
+    # the box is chosen when the Gaussian count of rows within the break-even
+    # distance is at most n/2: Pr[box] = Phi((n/2 - near) / (DECISION_NOISE n))
+    from scipy import stats
+    import warnings
+    near, R = 240, 400
+    X, plan, rho = _decision_data(near, 43)
+    sd = A.DECISION_NOISE * 400
+    want = stats.norm.cdf((200 - near) / sd)                  # 0.159
+    gen = np.random.default_rng(44)
+    boxes = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for _ in range(R):
+            r = P.private_mean(X, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA, rng=gen,
+                               diagnostics=False)
+            boxes += r.strategy == "box"
+    se = math.sqrt(want * (1 - want) / R)
+    assert abs(boxes / R - want) < 4 * se
+
+
+def test_decision_count_accounting():
+    # the decision is one Gaussian count of sensitivity 1 with standard
+    # deviation DECISION_NOISE n; recomputed independently, and the whole
+    # release composed by dp_accounting's RDP accountant
+    import warnings
+    X, plan, rho = _decision_data(300, 45)
+    for seed in range(6):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            r = P.private_mean(X, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA, rng=seed)
+        (dec,) = [st for st in r.steps if st.name == "decision"]
+        assert dec.kind == "gaussian" and dec.count == 1
+        assert dec.noise_multiplier == pytest.approx(A.DECISION_NOISE * 400, rel=1e-9)
+        assert dec.rho == pytest.approx(1 / (2 * (0.1 * 400) ** 2), rel=1e-9)
+        assert dec.rho == pytest.approx(plan.decision * rho, rel=1e-9)
+        assert r.strategy.startswith("vector center")
+        assert sum(st.rho for st in r.steps) == pytest.approx(rho, rel=1e-9)
+        assert _rdp_epsilon(r.steps, _DELTA) <= _EPS * 1.02
+
+
+def _decision_release(data, gen):
+    return np.array([float(P.private_mean(data, lower=-10, upper=10, epsilon=_EPS, delta=_DELTA,
+                                          rng=gen, diagnostics=False).strategy == "box")])
+
+
+def _audit_decision(seed):
+    import warnings
+    # 201 rows within the break-even distance, and the neighbour moves one of
+    # them to a corner: without noise the count decides clip on one, box on the other
+    X, _, _ = _decision_data(201, 46)
+    X2 = X.copy()
+    X2[0] = [9.5, 9.5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return epsilon_lower_bound(_decision_release, X2, X, delta=_DELTA, n_samples=600,
+                                   rng=seed, direction=[1.0])
+
+
+def test_audit_of_the_decision_passes():
+    assert _audit_decision(47).epsilon_lower_bound <= _EPS
+
+
+def test_audit_catches_a_decision_without_noise(monkeypatch):
+    real = pipeline_mean._gaussian_noise
+
+    def no_scalar_noise(gen, std, size=None):   # the scalar draws (the decision count) noise-free
+        return real(gen, std, size) * (0.0 if size is None else 1.0)
+    monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_scalar_noise)
+    assert _audit_decision(48).epsilon_lower_bound > _EPS

@@ -68,6 +68,12 @@ _FLOAT_MAX = np.finfo(np.float64).max
 _INT64_SAFE = 2 ** 62
 
 
+#: The finest grid the kernel sums exactly: entries of a rounded row are below
+#: ``sqrt(d) / charge`` grid units, and a block of at most ``2^18 / d`` rows
+#: (or 4 rows when ``d > 2^16``) then sums below ``2^52`` in every column.
+_MIN_CHARGE = 2.0 ** -34
+
+
 #: The grid kernel's blocks hold this many times the rows of the float
 #: kernel's (2^18 values): its per-block work on the row vectors (clip factors
 #: for every row, the re-check) is amortised over more data. A block's float
@@ -201,6 +207,10 @@ def make_grid_plan(clip_norm: float, scaling: np.ndarray, center: np.ndarray | N
     :func:`grid_clipped_sum` and the mergeable accumulators
     (:mod:`dpsum.release`)."""
     K = grid_exponent(clip_norm, d, charge)          # checks clip_norm, d and charge
+    if charge < _MIN_CHARGE:
+        # finer grids make a block's float64 sum inexact (see accumulate_grid)
+        raise ValueError("charge must be at least 2^-34: a finer grid would make the "
+                         "kernel's block sums inexact")
     C = float(clip_norm)
     b = V.check_vector(scaling, "scaling", int(d), positive=True)
     c = None if center is None else V.check_vector(center, "center", int(d))

@@ -8,7 +8,10 @@ costs no budget (book chapter "When the data model is unknown"):
 - :func:`center_mode` — the public rule that picks the center's estimator:
   the coordinate-wise median while its reliable share fits under the cap,
   otherwise a center estimated for the whole vector at once
-  (:func:`vector_center_shares`), which needs no per-coordinate budget;
+  (:func:`vector_center_shares`), which needs no per-coordinate budget,
+  while one scalar quantile's reliable share fits, otherwise the box;
+- :func:`decision_share` and :func:`break_even_radius` — the private test,
+  one Gaussian count, of whether clipping around a center can beat the box;
 - :func:`heterogeneity` and :func:`prefer_scaled` — the private choice
   between scaled and isotropic clipping, from the private median L2 and L1
   norms around the center;
@@ -34,8 +37,11 @@ __all__ = [
     "VECTOR_CONTRACTION",
     "VECTOR_CLIP_PROBABILITY",
     "MAX_PREPARATION_SHARE",
+    "DECISION_NOISE",
     "center_mode",
     "vector_center_shares",
+    "decision_share",
+    "break_even_radius",
     "isotropic_l1_l2",
     "heterogeneity",
     "scaled_error_ratio",
@@ -70,13 +76,18 @@ VECTOR_CLIP_PROBABILITY = 0.05
 #: The steps before the mean together take at most this share.
 MAX_PREPARATION_SHARE = 0.5
 
+#: Standard deviation, as a fraction of ``n``, of the Gaussian count that
+#: decides between the box and clipping around a center.
+DECISION_NOISE = 0.1
+
 
 def _reliable_share(margin: float, n: float, d: int, rho: float, du: float) -> float:
     eps = 4.0 * du * margin / max(n, 1.0)
     return d * eps * eps / 8.0 / rho
 
 
-def center_mode(n: float, d: int, rho: float, du: float, margin: float, cap: float) -> str:
+def center_mode(n: float, d: int, rho: float, du: float, margin: float, cap: float,
+                scalar_margin: float | None = None) -> str:
     """``"coordinate"`` if the coordinate-wise median's reliable share fits under
     ``cap``, else ``"vector"`` if one scalar quantile's does, else ``"box"``.
 
@@ -86,8 +97,11 @@ def center_mode(n: float, d: int, rho: float, du: float, margin: float, cap: flo
     does not fit, the per-coordinate medians can escape the data (the
     chapter's escaped centers); the whole-vector center cannot, since each of
     its moves is a clipped mean (its noise is a fraction of its radius). When
-    not even one scalar quantile (a radius) is reliable, the box itself is
-    the model.
+    not even one scalar quantile (a radius, with ``scalar_margin``, default
+    ``margin``) is reliable, the box itself is the model. A scalar quantile
+    needs a smaller margin than the ``d`` coordinates of the center: it is
+    one mechanism, not ``d``, and a radius that misses by a factor costs a
+    factor in the error, not an escaped coordinate.
     ``n`` may be the private count (post-processing).
 
     Examples
@@ -98,11 +112,14 @@ def center_mode(n: float, d: int, rho: float, du: float, margin: float, cap: flo
     'vector'
     >>> center_mode(899, 64, 0.002, 1.0, 30.0, 0.15)
     'box'
+    >>> center_mode(100, 8, 0.5, 1.0, 30.0, 0.15), center_mode(100, 8, 0.5, 1.0, 30.0, 0.15, 12.0)
+    ('box', 'vector')
     """
     share = _reliable_share(margin, n, d, rho, du)
     if share <= cap:
         return "coordinate"
-    return "vector" if share / d <= cap else "box"
+    scalar = _reliable_share(margin if scalar_margin is None else scalar_margin, n, 1, rho, du)
+    return "vector" if scalar <= cap else "box"
 
 
 def vector_center_shares(n: float, d: int, rho: float, relation: Neighbouring,
@@ -119,6 +136,46 @@ def vector_center_shares(n: float, d: int, rho: float, relation: Neighbouring,
     k = 2.0 if relation is Neighbouring.REPLACE else 1.0
     s = VECTOR_CONTRACTION * max(n, 1.0) / (k * math.sqrt(d))
     return min(1.0 / (2.0 * s * s) / rho, cap)
+
+
+def decision_share(n: float, rho: float, cap: float) -> float:
+    """Share of the Gaussian count that decides between the box and clipping.
+
+    The count has sensitivity 1 and standard deviation ``DECISION_NOISE n``:
+    ``rho_decision = 1 / (2 (DECISION_NOISE n)^2)``, as a share of ``rho``,
+    capped at ``cap``. It is tiny once ``n`` is in the thousands.
+
+    Examples
+    --------
+    >>> round(decision_share(1000, 0.5, 0.15), 6)
+    0.0001
+    """
+    sd = DECISION_NOISE * max(n, 1.0)
+    return min(1.0 / (2.0 * sd * sd) / rho, cap)
+
+
+def break_even_radius(widths: np.ndarray, n: float, d: int, rho_box: float, rho_mean: float,
+                      sensitivity_factor: float, ratio: float) -> float:
+    """The median distance to the box's midpoint at which clipping ties with the box.
+
+    Clipping around the midpoint at ``C = ratio R`` (``R`` the median
+    distance, ``ratio`` the isotropic model's extrapolation to the clip
+    probability) has the error :func:`clip_error`; the box has
+    :func:`box_error`. They are equal at
+    ``R* = box_error n / (s_m k ratio sqrt(d))``: clipping is predicted to
+    win when more than half the rows are within ``R*`` of the midpoint, a
+    question one private count answers. Public.
+
+    Examples
+    --------
+    >>> w = np.full(4, 2.0)
+    >>> r = break_even_radius(w, 100, 4, 0.5, 0.4, 2.0, 1.5)
+    >>> bool(np.isclose(clip_error(1.5 * r, 4, 100, 0.4, 2.0), box_error(w, 100, 0.5, 1.0)))
+    True
+    """
+    e_box = box_error(widths, n, rho_box, 0.5 * sensitivity_factor)
+    s = 1.0 / math.sqrt(2.0 * rho_mean)
+    return e_box * max(n, 1.0) / (s * sensitivity_factor * ratio * math.sqrt(d))
 
 
 def isotropic_l1_l2(d: int) -> float:

@@ -44,7 +44,7 @@ import dataclasses
 import math
 import warnings
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -60,9 +60,9 @@ from dpsum.pipeline.adaptive import (
     VECTOR_CLIP_PROBABILITY,
     VECTOR_STEPS,
     VECTOR_STOP,
-    box_error,
+    break_even_radius,
     center_mode,
-    clip_error,
+    decision_share,
     heterogeneity,
     log_scale_noise_variance,
     prefer_scaled,
@@ -102,6 +102,7 @@ from dpsum.release.records import (
 __all__ = [
     "CENTER_MARGIN",
     "SCALE_MARGIN",
+    "SCALAR_MARGIN",
     "MAX_COORDINATE_SHARE",
     "SCALAR_SHARE",
     "REGULARIZATION",
@@ -129,6 +130,15 @@ CENTER_MARGIN = 30.0
 
 #: The same margin for the scale step (the log scale has shorter empty tails).
 SCALE_MARGIN = 12.0
+
+
+#: The margin of a scalar quantile (radius, spread, clip; the whole-vector
+#: center's radii): one mechanism, not d, so a smaller margin than the
+#: center's. It decides when the whole-vector center is possible at all
+#: (:func:`dpsum.pipeline.adaptive.center_mode`). With n in the thousands
+#: and rho >= 1/16 (PLAN's settings) the scalar share is the floor
+#: ``SCALAR_SHARE`` either way.
+SCALAR_MARGIN = 12.0
 
 
 #: Largest share of the budget a per-coordinate step may take.
@@ -184,7 +194,8 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     (``f`` the density of ``log|Z|`` at its median), the share that minimises
     the squared log-error of the scales plus the share itself.
     A scalar quantile (radius, spread, clip) gets the reliable share of one
-    coordinate, at least ``SCALAR_SHARE``; the count (add-remove) gets
+    coordinate with the margin ``SCALAR_MARGIN``, at least
+    ``SCALAR_SHARE``; the count (add-remove) gets
     ``SCALAR_SHARE``. All are capped at ``MAX_COORDINATE_SHARE``;
     the mean gets the rest.
 
@@ -193,9 +204,12 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     does not fit under the cap, the center is estimated for the whole vector
     at once, in ``VECTOR_STEPS`` clipped-mean
     moves, each with a radius quantile (scalar share) and a Gaussian move
-    (``dpsum.pipeline.adaptive.vector_center_shares``), and ``center``
-    is their total; the steps before the mean are then scaled down, if
-    needed, to ``MAX_PREPARATION_SHARE``.
+    (``dpsum.pipeline.adaptive.vector_center_shares``), after a Gaussian
+    count that decides between clipping and the box
+    (``dpsum.pipeline.adaptive.decision_share``), and ``center`` is their
+    total; when not even a scalar quantile's reliable share fits, the box is
+    the model and the mean gets everything but the count. The steps before
+    the mean are then scaled down, if needed, to ``MAX_PREPARATION_SHARE``.
     ``spread`` (the median L1 norm) runs only with ``"adaptive"``.
     ``n`` may be the private count (post-processing).
 
@@ -210,6 +224,23 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
     total = V.check_positive(rho, "rho", scalar=True)
     relation = Neighbouring.parse(neighbouring)
     scaling = Scaling.parse(scaling, "scaling")
+    return _default_split(float(nn), int(dd), float(total), relation, scaling).split
+
+
+class _Plan(NamedTuple):
+    """The default split with its center mode and, in the whole-vector mode,
+    the share of the box-or-clip decision (part of ``center``) and the
+    largest number of moves."""
+
+    split: BudgetSplit
+    mode: str
+    decision: float = 0.0
+    moves: int = 0
+
+
+def _default_split(nn: float, dd: int, total: float, relation: Neighbouring, scaling: Scaling
+                   ) -> _Plan:
+    """:func:`default_budget` (validated inputs) with its center mode."""
     du = quantile_sensitivity(0.5, relation)
 
     def reliable(margin: float) -> float:
@@ -217,16 +248,21 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
         return dd * eps * eps / 8.0 / total
 
     # a scalar quantile (radius, clip) is one mechanism: d = 1 in the same rule
-    scalar = min(max(SCALAR_SHARE, reliable(CENTER_MARGIN) / dd), MAX_COORDINATE_SHARE)
+    scalar = min(max(SCALAR_SHARE, reliable(SCALAR_MARGIN) / dd), MAX_COORDINATE_SHARE)
     count = SCALAR_SHARE if relation is Neighbouring.ADD_REMOVE else 0.0
     mode = _center_mode(nn, dd, total, du, scaling)
+    decision = 0.0
+    box = _Plan(BudgetSplit(count, 0.0, 0.0, 0.0, 0.0, 1.0 - count, 0.0), "box")
     if mode == "box":
-        return BudgetSplit(count, 0.0, 0.0, 0.0, 0.0, 1.0 - count, 0.0)
+        return box
+    moves = 0
     if mode == "coordinate":
         center = min(reliable(CENTER_MARGIN), MAX_COORDINATE_SHARE)
     else:
         move = vector_center_shares(nn, dd, total, relation, scalar, MAX_COORDINATE_SHARE)
-        center = VECTOR_STEPS * (scalar + move)
+        decision = decision_share(nn, total, MAX_COORDINATE_SHARE)
+        moves = VECTOR_STEPS
+        center = decision + moves * (scalar + move)
     radius = scales = spread = 0.0
     if scaling is not Scaling.ISOTROPIC:
         # the share that minimises (log-scale error)^2 + share, the first-order
@@ -238,20 +274,34 @@ def default_budget(n: float, d: int, rho: float, *, neighbouring: Neighbouring |
         spread = scalar
     clip = scalar
     prep = count + center + radius + spread + scales + clip
+    if mode == "vector" and prep > MAX_PREPARATION_SHARE:
+        # too few rows to pay for the choice of scaled clipping as well:
+        # the whole-vector center clips isotropically (no spread, scales,
+        # clip), with fewer moves if they do not fit either
+        spread = scales = clip = 0.0
+        while moves > 1 and count + center + radius > MAX_PREPARATION_SHARE:
+            moves -= 1
+            center = decision + moves * (scalar + move)
+        prep = count + center + radius
     if scaling is Scaling.ADAPTIVE and prep > MAX_PREPARATION_SHARE:
         # the count ran before the split was made: it keeps its share
         f = (MAX_PREPARATION_SHARE - count) / (prep - count)
-        center, radius, spread, scales, clip = (
-            f * center, f * radius, f * spread, f * scales, f * clip)
+        if mode == "vector" and f * radius < min(reliable(SCALAR_MARGIN) / dd,
+                                                 MAX_COORDINATE_SHARE):
+            # scaled down, the radii would no longer be reliable: the box
+            return box
+        center, radius, spread, scales, clip, decision = (
+            f * center, f * radius, f * spread, f * scales, f * clip, f * decision)
         prep = MAX_PREPARATION_SHARE
     mean = 1.0 - prep
-    return BudgetSplit(count, center, radius, scales, clip, mean, spread)
+    return _Plan(BudgetSplit(count, center, radius, scales, clip, mean, spread), mode, decision,
+                 moves)
 
 
 def _center_mode(n: float, d: int, rho: float, du: float, scaling: Scaling) -> str:
     if scaling is not Scaling.ADAPTIVE:
         return "coordinate"
-    return center_mode(n, d, rho, du, CENTER_MARGIN, MAX_COORDINATE_SHARE)
+    return center_mode(n, d, rho, du, CENTER_MARGIN, MAX_COORDINATE_SHARE, SCALAR_MARGIN)
 
 
 def _user_budget(budget: Mapping, relation: Neighbouring, scaling: Scaling) -> BudgetSplit:
@@ -550,10 +600,10 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         count = float(n)
         n_eff = count
     du = quantile_sensitivity(0.5, relation)
-    mode = "coordinate" if budget is not None else _center_mode(n_eff, d, total, du, rule)
-    if budget is None:
-        split = _with_diagnostics(
-            default_budget(n_eff, d, total, neighbouring=relation, scaling=rule), diag_)
+    plan = _Plan(split, "coordinate") if budget is not None else \
+        _default_split(n_eff, d, total, relation, rule)
+    mode = plan.mode
+    split = _with_diagnostics(plan.split, diag_) if budget is None else split
     p = default_clip_probability(n_eff) if p_given is None else p_given
     if mode == "coordinate" and rule is not Scaling.ADAPTIVE and budget is None and \
             split.center >= MAX_COORDINATE_SHARE:
@@ -589,18 +639,24 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         # it stops when the radius no longer shrinks, and the shares of the
         # moves it skips go to the mean (every path spends at most rho)
         scalar_share = split.radius
-        move_share = split.center / VECTOR_STEPS - scalar_share
+        decision = plan.decision
+        move_share = (split.center - decision) / plan.moves - scalar_share
         center = mid.copy()
-        radius = radius_step(center, scalar_share, "center")
-        # the box itself as the model, when clipping around a center cannot
-        # beat it even at the midpoint's radius (post-processing)
-        rest = 1.0 - split.count - scalar_share - split.diagnostics
-        e_box = box_error(hi - lo, n_eff, rest * total, 0.5 * k_sens)
-        e_clip = clip_error(calibrated_clip_radius(radius, ones, ones, p), d, n_eff,
-                            split.mean * total, k_sens)
-        if e_box <= e_clip:
+        # the box itself as the model, when clipping around the midpoint is
+        # predicted to lose to it: the rows within the public break-even
+        # distance are counted, privately (sensitivity 1); the choice is
+        # post-processing of the count
+        rest = 1.0 - split.count - decision - split.diagnostics
+        r_star = break_even_radius(hi - lo, n_eff, d, rest * total, split.mean * total,
+                                   k_sens, calibrated_clip_radius(1.0, ones, ones, p))
+        s_dec = zcdp_gaussian_multiplier(decision * total)
+        near = int(np.count_nonzero(np.linalg.norm(data - mid, axis=1) <= r_star))
+        near_noisy = float(near + _gaussian_noise(gen, s_dec))
+        steps.append(gaussian_step("decision", s_dec))
+        if near_noisy <= 0.5 * n_eff:
             return _box_release(ctx, relation, total, rest, steps, count, n_eff,
                                 s_count, statistic, split, p, eps, dlt, gen)
+        radius = radius_step(center, scalar_share, "center")
         moves = 0
         while True:
             c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
@@ -611,10 +667,10 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
             moves += 1
             last = radius
             radius = radius_step(center, scalar_share, "radius")
-            if moves == VECTOR_STEPS or radius > VECTOR_STOP * last:
+            if moves == plan.moves or radius > VECTOR_STOP * last:
                 break
         # the last radius is the radius step's (around the final center)
-        spent = moves * (move_share + scalar_share)
+        spent = decision + moves * (move_share + scalar_share)
         leftover = split.center - spent
         split = dataclasses.replace(split, center=spent, mean=split.mean + leftover)
         strategy = "vector center"
@@ -629,7 +685,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if rule is not Scaling.ISOTROPIC and mode == "coordinate":
         # 2. radius: the median distance to the center bounds every scale
         radius = radius_step(center, split.radius, "radius")
-    if rule is Scaling.ADAPTIVE:
+    if rule is Scaling.ADAPTIVE and split.spread > 0:
         # 2b. spread: the median L1 norm; with the radius it estimates how
         # unequal the scales are, and the choice is post-processing
         eps_l1 = _exp_epsilon(split.spread * total, 1)
@@ -755,7 +811,11 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
         pure = [st.epsilon for st in steps for _ in range(st.count)
                 if st.kind == "bounded-range"]
         s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
-        inv = 1.0 / s_all ** 2 - (1.0 / s_count ** 2 if s_count > 0 else 0.0)
+        # the Gaussian steps that ran before (the count, the decision) keep their noise
+        inv = 1.0 / s_all ** 2
+        for st in steps:
+            if st.kind == "gaussian" and st.noise_multiplier is not None:
+                inv -= st.count / st.noise_multiplier ** 2
         if split.diagnostics > 0:          # the diagnostics' Gaussian step runs after this one
             inv -= 1.0 / zcdp_gaussian_multiplier(split.diagnostics * total) ** 2
         if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
@@ -888,19 +948,34 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     Notes
     -----
     The rule for few rows or a small budget (``scaling="adaptive"``, the
-    default; public: ``n`` under replace-one, the private count under
-    add-remove). Each coordinate's quantile step gets
-    ``epsilon_c = sqrt(8 rho_step / d)``, and the private median stays inside
-    the data only once ``epsilon_c n`` is about 60 or more (the chapter
-    :ref:`When the data model is unknown <unknown-model>`). When the center's
-    reliable share (``default_budget``) exceeds ``MAX_COORDINATE_SHARE``, the
-    center is estimated for the whole vector at once, by clipped-mean moves
-    from the box's midpoint; when not even one scalar quantile is reliable,
-    or when (from the private median distance to the midpoint) clipping
-    around any center cannot beat the box, the release is the Elliptical
-    Gaussian mechanism on the box. Each fallback warns and is recorded in
-    ``release.strategy``. With ``scaling="scaled"`` or ``"isotropic"`` the
-    coordinate-wise center always runs (with a warning when it is unreliable).
+    default). It is decided from ``n`` under replace-one (public: before
+    anything is spent) and from the private count ``ñ`` under add-remove
+    (post-processing of the count; every later share depends on it, and the
+    privacy proof conditions on it). A quantile step with parameter
+    ``epsilon`` is reliable when the exponential weight of an output half the
+    data away from the median is at most ``exp(-margin)``, i.e.
+    ``epsilon n >= 4 Delta_u margin``:
+
+    1. *coordinate center* when the ``d`` coordinate-wise medians are
+       reliable with ``CENTER_MARGIN`` (30) within ``MAX_COORDINATE_SHARE``
+       (15%) of ``rho``;
+    2. otherwise a *whole-vector center* when one scalar quantile is
+       reliable with ``SCALAR_MARGIN`` (12) within that cap: first one
+       Gaussian count (standard deviation ``0.1 n``) of the rows within the
+       public break-even distance of the box's midpoint decides, as
+       post-processing, whether clipping around a center can beat the box
+       (more than half the rows within it); if so, up to three clipped-mean
+       moves from the midpoint. When the steps before the mean would take
+       more than half of ``rho``, the whole-vector center clips
+       isotropically (no spread, scales or clip steps) with fewer moves; if
+       even one move does not fit with reliable radii, rule 3;
+    3. otherwise the *box*: the Elliptical Gaussian mechanism on the box,
+       with an ``(epsilon, delta)`` budget calibrated by the exact
+       composition of the steps that ran.
+
+    Each fallback warns and is recorded in ``release.strategy``. With
+    ``scaling="scaled"`` or ``"isotropic"`` the coordinate-wise center always
+    runs (with a warning when it is unreliable).
 
     Examples
     --------
