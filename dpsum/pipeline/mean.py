@@ -409,12 +409,27 @@ def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None,
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise TypeError("give the budget either as (epsilon, delta) or as rho, not both")
-        return float(V.check_positive(rho, "rho", scalar=True)), None, None
+        return _rho_in_range(float(V.check_positive(rho, "rho", scalar=True)), "rho"), None, None
     if epsilon is None or delta is None:
         raise TypeError("give the budget as epsilon and delta, or as rho")
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
-    return _zcdp_rho(float(eps), float(dlt)), eps, dlt
+    return _rho_in_range(_zcdp_rho(float(eps), float(dlt)), "epsilon (with delta)"), eps, dlt
+
+
+#: The pipeline's total zCDP budget lies in [1e-250, 1e250]: it is split into
+#: shares (some far below 1) whose noise multipliers 1 / sqrt(2 share rho)
+#: must be positive normal floats.
+_RHO_RANGE = (1e-250, 1e250)
+
+
+def _rho_in_range(total: float, name: str) -> float:
+    lo, hi = _RHO_RANGE
+    if not lo <= total <= hi:
+        raise ValueError(f"{name} gives a total zCDP budget rho = {total:.3g} outside "
+                         f"[{lo:g}, {hi:g}], where the pipeline's shares of rho and their noise "
+                         "multipliers stay normal floats")
+    return total
 
 
 # Both conversions are pure functions of public parameters; repeated releases
