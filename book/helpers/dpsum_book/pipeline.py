@@ -292,8 +292,8 @@ def targets_figure() -> Any:
         bx.errorbar(np.arange(len(sel)) + 0.15 * k, [r["ratio"] for r in sel],
                     yerr=[2 * r["paired_se"] / r["error"] for r in sel], fmt="os"[k],
                     label="data's range" if group == "tight" else "ten times wider")
-        names = [r["setting"].replace("breast cancer", "cancer").replace(" eps=", "\n")
-                 for r in sel]
+        names = [r["setting"].replace("breast cancer", "cancer").replace(" eps=", "\nε = ")
+                 .removesuffix(f" {group}") for r in sel]
     bx.axhline(1.0, color="0.5", lw=1)
     bx.set_xticks(np.arange(len(names)), names, fontsize=8)
     bx.set_ylabel("dpsum / Elliptical Gaussian on the box")
