@@ -86,8 +86,8 @@ def test_merged_sum_is_within_the_stated_bound_of_the_exact_sum(n, pieces, seed)
     X = gen.normal(0.0, 1.0, size=(n, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     X *= gen.uniform(0.0, 0.99, size=(n, 1)) * np.exp2(gen.integers(-30, 1, size=(n, 1)))
-    acc = A.clipped_gaussian_accumulator(d, epsilon=EPS, delta=DELTA, clip_norm=C,
-                                         neighbouring="add-remove")
+    # the float sum is replace-one's (add-remove sums exactly on a grid)
+    acc = A.clipped_gaussian_accumulator(d, epsilon=EPS, delta=DELTA, clip_norm=C)
     cuts = _cuts(n, gen, pieces)
     total = _fold(acc, X, cuts, seed)
     assert total.diagnostic_count == 0
@@ -301,8 +301,12 @@ def test_empty_dataset_under_add_remove_releases_noise_only():
     acc = A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=DELTA, center=CENTER,
                                       clip_probability=1e-3, neighbouring="add-remove")
     r = acc.release(rng=6)
-    expected = np.random.default_rng(6).normal(0.0, 1.0, size=4) * r.noise_std
-    assert np.array_equal(r.estimate, expected)
+    # the noise, drawn in the scaled space and divided by b exactly (add-remove)
+    z = np.random.default_rng(6).normal(0.0, 1.0, size=4) * (r.sensitivity * r.sigma_opt)
+    expected = [float(Fraction(float(v)) / Fraction(float(b))) for v, b in zip(z, r.scaling)]
+    assert r.estimate.tolist() == expected
+    np.testing.assert_allclose(r.estimate, np.random.default_rng(6).normal(size=4) * r.noise_std,
+                               rtol=1e-15)
     assert r.sensitivity > r.clip_norm          # the center is charged under add-remove
 
 

@@ -620,6 +620,36 @@ def test_bernstein_ratio_curves_are_the_package_bounds_over_the_exact_radius():
     plt.close(fig)
 
 
+def test_plan_comparison_counts_and_worst_ratio(tmp_path):
+    """Counts by Holm p, worst and best ratio, runs and factors from the table."""
+    from dpsum_book import pipeline as pl
+
+    head = ("setting,n,d,alpha,rho,method,runs,error,se,ratio,paired_se,holm_p_behind,"
+            "holm_p_ahead,plan_factor,strategy\n")
+    lines = []
+    for d, runs, r_eq, p_b, p_a in ((16, 100, 0.8, 1.0, 0.001), (512, 30, 1.02, 0.01, 1.0),
+                                    (2048, 20, 0.99, 0.5, 0.5)):
+        f = 3.75 + d / 1e5
+        lines.append(f"A,4000,{d},0.0,0.125,dpsum,{runs},1,0.1,,,,,{f},s")
+        lines.append(f"A,4000,{d},0.0,0.125,PLAN equal,{runs},1,0.1,{r_eq},0.01,{p_b},"
+                     f"{p_a},{f},s")
+        lines.append(f"A,4000,{d},0.0,0.125,isotropic,{runs},1,0.1,0.9,0.01,1,0.04,{f},s")
+        lines.append(f"A,4000,{d},0.0,0.125,PLAN published,50,1,0.1,1.1,,0.2,1,{f},s")
+    (tmp_path / "plan_comparison.csv").write_text("# attribution\n" + head + "\n".join(lines))
+    c = pl.plan_comparison(data=tmp_path)
+    eq, iso, pub = c["PLAN equal"], c["isotropic"], c["PLAN published"]
+    assert (eq.settings, eq.lower, eq.ahead, eq.behind, eq.not_significant) == (3, 2, 1, 1, 1)
+    assert eq.worst_ratio == 1.02 and eq.worst_setting == ("A", 512, 0.0, 0.125)
+    assert eq.best_ratio == 0.8 and eq.best_setting[1] == 16
+    assert eq.runs == (20, 100) and pub.runs == (50, 50)
+    assert eq.factors == (3.75016, 3.77048)
+    assert (iso.ahead, iso.behind, pub.lower, pub.behind) == (3, 0, 0, 0)
+    (tmp_path / "plan_comparison.csv").write_text(head + "\n".join(
+        ln for ln in lines if "isotropic" not in ln))
+    with pytest.raises(ValueError, match="isotropic"):
+        pl.plan_comparison(data=tmp_path)
+
+
 def test_pipeline_helpers_plan_budget_and_quantile_loss():
     """PLAN's spent budget per relation, and the quantile's loss bounds, exactly."""
     from fractions import Fraction

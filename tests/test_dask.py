@@ -15,6 +15,7 @@ import resource
 import shutil
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -231,8 +232,11 @@ def test_empty_array_refused_under_replace_one_released_under_add_remove(client)
                 mechanism(E, epsilon=EPS, delta=DELTA, rng=0, **kw)
             continue
         r = mechanism(E, epsilon=EPS, delta=DELTA, rng=3, **kw)
-        noise = np.random.default_rng(3).normal(0.0, 1.0, size=5) * r.noise_std
-        assert np.array_equal(r.estimate, noise)      # the sum of no rows is 0
+        # the sum of no rows is 0; the noise is drawn in the scaled space and
+        # divided by the scaling exactly (add-remove: the exact float path)
+        z = np.random.default_rng(3).normal(0.0, 1.0, size=5) * (r.sensitivity * r.sigma_opt)
+        assert r.estimate.tolist() == [float(Fraction(float(v)) / Fraction(float(b)))
+                                       for v, b in zip(z, r.scaling)]
         # as in memory, on both paths
         assert same_release(r, mechanism(np.zeros((0, 5)), epsilon=EPS, delta=DELTA, rng=3, **kw))
         g = mechanism(E, epsilon=EPS, delta=DELTA, rng=3, secure=True, **kw)

@@ -33,6 +33,7 @@ import itertools
 import math
 import os
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ from dpsum.kernels.clipping import (
     rounding_gamma,
     sum_rounding_bound,
 )
+from dpsum.kernels._exact import EXACT_CHARGE, noisy_estimate, norm_plus
 from dpsum.kernels.grid import (
     accumulate_grid,
     grid_clamped_sum,
@@ -117,7 +119,11 @@ def merged_sum_rounding_bound(chunk_rows: Sequence[int], d: int) -> float:
     >>> f"{merged_sum_rounding_bound([1000, 1000, 500], 10):.3g}"
     '3.65e-09'
     """
-    rows = [V.check_integer(k, "chunk_rows", minimum=0) for k in chunk_rows]
+    counts = V.check_integer(chunk_rows, "chunk_rows", minimum=0, array=True)
+    if np.ndim(counts) != 1:
+        raise TypeError(f"chunk_rows must be a sequence of row counts, got "
+                        f"{V.describe(chunk_rows)}")
+    rows = [int(k) for k in counts]
     if not rows:
         raise ValueError("chunk_rows must name at least one piece")
     dd = V.check_integer(d, "d")
@@ -508,6 +514,102 @@ class _ClippedSum(Accumulator):
         return estimate
 
 
+class _ExactClippedSum(Accumulator):
+    """The Gaussian-data mechanism and the clipping baseline on the float path
+    under **add-remove** neighbouring: rows summed exactly, noise added exactly.
+
+    **The rule.** Under add-remove the number of rows is private, so nothing
+    that shapes the release may be computed from it: not a rounding charge,
+    not a refusal, not an overflow. A floating-point sum cannot meet this
+    (its rounding grows with ``n``: the chapter :ref:`Floating point
+    <fp-sum-rounding>`), so this path does not sum in floating point:
+
+    1. each row is clipped to ``C_in = C - sqrt(d) 2^(K-1) >= C (1 - 2^-32)``
+       and rounded to the public grid ``2^K`` (``K`` from ``C`` and ``d``
+       only): the grid kernel of :func:`dpsum.kernels.grid_clipped_sum` at the
+       fine charge ``2^-32``, whose rounded rows have exact norm at most ``C``
+       (:prf:ref:`fp-thm-grid`);
+    2. the integer rows are summed exactly (Python integers: no overflow, and
+       ``merge`` adds integers, so neither the order, the number of blocks nor
+       the engine changes the sum);
+    3. the statistic in the scaled space is the exact rational
+       ``S 2^K + n (b ⊙ c)`` (the centre term of every row folded in *before*
+       the noise: ``n`` is private);
+    4. ``d`` standard normals are drawn (the same draws as the in-memory
+       mechanism), scaled by ``sigma = Delta sigma_opt``, added to the exact
+       statistic in rational arithmetic, divided by ``b`` and rounded once,
+       saturating at the largest float (:func:`dpsum.kernels._exact.noisy_estimate`).
+
+    **Proof sketch.** Adding or removing a row moves the exact statistic by
+    ``q 2^K + b ⊙ c`` with ``||q 2^K|| <= C`` (step 1), so by at most
+    ``Delta = C + ||b ⊙ c||``, the sensitivity recorded (``||b ⊙ c||``
+    evaluated in exact arithmetic and rounded up); step 2 adds no error
+    whatever ``n`` and the blocks are. The release is a function of
+    ``statistic + noise`` and public inputs only (step 4), so it is the
+    Gaussian mechanism on the exact statistic followed by post-processing.
+    No step depends on ``n`` except through the exact statistic: there is no
+    charge to compute, no cap on the number of rows, and no exception or
+    overflow after the arguments are checked (finite rows assumed, as
+    everywhere). The noise is NumPy's floating-point Gaussian, as on every
+    float path (``secure=True`` replaces it by an exact discrete Gaussian).
+    """
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        assert template.clip_norm is not None and template.scaling is not None
+        b = np.array(template.scaling)
+        c = None if template.center is None else np.array(template.center)
+        self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size,
+                                                      EXACT_CHARGE)
+        self._offset = None if c is None or not np.any(c) else \
+            [Fraction(float(bj)) * Fraction(float(cj)) for bj, cj in zip(b, c)]
+        super().__init__(template, n)
+
+    def _zero(self) -> np.ndarray:
+        return np.array([0] * self._d, dtype=object)
+
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+        return accumulate_grid(block, self._plan, self._k)
+
+    def _statistic(self) -> np.ndarray:
+        """The exact statistic in the scaled space (``Fraction`` entries):
+        ``S 2^K + n (b ⊙ c)``."""
+        unit = Fraction(2) ** self._K
+        stat = [Fraction(int(s)) * unit for s in self._total]
+        if self._offset is not None:
+            stat = [v + self._rows * o for v, o in zip(stat, self._offset)]
+        return np.array(stat, dtype=object)
+
+    def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
+        t = self._template
+        # no charge, no diagnostics share (refused under add-remove): the
+        # noise in the scaled space is Delta sigma_opt in every coordinate
+        sigma = t.sensitivity * t.sigma_opt
+        z = gen.normal(0.0, 1.0, size=self._d) * sigma
+        return noisy_estimate(self._statistic(), z, t.scaling)
+
+
+def _exact_template(template: Release) -> Release:
+    """The add-remove float path's record: the sensitivity ``C + ||b ⊙ c||``
+    evaluated exactly and rounded up (:func:`dpsum.kernels._exact.norm_plus`),
+    the noise recomputed from it when it rose."""
+    assert template.clip_norm is not None and template.scaling is not None
+    offset = None
+    if template.center is not None and np.any(template.center):
+        offset = [Fraction(float(b)) * Fraction(float(c))
+                  for b, c in zip(template.scaling, template.center)]
+    sens = norm_plus(float(template.clip_norm), offset)
+    if not math.isfinite(sens):
+        raise ValueError("center * scaling overflows: the sensitivity is not finite")
+    if sens <= template.sensitivity:
+        return template
+    with np.errstate(over="ignore"):
+        noise = sens * template.sigma_opt / np.asarray(template.scaling)
+    if not np.all(np.isfinite(noise)):
+        raise ValueError("the noise standard deviation overflows: stds or scaling are "
+                         "too extreme")
+    return dataclasses.replace(template, sensitivity=sens, noise_std=noise)
+
+
 def _box_parts(template: Release) -> tuple[np.ndarray, np.ndarray]:
     """The half-widths and the midpoint of the Elliptical Gaussian mechanism's box."""
     assert template.widths is not None
@@ -630,17 +732,30 @@ class _GridClippedSum(_GridSum):
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
         return accumulate_grid(block, self._plan, self._k)
 
-    def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
+    def _offset(self) -> bool:
         t = self._template
-        S = self._total
-        offset = t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None
-        if offset:
+        return t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None
+
+    def _statistic(self) -> np.ndarray:
+        """The exact integer statistic in grid units; under add-remove with a
+        centre it includes ``n rint(b ⊙ c / 2^K)`` (``n`` is private there, so
+        the centre term is noised with the sum)."""
+        S = np.array(self._total, dtype=object)
+        if self._offset():
+            t = self._template
             # as in memory: every record also contributes rint(b ⊙ c / 2^K)
             S = S + self._rows * round_to_grid(np.asarray(t.scaling) * t.center, self._K)
-        Y = self._noisy(S, gen)
-        estimate = np.array([math.ldexp(float(y), self._K) for y in Y]) / t.scaling
-        if t.center is not None and not offset:
-            estimate = estimate + self._rows * t.center          # replace-one: n is public
+        return S
+
+    def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
+        t = self._template
+        Y = self._noisy(self._statistic(), gen)
+        # a function of the noisy integers: exact, rounded once, saturated
+        estimate = noisy_estimate([Fraction(int(y)) * Fraction(2) ** self._K for y in Y],
+                                  np.zeros(self._d), t.scaling)
+        if t.center is not None and not self._offset():
+            with np.errstate(over="ignore"):              # replace-one: n is public
+                estimate = np.clip(estimate + self._rows * t.center, -_FLOAT_MAX, _FLOAT_MAX)
         return estimate
 
 
@@ -665,8 +780,13 @@ class _GridClampedSum(_GridSum):
 
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
         Y = self._noisy(self._total, gen)
-        est = np.array([float(v) for v in Y]) * np.ldexp(self._unit, self._K)
-        return est + self._rows * self._mid if np.any(self._mid) else est
+        # a function of the noisy integers (n is public: replace-one), saturated
+        unit = [Fraction(float(u)) * Fraction(2) ** self._K for u in self._unit]
+        est = noisy_estimate([Fraction(int(y)) * u for y, u in zip(Y, unit)], np.zeros(self._d))
+        if not np.any(self._mid):
+            return est
+        with np.errstate(over="ignore"):
+            return np.clip(est + self._rows * self._mid, -_FLOAT_MAX, _FLOAT_MAX)
 
 
 def _norm_upper(v: np.ndarray) -> float:
@@ -848,10 +968,20 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
         sensitivity=setup.sensitivity, mechanism=Mechanism.GAUSSIAN_DATA,
         center=setup.center, clip_probability=setup.clip_probability,
         stds=V.check_vector(stds, "stds", positive=True))
-    if secure_:
-        return _GridClippedSum(_finish_template(_clipped_grid_template(template), stat, share),
-                               nn)
-    return _ClippedSum(_finish_template(template, stat, share), nn)
+    return _clipped_accumulator(template, secure_, stat, share, nn)
+
+
+def _clipped_accumulator(template: Release, secure: bool, statistic: str, share: float,
+                         n: int | None) -> Accumulator:
+    """The pass of the Gaussian-data mechanism and the clipping baseline: the
+    grid path, the exact float path (add-remove) or the float path (replace-one)."""
+    if secure:
+        return _GridClippedSum(_finish_template(_clipped_grid_template(template), statistic,
+                                                share), n)
+    if template.neighbouring is Neighbouring.ADD_REMOVE:
+        return _ExactClippedSum(_finish_template(_exact_template(template), statistic, share),
+                                n)
+    return _ClippedSum(_finish_template(template, statistic, share), n)
 
 
 def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_norm: float,
@@ -891,10 +1021,7 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
         estimate=np.zeros(dd), noise_std=noise, scaling=np.ones(dd), clip_norm=float(C),
         epsilon=eps, delta=dlt, neighbouring=relation, sigma_opt=sopt, sensitivity=sens,
         mechanism=Mechanism.CLIPPED_GAUSSIAN)
-    if secure_:
-        return _GridClippedSum(_finish_template(_clipped_grid_template(template), stat, share),
-                               nn)
-    return _ClippedSum(_finish_template(template, stat, share), nn)
+    return _clipped_accumulator(template, secure_, stat, share, nn)
 
 
 def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsilon: float,
@@ -976,6 +1103,10 @@ def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
     if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
         return _GridClampedSum(release, n) if release.secure else _ClampedSum(release, n)
     if release.mechanism in (Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN):
-        return _GridClippedSum(release, n) if release.secure else _ClippedSum(release, n)
+        if release.secure:
+            return _GridClippedSum(release, n)
+        if release.neighbouring is Neighbouring.ADD_REMOVE:
+            return _ExactClippedSum(_exact_template(release), n)
+        return _ClippedSum(release, n)
     raise ValueError(f"release comes from the {release.mechanism} mechanism, which does not "
                      "read a dataset row by row: it has no accumulator")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 import math
 import warnings
+from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -22,6 +24,7 @@ from dpsum.design import elliptical_scaling
 from dpsum.kernels.clipping import clipped_sum
 from dpsum.pipeline.quantiles import ASINH_RESOLUTION
 from dpsum.privacy import zcdp_gaussian_multiplier
+from dpsum_book import data as book_data
 from dpsum_book.data import DATA
 from dpsum_book.style import figure
 
@@ -29,7 +32,7 @@ __all__ = [
     "gap_law", "density", "worst_loss", "escape_probabilities", "floor_mean",
     "containment", "share_study", "share_figure", "read_rows", "targets",
     "plan_published", "errors_by_d_rho", "targets_figure", "plan_overspend", "plan_worst_loss",
-    "box_mean", "small_data_study",
+    "box_mean", "small_data_study", "PlanComparison", "plan_comparison",
 ]
 
 
@@ -332,3 +335,67 @@ def plan_worst_loss(eps: float, relation: str) -> float:
     worst, _ = worst_loss(base, eps, -3.0, 3.0, relation=relation, du=0.5, copies=3,
                           moves=59)
     return worst / eps
+
+
+@dataclass(frozen=True)
+class PlanComparison:
+    """The private pipeline against one method over PLAN's published settings.
+
+    ``ratio`` is the pipeline's mean error over the method's; ``ahead`` and
+    ``behind`` count the settings where the Holm-corrected one-sided test
+    says the pipeline is better or worse (corrected p < 0.05). A setting is
+    ``(family, d, alpha, rho)``.
+    """
+
+    method: str
+    settings: int
+    lower: int
+    ahead: int
+    behind: int
+    worst_ratio: float
+    worst_setting: tuple[str, int, float, float]
+    best_ratio: float
+    best_setting: tuple[str, int, float, float]
+    runs: tuple[int, int]
+    factors: tuple[float, float]
+
+    @property
+    def not_significant(self) -> int:
+        """Settings where neither one-sided test rejects."""
+        return self.settings - self.ahead - self.behind
+
+
+def plan_comparison(*, data: Path | None = None,
+                    level: float = 0.05) -> dict[str, PlanComparison]:
+    """The comparisons of ``plan_comparison.csv``, by method.
+
+    Methods: ``"PLAN equal"`` (PLAN's code at an equal effective budget),
+    ``"isotropic"`` (isotropic clipping with a private radius) and ``"PLAN
+    published"`` (the published errors). ``runs`` is the range of the runs
+    per setting of the pipeline (for the published figures, of PLAN's runs);
+    ``factors`` the range of the budget factors PLAN's nominal budget was
+    divided by.
+    """
+    rows = book_data.read_rows("plan_comparison.csv", data=data)
+    ours = {(r["setting"], r["d"], r["alpha"], r["rho"]): r for r in rows
+            if r["method"] == "dpsum"}
+    out = {}
+    for method in ("PLAN equal", "isotropic", "PLAN published"):
+        sel = [r for r in rows if r["method"] == method]
+        if not sel:
+            raise ValueError(f"plan_comparison.csv has no rows of {method!r}")
+        keys = [(r["setting"], int(r["d"]), float(r["alpha"]), float(r["rho"])) for r in sel]
+        ratio = np.array([float(r["ratio"]) for r in sel])
+        runs = [int((r if method == "PLAN published" else
+                     ours[(r["setting"], r["d"], r["alpha"], r["rho"])])["runs"])
+                for r in sel]
+        factors = [float(r["plan_factor"]) for r in sel]
+        worst, best = int(np.argmax(ratio)), int(np.argmin(ratio))
+        out[method] = PlanComparison(
+            method=method, settings=len(sel), lower=int(np.sum(ratio < 1)),
+            ahead=sum(float(r["holm_p_ahead"]) < level for r in sel),
+            behind=sum(float(r["holm_p_behind"]) < level for r in sel),
+            worst_ratio=float(ratio[worst]), worst_setting=keys[worst],
+            best_ratio=float(ratio[best]), best_setting=keys[best],
+            runs=(min(runs), max(runs)), factors=(min(factors), max(factors)))
+    return out

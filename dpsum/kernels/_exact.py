@@ -1,0 +1,126 @@
+"""Exact arithmetic for the float path under add-remove neighbouring: the
+sensitivity bound rounded up, and the noisy statistic rounded once.
+
+Under add-remove the number of rows ``n`` is private, so no rounding charge
+may be computed from it, and a floating-point sum of ``n`` rows carries an
+error that grows with ``n`` (at least one rounding of a total of magnitude up
+to ``n C``; the chapter :ref:`Floating point <fp-sum-rounding>`). The float path therefore does not sum in floating point there:
+each clipped row is rounded to a fine public grid (:data:`EXACT_CHARGE`, the
+grid kernel of :mod:`dpsum.kernels.grid`), the rows are summed exactly in
+integers, the noise is added to the exact statistic in rational arithmetic,
+and the result is rounded to a float once (:func:`noisy_estimate`). Every
+step before the noise is exact or a function of one row, and every step
+after it is a function of the noisy value: no rounding, overflow or
+exception depends on ``n``. Private to the package (the accumulators of
+:mod:`dpsum.release` and the pipeline's last step use it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from fractions import Fraction
+
+import numpy as np
+
+#: Relative part of the clip radius given up to the fine grid of the float
+#: path under add-remove: rows are clipped to ``C - sqrt(d) 2^(K-1) >= C (1 -
+#: EXACT_CHARGE)`` before rounding, so each rounded row still has norm at most
+#: ``C`` (the grid kernel's guarantee, :prf:ref:`fp-thm-grid`). The grid kernel sums a block in
+#: float64 exactly only while its entries stay below ``sqrt(d) / charge``
+#: with ``2^18 / sqrt(d) / charge < 2^53``: ``2^-32`` keeps a margin of 4.
+EXACT_CHARGE = 2.0 ** -32
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+_MAX = Fraction(_FLOAT_MAX)
+
+
+def to_float(q: Fraction) -> float:
+    """The rational ``q`` rounded to the nearest float (ties to even),
+    saturated at ``+-M`` (``M`` the largest float) instead of overflowing.
+
+    Saturation ``s(t) = min(M, max(-M, t))`` is monotone, so rounding after it
+    is a function of ``q`` alone: applied to a noisy value it is
+    post-processing.
+    """
+    if q >= _MAX:
+        return _FLOAT_MAX
+    if q <= -_MAX:
+        return -_FLOAT_MAX
+    return float(q)          # correctly rounded (Fraction.__float__ divides exactly)
+
+
+def _sqrt_up(Q: Fraction) -> float:
+    """The smallest float ``t >= sqrt(Q)`` (``inf`` beyond the float range),
+    from a float estimate scaled by a power of four (so that neither ``Q`` nor
+    its root underflows) and an exact check."""
+    if Q == 0:
+        return 0.0
+    k = (Q.denominator.bit_length() - Q.numerator.bit_length()) // 2   # Q 4^k near 1
+    scaled = Q * Fraction(4) ** k if k >= 0 else Q / Fraction(4) ** -k
+    try:
+        t = math.ldexp(math.sqrt(float(scaled)), -k)
+    except OverflowError:
+        return math.inf
+    while math.isfinite(t) and Fraction(t) ** 2 < Q:
+        t = math.nextafter(t, math.inf)
+    while t > 0 and Fraction(math.nextafter(t, 0.0)) ** 2 >= Q:
+        t = math.nextafter(t, 0.0)
+    return t
+
+
+def norm_plus(C: float, offset: Iterable[Fraction] | None = None) -> float:
+    """The smallest float ``s >= C + ||offset||``, decided in exact arithmetic.
+
+    ``offset`` holds exact rationals (for the Gaussian-data mechanism under
+    add-remove: ``b_j c_j``, the shift every added row brings). The root is
+    bounded above by a float checked exactly (:func:`_sqrt_up`), the sum
+    rounded up and then lowered while the exact condition ``s >= C`` and
+    ``(s - C)^2 >= sum_j offset_j^2`` still holds; ``inf`` when the bound
+    exceeds the float range. A few steps of one float each, whatever the
+    magnitudes.
+    """
+    if offset is None:
+        return float(C)
+    Q = sum((Fraction(v) ** 2 for v in offset), Fraction(0))
+    if Q == 0:
+        return float(C)
+    t = _sqrt_up(Q)
+    if not math.isfinite(t):
+        return math.inf
+    fc = Fraction(C)
+
+    def enough(s: float) -> bool:
+        return Fraction(s) >= fc and (Fraction(s) - fc) ** 2 >= Q
+
+    s = C + t
+    while math.isfinite(s) and Fraction(s) < fc + Fraction(t):
+        s = math.nextafter(s, math.inf)
+    if not math.isfinite(s):
+        return math.inf
+    while enough(math.nextafter(s, 0.0)):
+        s = math.nextafter(s, 0.0)
+    return s
+
+
+def noisy_estimate(statistic: Iterable[Fraction], noise: np.ndarray,
+                   scaling: np.ndarray | None = None) -> np.ndarray:
+    """``(statistic + noise) / scaling``, computed exactly and rounded once per
+    coordinate (saturating, :func:`to_float`).
+
+    ``statistic`` has ``d`` exact entries; ``noise`` has shape ``(..., d)``
+    (leading axes: several draws, as the audit's batched releases make), and
+    so has the result. The result is a function of the exact noisy value
+    ``statistic + noise`` (``scaling`` is public), so whatever its rounding
+    does is post-processing of the Gaussian mechanism on the exact statistic.
+    """
+    z = np.asarray(noise, dtype=np.float64)
+    stat = [Fraction(s) for s in statistic]
+    inv = [Fraction(1)] * len(stat) if scaling is None else \
+        [1 / Fraction(float(b)) for b in np.ravel(scaling)]
+    flat = z.reshape(-1, len(stat))
+    out = np.empty(flat.shape)
+    for i, row in enumerate(flat):
+        for j, (s, w) in enumerate(zip(stat, inv)):
+            out[i, j] = to_float((s + Fraction(float(row[j]))) * w)
+    return out.reshape(z.shape)
