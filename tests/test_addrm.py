@@ -232,3 +232,33 @@ def test_battery_add_remove_neighbours_move_at_most_the_sensitivity(mechanism, p
         assert any(a in str(e) for a in ("clip_norm", "stds", "scaling", "center")), str(e)
         return
     assert ratio <= 1.0
+
+
+# ----------------------------- replace-one: the blocks do not enter the charge
+
+def test_the_replace_one_charge_does_not_depend_on_the_blocks():
+    """Blocks cut by a private attribute (the sign of a column) are one or two
+    non-empty pieces depending on the data; the merges are exact, so the
+    charge (a function of n and d) and the merged statistic do not change."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(0, 1, size=(500, 3)) * 10.0 ** rng.uniform(-6, 6, size=(500, 1))
+    Y = X.copy()
+    Y[:, 0] = np.abs(Y[:, 0])                       # every row on one side
+    for kind in ("clipped", "elliptical"):
+        if kind == "clipped":
+            acc = R.clipped_gaussian_accumulator(3, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                                 n=500)
+        else:
+            acc = R.elliptical_gaussian_accumulator([-2.0] * 3, [2.0] * 3, epsilon=EPS,
+                                                    delta=DELTA, n=500)
+        sens = set()
+        for data in (X, Y):
+            pos = data[:, 0] > 0
+            parts = acc.empty().update(data[pos]).merge(acc.empty().update(data[~pos]))
+            sens.add(parts.release(rng=0, repeat=True).sensitivity)
+            # the exact merge: the statistic is the exact sum of the partials, rounded once
+            a, b = acc.empty().update(data[pos]), acc.empty().update(data[~pos])
+            exact = [_q(x) + _q(y) for x, y in zip(a.private_sum(), b.private_sum())]
+            assert parts.private_sum().tolist() == [float(v) for v in exact]
+        whole = acc.empty().update(X).release(rng=0, repeat=True)
+        assert sens == {whole.sensitivity}
