@@ -54,6 +54,7 @@ input was a scalar.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Sequence
@@ -82,6 +83,12 @@ __all__ = [
     "check_vector",
     "check_box",
     "check_center",
+    "record_array",
+    "record_scalar",
+    "record_choice_tuple",
+    "Record",
+    "check_record",
+    "check_record_fields",
     "as_dataset",
     "column_labels",
     "index_labels",
@@ -425,7 +432,7 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be one of {tuple(choices)}, got {describe(value)}")
     if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got another string")
     return value
 
 
@@ -651,3 +658,141 @@ def read_only_copy(value: Any) -> np.ndarray | None:
     out = np.array(value, dtype=np.float64, copy=True)
     out.setflags(write=False)
     return out
+
+
+# ---------------------------------------------------------------- records
+# The public record constructors (Release, PipelineRelease, Intervals, ...)
+# validate their fields with these, naming the field: a record is a claim
+# about a release, so an impossible one (epsilon = -1, noise_std = [nan]) is
+# refused when it is built, not when an accuracy method returns NaN.
+def record_array(value: Any, name: str, *, positive: bool = False, nonnegative: bool = False,
+                 finite: bool = True, shape: tuple | None = None, size: int | None = None,
+                 optional: bool = True) -> np.ndarray | None:
+    """An array field as a read-only float64 copy (None stays None when
+    ``optional``): real, never NaN, finite unless ``finite=False``, ``> 0``
+    with ``positive`` (``>= 0`` with ``nonnegative``), of ``shape`` or, as a
+    1-d vector, of length ``size``."""
+    if value is None:
+        if optional:
+            return None
+        raise TypeError(f"{name} is required (an array of real numbers), got None")
+    arr = as_real_array(value, name)
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} must not contain NaN")
+    if finite and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    if positive and not np.all(arr > 0):
+        raise ValueError(f"{name} must be > 0 in every coordinate")
+    if nonnegative and not np.all(arr >= 0):
+        raise ValueError(f"{name} must be >= 0 in every coordinate")
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape} (that of the estimate), "
+                         f"got {arr.shape}")
+    if size is not None and (arr.ndim != 1 or arr.size != size):
+        raise ValueError(f"{name} must be a vector of length {size} (one entry per "
+                         f"coordinate of the estimate), got shape {arr.shape}")
+    return read_only_copy(arr)
+
+
+def record_scalar(value: Any, name: str, *, low: float = -math.inf, high: float = math.inf,
+                  closed_low: bool = True, closed_high: bool = True, optional: bool = False,
+                  integer: bool = False, finite: bool = True) -> Any:
+    """A scalar field: a finite real (an ``int`` with ``integer``) in the
+    interval from ``low`` to ``high`` (ends closed unless said); None stays
+    None when ``optional``."""
+    if value is None:
+        if optional:
+            return None
+        raise TypeError(f"{name} is required (a real number), got None")
+    if integer:
+        out: Any = check_integer(value, name, None)
+    else:
+        out = check_real(value, name, scalar=True, finite=finite)
+    ok_low = out >= low if closed_low else out > low
+    ok_high = out <= high if closed_high else out < high
+    if not (ok_low and ok_high):
+        left, right = "[" if closed_low else "(", "]" if closed_high else ")"
+        raise ValueError(f"{name} must lie in {left}{low:g}, {high:g}{right}, "
+                         f"got {describe(value)}")
+    return out
+
+
+def record_choice_tuple(value: Any, name: str, kind: type = str, *,
+                        optional: bool = False) -> tuple | None:
+    """A tuple field (``notes``, ``columns``, ``steps``): a tuple (or list) of
+    ``kind``; None stays None when ``optional``."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{name} must be a tuple, got {describe(value)}")
+    if kind is not object and not all(isinstance(v, kind) for v in value):
+        raise TypeError(f"{name} must hold {kind.__name__} values")
+    return tuple(value)
+
+
+def check_record(value: Any, name: str, kinds: tuple[type, ...] | None = None, *,
+                 attributes: tuple[str, ...] = (), what: str = "a dpsum release") -> Any:
+    """A record argument (``release``): an instance of ``kinds`` or, where the
+    record's class lives in a higher module, any object with ``attributes``."""
+    ok = isinstance(value, kinds) if kinds else all(hasattr(value, a) for a in attributes)
+    if not ok:
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    return value
+
+
+def _rebuild_record(cls: type, fields: dict) -> Any:
+    """Unpickling (and deep-copying) a record goes through its constructor,
+    which validates the fields and makes the read-only copies again."""
+    return cls(**fields)
+
+
+def check_record_fields(rec: Any, infinite: tuple = ()) -> None:
+    """The type rule of a record's fields, read from their annotations:
+    ``float`` a finite real (``+-inf`` allowed for the fields in
+    ``infinite``; never NaN), ``int`` an integer, ``bool`` a boolean, ``str`` a
+    string, ``np.ndarray`` a real array held as a read-only copy, ``tuple`` a
+    tuple; ``X | None`` admits None. Each error names the field. A record
+    with constraints beyond the type (ranges, shapes) checks them itself."""
+    for f in dataclasses.fields(rec):
+        ann = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        optional = ann.replace(" ", "").endswith("|None")
+        base = ann.replace(" ", "").removesuffix("|None")
+        value = getattr(rec, f.name)
+        if value is None and optional:
+            continue
+        finite = f.name not in infinite
+        if base == "float":
+            new: Any = record_scalar(value, f.name, finite=finite)
+        elif base == "int":
+            new = record_scalar(value, f.name, integer=True)
+        elif base == "bool":
+            new = check_bool(value, f.name)
+        elif base == "str":
+            if not isinstance(value, str):
+                raise TypeError(f"{f.name} must be a str, got {describe(value)}")
+            new = value
+        elif base == "np.ndarray":
+            new = record_array(value, f.name, finite=finite, optional=False)
+        elif base.startswith("tuple"):
+            new = record_choice_tuple(value, f.name, object)
+        else:
+            continue
+        object.__setattr__(rec, f.name, new)
+
+
+class Record:
+    """Mixin of the frozen dataclass records: ``pickle`` and ``copy.deepcopy``
+    rebuild the record through its constructor (so array fields come back as
+    read-only copies, and a tampered pickle is validated like any input), and
+    the fields are checked by :func:`check_record_fields` unless the record
+    defines its own ``__post_init__``."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        check_record_fields(self)
+
+    def __reduce__(self) -> tuple:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                  if f.init}
+        return (_rebuild_record, (type(self), fields))

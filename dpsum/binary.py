@@ -150,7 +150,7 @@ def _check_epsilon_covered(epsilon: float, mechanism: str) -> None:
 
 
 @dataclass(frozen=True)
-class BinaryRelease:
+class BinaryRelease(V.Record):
     """What a binary-sum mechanism releases, with the public parameters it used.
 
     Every field is the private output, the estimate computed from it, or a
@@ -202,6 +202,18 @@ class BinaryRelease:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism, "mechanism"))
+        object.__setattr__(self, "estimate", V.record_scalar(self.estimate, "estimate"))
+        object.__setattr__(self, "output", V.record_scalar(self.output, "output", low=0,
+                                                           integer=True))
+        object.__setattr__(self, "n", V.record_scalar(self.n, "n", low=1, integer=True))
+        object.__setattr__(self, "epsilon", V.check_epsilon(self.epsilon, scalar=True))
+        object.__setattr__(self, "delta", V.check_delta(self.delta, allow_zero=True,
+                                                        scalar=True))
+        object.__setattr__(self, "probability", V.record_scalar(self.probability, "probability",
+                                                                low=0.0, high=1.0))
+        object.__setattr__(self, "threshold", V.record_scalar(self.threshold, "threshold",
+                                                              low=0.0, optional=True))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
 
     @property
     def released(self) -> bool:
@@ -614,9 +626,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
     """
     nn = _check_int(n, "n", minimum=1)
     pp = V.check_probability(p, "p")
-    out = np.asarray(output)
-    if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {V.describe(output)}")
+    out = V.check_real(output, "output")           # a released count: real and finite
     est = out - nn * pp
     return V.scalar_or_array(est)
 
@@ -822,13 +832,11 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     300.0
     """
     pp = V.check_probability(p, "p")
-    out = np.asarray(output)
-    if not np.issubdtype(out.dtype, np.number) or out.dtype == np.bool_:
-        raise TypeError(f"output must be a number, got {V.describe(output)}")
-    if np.any(out < 0):
-        raise ValueError(f"output must be >= 0, got {V.describe(output)}")
-    est = out / pp
-    return V.scalar_or_array(est)
+    out = V.check_positive(output, "output", allow_zero=True)   # a released count
+    with np.errstate(over="ignore"):
+        est = np.asarray(out) / pp
+    V.representable(est, "p", "the estimate output / p", "p is too small for this output")
+    return V.scalar_or_array(est, output, p)
 
 
 def _st_parameters(epsilon: Any, delta: Any, p: Any, threshold: Any) -> Any:
@@ -981,6 +989,9 @@ def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *
             f"smaller count), got p = {V.describe(p)} with epsilon = {V.describe(epsilon)}"
         )
     max_k = _check_int(max_count, "max_count", minimum=1)
+    if eps > 700.0:
+        raise ValueError(f"epsilon must be at most 700 here (e^epsilon weighs the terms of "
+                         f"delta and overflows beyond it), got {V.describe(epsilon)}")
     t = _int_threshold(tau)
     g = -math.expm1(-eps) + pp * math.exp(-eps)
     kl = g * math.log(g / pp) + (1.0 - g) * math.log((1.0 - g) / (1.0 - pp))
@@ -1057,7 +1068,9 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
             raise ValueError("p must be a scalar")
         if pp > eps / tau:
             raise ValueError(
-                f"p must be at most epsilon / threshold = {eps / tau:.6g}, got {V.describe(p)}"
+                f"p must be at most epsilon / threshold = {eps / tau:.6g} (threshold "
+                f"{'given' if threshold is not None else 'from delta: 3 + ln(1/delta)'}), "
+                f"got {V.describe(p)}"
             )
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
@@ -1108,7 +1121,7 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
     if np.any(kk > nn):
         raise ValueError("k must be at most n")
     if which is BinaryMechanism.RANDOMIZED_RESPONSE:
-        out = nn / (4.0 * math.sinh(eps / 2.0) ** 2)
+        out = randomized_response_variance(nn, eps)      # refuses a subnormal epsilon
     elif which is BinaryMechanism.BINOMIAL:
         _check_epsilon_covered(eps, "binomial mechanism")
         mu = 50.0 * math.log(2.0 / dlt) / (eps * eps)  # n p, fixed by (eps, delta)

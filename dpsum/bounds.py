@@ -707,7 +707,9 @@ def laurent_massart_threshold(stds: ArrayLike, x: ArrayLike) -> float | np.ndarr
     """
     pw = _Powers(_check_stds(stds))
     xv = np.asarray(V.check_positive(x, "x", allow_zero=True))
-    out = pw.sum2 + 2.0 * np.sqrt(xv) * pw.root4 + 2.0 * pw.max2 * xv
+    with np.errstate(over="ignore"):
+        out = pw.sum2 + 2.0 * np.sqrt(xv) * pw.root4 + 2.0 * pw.max2 * xv
+    V.representable(out, "x", "the threshold", "x times the largest variance exceeds 1.8e308")
     return V.scalar_or_array(out, x)
 
 

@@ -42,7 +42,7 @@ def _check_statistic(statistic: str) -> str:
 
 
 @dataclass(frozen=True)
-class ErrorBound:
+class ErrorBound(V.Record):
     r"""A ``(1 - beta)`` bound on the L2 error of a release, and how it was split.
 
     With probability at least ``1 - beta`` (over the noise and, when

@@ -23,7 +23,9 @@ def _cp_lower(k: Any, n: int, level: float) -> Any:
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         out = stats.beta.ppf(level, np.maximum(k, 1e-300), n - k + 1)
-    return np.where(k <= 0, 0.0, out)
+    # a level so small that the quantile does not converge (NaN): the
+    # trivial bound 0 is valid (and the quantile's limit)
+    return np.where((k <= 0) | np.isnan(out), 0.0, out)
 
 
 def _cp_upper(k: Any, n: int, level: float) -> Any:
@@ -31,7 +33,7 @@ def _cp_upper(k: Any, n: int, level: float) -> Any:
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         out = stats.beta.isf(level, k + 1, np.maximum(n - k, 1e-300))
-    return np.where(k >= n, 1.0, out)
+    return np.where((k >= n) | np.isnan(out), 1.0, out)     # NaN: the trivial bound 1
 
 
 def _epsilon_bound(p_lo: Any, q_hi: Any, delta: float) -> Any:

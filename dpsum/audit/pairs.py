@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import special
 
 from dpsum import _validation as V
 from dpsum._lazy import stats
@@ -278,7 +279,12 @@ def binary_output_laws(mechanism: str, n: int, ones: int, *, epsilon: float,
     eps = float(V.check_positive(epsilon, "epsilon", scalar=True))
     counts = (ones + 1, ones)
     if mechanism == "randomized_response":
-        q = math.exp(eps) / (1.0 + math.exp(eps))
+        if eps > 36.0:
+            raise ValueError(f"epsilon must be at most 36 for the randomized-response laws: "
+                             f"beyond it the keep probability e^eps / (1 + e^eps) rounds to 1 "
+                             f"and the laws lose their smallest outcomes, got "
+                             f"{V.describe(epsilon)}")
+        q = float(special.expit(eps))
         laws = [np.convolve(stats.binom.pmf(np.arange(k + 1), k, q),
                             stats.binom.pmf(np.arange(nn - k + 1), nn - k, 1.0 - q)) for k in counts]
         return laws[0], laws[1]
@@ -321,6 +327,8 @@ def worst_binary_pair(mechanism: str, n: int, *, epsilon: float, delta: float | 
     ``delta = 1e-3`` it is 51 against 50 ones); for binomial noise every
     count is the same.
     """
+    V.check_choice(mechanism, "mechanism", ("randomized_response", "binomial",
+                                            "sample_and_threshold"))
     nn = V.check_integer(n, "n")
     top = nn - 1 if max_ones is None else min(nn - 1, V.check_integer(max_ones, "max_ones", 0))
     if audit_delta is None:

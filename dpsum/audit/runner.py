@@ -39,7 +39,7 @@ _MAX_CANDIDATES = 400
 
 
 @dataclass(frozen=True)
-class AuditResult:
+class AuditResult(V.Record):
     """The outcome of :func:`epsilon_lower_bound`.
 
     Attributes
@@ -332,7 +332,7 @@ def epsilon_lower_bound(release: Callable[..., Any], dataset: Any, neighbour: An
 
 
 @dataclass(frozen=True)
-class AuditSimulation:
+class AuditSimulation(V.Record):
     """How often independent audits prove a violation: :func:`simulate_audits`.
 
     Attributes

@@ -160,7 +160,7 @@ def audit_power(p: ArrayLike, q: ArrayLike, n_samples: int, *, epsilon: float, d
     qa = V.check_finite_array(q, "q")
     if np.any((pa < 0) | (pa > 1)) or np.any((qa < 0) | (qa > 1)):
         raise ValueError("p and q must be probabilities in [0, 1]")
-    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True))
+    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True, scalar=True))
     d = _check_delta_audit(delta)
     pa, qa = np.broadcast_arrays(pa, qa)
     out = np.array([_power_one(float(pi), float(qi), n, eps, d, level)
@@ -201,8 +201,20 @@ def pair_delta(first: ArrayLike, second: ArrayLike, epsilon: float) -> float:
     0.0
     """
     P, Q = _check_laws(first, second)
-    e = math.exp(float(V.check_positive(epsilon, "epsilon", allow_zero=True)))
-    return float(max(np.sum(np.maximum(P - e * Q, 0.0)), np.sum(np.maximum(Q - e * P, 0.0))))
+    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True, scalar=True))
+
+    e = math.exp(eps) if eps <= 700.0 else math.inf
+
+    def side(A: np.ndarray, B: np.ndarray) -> float:
+        # beyond e^700, e^eps B(y) as exp(eps + log B(y)): no overflow, and
+        # an output B cannot produce (B = 0) keeps its mass
+        if e < math.inf:
+            scaled = e * B
+        else:
+            with np.errstate(divide="ignore", over="ignore"):
+                scaled = np.exp(eps + np.log(B))
+        return float(np.sum(np.maximum(A - scaled, 0.0)))
+    return max(side(P, Q), side(Q, P))
 
 
 def discrete_audit_power(first: ArrayLike, second: ArrayLike, n_samples: int, *,
@@ -229,10 +241,11 @@ def discrete_audit_power(first: ArrayLike, second: ArrayLike, n_samples: int, *,
     p = np.minimum(np.concatenate([sfP, np.cumsum(Q)]), 1.0)
     q = np.minimum(np.concatenate([sfQ, np.cumsum(P)]), 1.0)
     d = _check_delta_audit(delta)
-    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True))
+    eps = float(V.check_positive(epsilon, "epsilon", allow_zero=True, scalar=True))
     # an event can prove a violation only if p - delta > e^eps q; a margin of
     # 2 keeps the candidates that are close
-    useful = (p > d) & (p - d > 0.5 * math.exp(eps) * q)
+    with np.errstate(divide="ignore", over="ignore"):
+        useful = (p > d) & (p - d > 0.5 * np.exp(eps + np.log(q)))
     if not np.any(useful):
         return 0.0
     return float(np.max(audit_power(p[useful], q[useful], n_samples, epsilon=eps, delta=d,

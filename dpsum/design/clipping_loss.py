@@ -74,7 +74,12 @@ def clipping_loss_moment(stds: ArrayLike, scaling: ArrayLike, clip_norm: float, 
     u = b * sig
     u_top = float(np.max(u))
     w = (u / u_top) ** 2  # in (0, 1]; the loss is scale-free in (b, C) jointly
-    c2 = (float(C) / (s_top * u_top)) ** 2  # C^2 in the units of w
+    ratio = float(C) / (s_top * u_top)
+    if ratio > 1e150:
+        # C^2 beyond 1e300 variances: the chi-square tail there, about
+        # exp(-1e300 / 2), is 0 in floating point, and so is the loss
+        return 0.0
+    c2 = ratio ** 2  # C^2 in the units of w
     return float(_loss_moment(sig, w, c2, lv) * s_top**2)
 
 

@@ -48,7 +48,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class GaussianDataSetup:
+class GaussianDataSetup(V.Record):
     """The public parameters of one run of the Gaussian-data mechanism.
 
     Every field is a function of public inputs only. Arrays are read-only
@@ -97,6 +97,10 @@ class GaussianDataSetup:
     delta: float | None = None
     sigma_opt: float | None = None
     noise_std: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        V.check_record_fields(self)
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
 
     @property
     def expected_squared_error(self) -> float:

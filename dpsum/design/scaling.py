@@ -224,9 +224,13 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     """
     sigma = _positive_vector(stds, "stds")
     k = V.check_positive(kappa, "kappa", allow_zero=True, finite=False, scalar=True)
-    if np.isinf(k):
+    with np.errstate(over="ignore"):
+        r = k * sigma
+        big = not np.all(np.isfinite(r + np.hypot(1.0, r)))
+    if np.isinf(k) or big:
+        # the limit: w_j -> 1 / (2 kappa) for every j (relative error below
+        # 1 / (4 r^2) once r + sqrt(1 + r^2) overflows)
         return _normalise(1.0 / sigma, sigma)
-    r = k * sigma
     # w_j ∝ sigma_j / (r_j + sqrt(1 + r_j^2)): a sum of positives, no cancellation
     w = sigma / (r + np.hypot(1.0, r))
     return _normalise(np.sqrt(w) / sigma, sigma)

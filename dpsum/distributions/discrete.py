@@ -206,8 +206,8 @@ def discrete_gaussian_pmf(x: ArrayLike, sigma2: float) -> np.ndarray:
     >>> round(float(p.sum()), 12), bool(p[50] == p.max())
     (1.0, True)
     """
-    s2 = float(V.check_positive(sigma2, "sigma2"))
-    xs = np.asarray(x, dtype=np.float64)
+    s2 = float(V.check_positive(sigma2, "sigma2", scalar=True))
+    xs = np.asarray(V.check_integer(x, "x", None, array=True), dtype=np.float64)
     return np.exp(-xs * xs / (2 * s2) - _log_normaliser(s2))
 
 
@@ -252,8 +252,8 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
 def discrete_laplace_pmf(x: ArrayLike, scale: float) -> np.ndarray:
     """The pmf ``(1 - r) / (1 + r) r^|x|``, ``r = exp(-1/scale)``, of the
     discrete Laplace distribution at the integers ``x``."""
-    tau = float(V.check_positive(scale, "scale"))
-    xs = np.abs(np.asarray(x, dtype=np.float64))
+    tau = float(V.check_positive(scale, "scale", scalar=True))
+    xs = np.abs(np.asarray(V.check_integer(x, "x", None, array=True), dtype=np.float64))
     log_norm = math.log(-math.expm1(-1.0 / tau)) - math.log1p(math.exp(-1.0 / tau))
     return np.exp(log_norm - xs / tau)
 

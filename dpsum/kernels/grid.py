@@ -199,18 +199,21 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None 
     return S, K, n_clipped
 
 
-def make_grid_plan(C: float, b: np.ndarray, c: np.ndarray | None, d: int,
-               charge: float = GRID_CHARGE) -> tuple:
+def make_grid_plan(clip_norm: float, scaling: np.ndarray, center: np.ndarray | None, d: int,
+                   charge: float = GRID_CHARGE) -> tuple:
     """The grid kernel's public set-up: the clipping plan for the inner radius
     ``C - sqrt(d) 2^(K-1)``, the grid exponent ``K`` and ``k = K - e`` (the
     grid exponent in the plan's normalised units). Shared by
     :func:`grid_clipped_sum` and the mergeable accumulators
     (:mod:`dpsum.release`)."""
+    K = grid_exponent(clip_norm, d, charge)          # checks clip_norm, d and charge
     if charge < _MIN_CHARGE:
         # finer grids make a block's float64 sum inexact (see accumulate_grid)
         raise ValueError("charge must be at least 2^-34: a finer grid would make the "
                          "kernel's block sums inexact")
-    K = grid_exponent(C, d, charge)
+    C = float(clip_norm)
+    b = V.check_vector(scaling, "scaling", int(d), positive=True)
+    c = None if center is None else V.check_vector(center, "center", int(d))
     C_in = (C - math.sqrt(d) * math.ldexp(1.0, K - 1)) * (1 - 8 * _U)
     if C_in < 2.0 ** -1000:
         # the inner radius is below the clipping kernel's domain: name the
@@ -253,7 +256,10 @@ def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: i
         raise ValueError(f"X must be 2-dimensional with at least one column, got shape {X.shape}")
     n, d = X.shape
     h = V.check_vector(half_widths, "half_widths", d, positive=True)
-    scale = np.ldexp(1.0 / V.check_vector(unit, "unit", d, positive=True), -int(K))
+    k_exp = V.check_integer(K, "K", None)
+    with np.errstate(over="ignore"):
+        scale = np.ldexp(1.0 / V.check_vector(unit, "unit", d, positive=True),
+                         -max(min(k_exp, 2100), -2100))
     if not np.all(np.isfinite(scale)) or np.any(np.abs(h * scale) >= 2.0 ** 40):
         raise ValueError("the grid is too fine for these widths: choose a larger K")
     rows = max(1, _BLOCK_ELEMENTS // d)

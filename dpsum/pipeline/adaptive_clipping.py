@@ -32,7 +32,7 @@ __all__ = ["ClipUpdate", "adaptive_clip_update"]
 
 
 @dataclass(frozen=True)
-class ClipUpdate:
+class ClipUpdate(V.Record):
     """One adaptive-clipping update: the released fraction and the new radius.
 
     Every field is a private release or a function of one and of public inputs.
@@ -105,6 +105,8 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
     gamma = V.check_open_interval(target_quantile, "target_quantile")
     eta = V.check_positive(learning_rate, "learning_rate", scalar=True)
     s = V.check_positive(count_noise, "count_noise", scalar=True)
+    if s > 1e300:      # a draw must stay finite whatever the count (no data-dependent overflow)
+        raise ValueError(f"count_noise must be at most 1e300, got {V.describe(count_noise)}")
     m_public = None if rows is None else V.check_positive(rows, "rows", scalar=True)
     gen = V.check_rng(rng)
     data = V.check_data_matrix(X)
@@ -113,7 +115,11 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
         raise ValueError("X has no rows and rows is not given")
     count = float(np.count_nonzero(row_norms(data, None, None) <= C))
     fraction = (count + gen.normal(0.0, s)) / m
-    new = C * math.exp(-eta * (fraction - float(gamma)))
-    if not math.isfinite(new) or new <= 0.0:
-        raise ValueError("the update over- or underflows: lower learning_rate")
+    # saturated to the positive normal floats: an overflow or underflow of the
+    # update would otherwise be an exception that depends on the data (the
+    # clamp is post-processing of the noisy fraction)
+    tiny, top = float(np.finfo(np.float64).tiny), float(np.finfo(np.float64).max)
+    step = -eta * (fraction - float(gamma))
+    step = min(max(step, math.log(tiny) - math.log(C)), math.log(top) - math.log(C) - 1e-12)
+    new = min(max(C * math.exp(step), tiny), top)
     return ClipUpdate(float(new), float(fraction), float(C), float(s), m)

@@ -389,7 +389,9 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
     if p == 0.5:
         return float(r)
     weights = (b * s) ** 2
-    return float(r * _quantile_ratio((weights / weights.max()).tobytes(), float(p)))
+    radius = r * _quantile_ratio((weights / weights.max()).tobytes(), float(p))
+    return float(V.representable(radius, "median_norm", "the clip radius",
+                                 "median_norm times the quantile ratio exceeds 1.8e308"))
 
 
 @lru_cache(maxsize=256)
@@ -557,6 +559,12 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         data = V.check_data_matrix(X, finite=False)
     n, d = data.shape
     lo, hi = check_domain(lower, upper, d)
+    # public, before the data: the noise of any step is at most about
+    # sqrt(d) * width / sqrt(2 share rho) (share >= 5e-7), and must be a float
+    with np.errstate(over="ignore"):
+        reach = float(np.max(hi - lo)) * math.sqrt(d) * 1e3 / math.sqrt(total)
+    V.representable(reach, "lower and upper", "the noise for a box this wide at this budget",
+                    "the box width times sqrt(d / rho) must stay below about 1e305")
     if secure_:
         secure_gen = V.check_secure_rng(rng)
         # the preparation steps keep NumPy's floating-point samplers (see the Notes)

@@ -106,11 +106,7 @@ def _quantile(quantile: Any) -> float:
 
 
 def _bounds(lower: Any, upper: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.broadcast_to(V.check_real(lower, "lower"), (k,)).astype(np.float64)
-    hi = np.broadcast_to(V.check_real(upper, "upper"), (k,)).astype(np.float64)
-    if not np.all(lo < hi):
-        raise ValueError("lower must be < upper in every column")
-    return lo, hi
+    return V.check_box(lower, upper, k)        # the one box rule (names lower, upper)
 
 
 def _sample(values: np.ndarray, q: float, coef: float, lo: np.ndarray, hi: np.ndarray,
@@ -194,12 +190,12 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     arr = V.check_finite_array(values, "values", finite=False)
     if arr.ndim not in (1, 2):
         raise ValueError(f"values must be 1- or 2-dimensional, got shape {arr.shape}")
+    flat = arr.ndim == 1
+    lo, hi = _bounds(lower, upper, 1 if flat else arr.shape[1])   # public: before the data
+    gen = V.check_rng(rng)
     if np.isnan(arr).any():
         raise ValueError("values contains NaN")
-    flat = arr.ndim == 1
     table = arr[:, None] if flat else arr
-    lo, hi = _bounds(lower, upper, table.shape[1])
-    gen = V.check_rng(rng)
     coef = eps / (2.0 * quantile_sensitivity(q, relation))
     out = _sample(table, q, coef, lo, hi, gen)
     return float(out[0]) if flat else out
@@ -313,8 +309,9 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     data = V.check_data_matrix(X, finite=False)
     d = data.shape[1]
     c = V.check_vector(center, "center", d)
-    lo = np.broadcast_to(V.check_positive(min_scale, "min_scale"), (d,)).astype(np.float64)
-    hi = np.broadcast_to(V.check_positive(max_scale, "max_scale"), (d,)).astype(np.float64)
+    lo, hi = V.check_box(V.check_positive(min_scale, "min_scale"),
+                         V.check_positive(max_scale, "max_scale"), d,
+                         names=("min_scale", "max_scale"))
     if not np.all(lo < hi):
         raise ValueError("min_scale must be < max_scale in every coordinate")
     gen = V.check_rng(rng)

@@ -19,7 +19,6 @@ from dpsum.privacy.calibration import (
     _gaussian_epsilon_checked,
     analytic_sigma,
     gaussian_delta,
-    gaussian_epsilon,
 )
 from dpsum.privacy.subsampling import check_sampling_rate, subsampled_gaussian_pld
 
@@ -804,7 +803,7 @@ def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike
     if eps_i.size == 0:
         if s is None:
             return 0.0
-        return float(gaussian_epsilon(s, d))
+        return float(_gaussian_epsilon_checked(s, d, 1.0, "multiplier is too small", (s, d)))
     target = _core_target(d, dels)
     p, loss = _outcomes(eps_i)
 
@@ -815,7 +814,8 @@ def mixed_epsilon(multiplier: float | None, delta: float, *, epsilons: ArrayLike
         return 0.0
     # At eps_G(target) + sum eps_i every term is at most target (book, proof of
     # theorem composition-thm-mixed), so this is private up to rounding.
-    hi = float(np.sum(eps_i)) + (float(gaussian_epsilon(s, target)) if s is not None else 0.0)
+    hi = float(np.sum(eps_i)) + (float(_gaussian_epsilon_checked(
+        s, target, 1.0, "multiplier is too small", (s, target))) if s is not None else 0.0)
     step = 1e-12 * max(hi, 1.0)
     while not ok(hi):
         hi += step
@@ -905,7 +905,7 @@ def _bisect_lin(ok: Any, bad: float, good: float) -> float:
 # records
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
-class PrivacyStep:
+class PrivacyStep(V.Record):
     """One private step of a pipeline, as the accountant sees it.
 
     Exactly one of ``noise_multiplier`` (a Gaussian release with
@@ -957,19 +957,17 @@ class PrivacyStep:
         if self.noise_multiplier is not None:
             object.__setattr__(self, "noise_multiplier",
                                _positive_scalar(self.noise_multiplier, "noise_multiplier"))
-            if self.delta != 0:
-                raise ValueError("a Gaussian step has no delta of its own")
+            if V.check_delta(self.delta, allow_zero=True, scalar=True) != 0:
+                raise ValueError("a Gaussian step has no delta of its own: delta must be 0")
         else:
             object.__setattr__(self, "epsilon", V.check_epsilon(self.epsilon, scalar=True))
-            dlt = V.check_positive(self.delta, "delta", allow_zero=True, scalar=True)
-            if not dlt < 1:
-                raise ValueError("delta must be < 1")
-            object.__setattr__(self, "delta", dlt)
+            object.__setattr__(self, "delta", V.check_delta(self.delta, allow_zero=True,
+                                                            scalar=True))
         object.__setattr__(self, "count", check_integer(self.count, "count", 1))
         object.__setattr__(self, "bounded_range", check_bool(self.bounded_range, "bounded_range"))
         if self.bounded_range and (self.epsilon is None or self.delta != 0):
-            raise ValueError("a bounded-range step is a pure epsilon-DP step: give epsilon "
-                             "and no delta")
+            raise ValueError("bounded_range=True (a bounded-range step) is for a pure epsilon-DP "
+                             "step: give epsilon and no delta")
         object.__setattr__(self, "sampling_rate", check_sampling_rate(self.sampling_rate))
         if self.sampling_rate < 1.0 and self.noise_multiplier is None:
             raise ValueError("only a Gaussian step can be subsampled (sampling_rate < 1)")
@@ -1073,7 +1071,7 @@ def approximate_step(name: str, epsilon: float, delta: float) -> PrivacyStep:
 
 
 @dataclass(frozen=True)
-class ComposedGuarantee:
+class ComposedGuarantee(V.Record):
     """The privacy guarantee of several steps, and how it was computed.
 
     Every field is public: the steps' budgets and the composed guarantee

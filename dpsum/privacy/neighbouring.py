@@ -58,8 +58,8 @@ class Neighbouring(str, enum.Enum):
         try:
             return cls(value)
         except ValueError:
-            raise ValueError(
-                f"{name} must be 'replace' or 'add-remove', got {value!r}"
+            raise ValueError(   # the string is not shown: no value reaches a message
+                f"{name} must be 'replace' or 'add-remove', got another string"
             ) from None
 
 

@@ -129,12 +129,18 @@ def _step_pld(z: float, q: float, h: float, order: str) -> tuple[int, np.ndarray
         def loss(y: np.ndarray) -> np.ndarray: return -L(-y)
         def inv(v: np.ndarray) -> np.ndarray: return -L_inv(-v)
         y_lo, y_hi = -tail * z, tail * z
-    k_lo = math.ceil(float(loss(np.array(y_lo))) / h)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        ends = (float(loss(np.array(y_lo))) / h, float(loss(np.array(y_hi))) / h)
+    if not all(math.isfinite(e) and abs(e) < _MAX_GRID for e in ends):
+        raise ValueError("the privacy-loss grid is too long: increase interval or "
+                         "noise_multiplier (the loss range over interval exceeds "
+                         f"{_MAX_GRID} points)")
+    k_lo = math.ceil(ends[0])
     if order == "remove" and q < 1.0:
         # the loss is bounded below by log(1 - q): cover it, or the many small
         # negative losses would all be rounded up
         k_lo = min(k_lo, math.floor(log1q / h))
-    k_hi = max(k_lo + 1, math.ceil(float(loss(np.array(y_hi))) / h))
+    k_hi = max(k_lo + 1, math.ceil(ends[1]))
     if k_hi - k_lo + 1 > _MAX_GRID:
         raise ValueError("the privacy-loss grid is too long: increase interval or "
                          "noise_multiplier")
@@ -172,7 +178,7 @@ def _gaussian_mass(edges: np.ndarray, mu: float, s: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class PrivacyLossDistribution:
+class PrivacyLossDistribution(V.Record):
     """The composed, pessimistically discretised privacy loss of one order of a pair.
 
     Attributes
@@ -258,7 +264,7 @@ def _parse_steps(noise_multiplier: Any, sampling_rate: Any, steps: Any
 
 
 @dataclass(frozen=True)
-class ComposedPLD:
+class ComposedPLD(V.Record):
     """Both orders of a composition of subsampled Gaussian steps.
 
     Attributes
@@ -269,6 +275,12 @@ class ComposedPLD:
 
     remove: PrivacyLossDistribution
     add: PrivacyLossDistribution
+
+    def __post_init__(self) -> None:
+        for name in ("remove", "add"):
+            if not isinstance(getattr(self, name), PrivacyLossDistribution):
+                raise TypeError(f"{name} must be a PrivacyLossDistribution, "
+                                f"got {V.describe(getattr(self, name))}")
 
     def delta(self, epsilon: float) -> float:
         """The composition's delta at ``epsilon`` (the larger of the two orders)."""

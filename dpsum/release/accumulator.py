@@ -119,7 +119,11 @@ def merged_sum_rounding_bound(chunk_rows: Sequence[int], d: int) -> float:
     >>> f"{merged_sum_rounding_bound([1000, 1000, 500], 10):.3g}"
     '3.65e-09'
     """
-    rows = [V.check_integer(k, "chunk_rows", minimum=0) for k in chunk_rows]
+    counts = V.check_integer(chunk_rows, "chunk_rows", minimum=0, array=True)
+    if np.ndim(counts) != 1:
+        raise TypeError(f"chunk_rows must be a sequence of row counts, got "
+                        f"{V.describe(chunk_rows)}")
+    rows = [int(k) for k in counts]
     if not rows:
         raise ValueError("chunk_rows must name at least one piece")
     dd = V.check_integer(d, "d")

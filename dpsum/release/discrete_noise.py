@@ -46,12 +46,27 @@ def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: fl
     >>> len(Y), bool(sigma > 1)
     (2, True)
     """
-    sens = float(V.check_positive(sensitivity, "sensitivity"))
+    sens = float(V.check_positive(sensitivity, "sensitivity", scalar=True))
+    k_exp = V.check_integer(K, "K", None)
     eps, dlt = V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True)
-    sigma = discrete_gaussian_sigma(eps, dlt, math.ldexp(sens, -K))
+    gen = V.check_secure_rng(rng)
+    with np.errstate(over="ignore", under="ignore"):
+        grid_sens = sens * 2.0 ** -max(min(k_exp, 2100), -2100)
+    if not 0.0 < grid_sens < math.inf:
+        raise ValueError("sensitivity / 2^K is not a positive finite float: K is out of range "
+                         "for this sensitivity")
+    sigma = discrete_gaussian_sigma(eps, dlt, grid_sens)
+    if math.frexp(sigma)[1] + k_exp > 1024:
+        raise ValueError("sensitivity is too large for this epsilon and delta: the noise "
+                         "standard deviation sigma 2^K exceeds the largest float")
+    if isinstance(S, np.ndarray) and S.dtype == object:     # Python integers, any size
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in S.flat):
+            raise TypeError("S must hold integers (the sum in units of 2^K)")
+    else:
+        S = V.check_integer(S, "S", None, array=True)
     S = np.asarray(S, dtype=object)
-    Z = discrete_gaussian(Fraction(sigma) ** 2, size=S.shape, rng=rng)
-    return S + Z, math.ldexp(sigma, K)
+    Z = discrete_gaussian(Fraction(sigma) ** 2, size=S.shape, rng=gen)
+    return S + Z, math.ldexp(sigma, k_exp)
 
 
 def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, delta: float,

@@ -39,6 +39,15 @@ def _check_noise_std(noise_std: Any) -> np.ndarray:
     return np.atleast_1d(np.asarray(V.check_positive(noise_std, "noise_std"), dtype=float))
 
 
+_RELEASE_FIELDS = ("estimate", "noise_std", "secure", "neighbouring", "statistic")
+_PIPELINE_FIELDS = _RELEASE_FIELDS + ("steps", "center", "count", "clip_norm", "scaling")
+
+
+def _check_pipeline(release: Any) -> Any:
+    return V.check_record(release, "release", attributes=_PIPELINE_FIELDS,
+                          what="a PipelineRelease (of private_mean or private_sum)")
+
+
 def grid_noise_law(release: Any) -> tuple[float, np.ndarray] | None:
     """``(sigma, u)`` for a release of the grid path, None otherwise.
 
@@ -47,6 +56,9 @@ def grid_noise_law(release: Any) -> tuple[float, np.ndarray] | None:
     estimate; the release records ``sigma_opt * sensitivity = sigma 2^K`` and
     ``discrete_scale = sigma u``.
     """
+    V.check_record(release, "release", attributes=_RELEASE_FIELDS + ("grid_exponent",
+                                                                     "discrete_scale"),
+                   what="a dpsum Release")
     if not release.secure or release.grid_exponent is None or release.discrete_scale is None:
         return None
     sigma = math.ldexp(release.sigma_opt * release.sensitivity, -int(release.grid_exponent))
@@ -74,6 +86,7 @@ def pipeline_noise_law(release: Any) -> tuple[np.ndarray, np.ndarray | None]:
     no second term (``a`` None: replace-one). The mean under add-remove has
     its own statement (this module's private ``_mean_add_remove``).
     """
+    _check_pipeline(release)
     if release.neighbouring is Neighbouring.REPLACE:
         return np.asarray(release.noise_std, dtype=float), None
     if release.statistic == "mean":
@@ -111,7 +124,9 @@ def _mean_add_remove(release: Any, beta: float) -> tuple[float, np.ndarray]:
 def sidak(beta: float, m: int) -> float:
     """Per-event failure probability ``1 - (1 - beta)^(1/m)`` of ``m`` independent events
     that all hold with probability ``1 - beta`` (Šidák)."""
-    return float(-np.expm1(np.log1p(-beta) / m))
+    b = float(V.check_probability(beta, "beta", scalar=True))
+    mm = V.check_integer(m, "m")
+    return float(-np.expm1(np.log1p(-b) / mm))
 
 
 def log_sidak(log_beta: float, m: int) -> float:
@@ -125,6 +140,8 @@ def log_sidak(log_beta: float, m: int) -> float:
 
 def pipeline_intervals(release: Any, beta: float, simultaneous: bool
                        ) -> tuple[np.ndarray, np.ndarray]:
+    beta = float(V.check_probability(beta, "beta", scalar=True))
+    simultaneous = V.check_bool(simultaneous, "simultaneous")
     s, a = pipeline_noise_law(release)
     mean_ar = release.neighbouring is Neighbouring.ADD_REMOVE and release.statistic == "mean"
     lb = math.log(beta)
@@ -143,6 +160,7 @@ def pipeline_intervals(release: Any, beta: float, simultaneous: bool
 
 
 def pipeline_radius(release: Any, beta: float) -> float:
+    beta = float(V.check_probability(beta, "beta", scalar=True))
     s, a = pipeline_noise_law(release)
     if release.neighbouring is Neighbouring.ADD_REMOVE and release.statistic == "mean":
         u, dev = _mean_add_remove(release, beta)
@@ -161,6 +179,7 @@ def norm_noise_law(s: np.ndarray) -> tuple[GeneralizedChiSquare, float]:
     Working relative to the largest standard deviation keeps the weights in
     ``(0, 1]`` for standard deviations anywhere in the floating-point range.
     """
+    s = np.asarray(V.check_positive(s, "s"))
     s_max = float(np.max(s))
     with np.errstate(under="ignore"):
         # a weight below the normal range (a std 1e154 times below the largest)
@@ -273,13 +292,29 @@ class Intervals(tuple):
     def __new__(cls, lower: np.ndarray, upper: np.ndarray, *, target: str, level: float,
                 simultaneous: bool = False, assumption: str = "",
                 columns: tuple | None = None) -> Intervals:
-        self = super().__new__(cls, (lower, upper))
+        lo = V.record_array(lower, "lower", finite=False, optional=False)
+        hi = V.record_array(upper, "upper", finite=False, optional=False)
+        assert lo is not None and hi is not None
+        if lo.shape != hi.shape:
+            raise ValueError(f"lower and upper must have the same shape, got {lo.shape} and "
+                             f"{hi.shape}")
+        if not np.all(lo <= hi):
+            raise ValueError("lower must be <= upper in every coordinate")
+        self = super().__new__(cls, (lo, hi))
+        if not isinstance(target, str) or not isinstance(assumption, str):
+            raise TypeError("target and assumption must be str")
         self.target = target
-        self.level = float(level)
-        self.simultaneous = bool(simultaneous)
+        self.level = float(V.record_scalar(level, "level", low=0.0, high=1.0, closed_low=False))
+        self.simultaneous = V.check_bool(simultaneous, "simultaneous")
         self.assumption = assumption
-        self.columns = columns
+        self.columns = V.record_choice_tuple(columns, "columns", object, optional=True)
         return self
+
+    def __reduce__(self) -> tuple:
+        # pickle and deepcopy go through the constructor: read-only copies again
+        return (_make_intervals, (self[0], self[1], {
+            "target": self.target, "level": self.level, "simultaneous": self.simultaneous,
+            "assumption": self.assumption, "columns": self.columns}))
 
     @property
     def lower(self) -> np.ndarray:
@@ -312,8 +347,12 @@ class Intervals(tuple):
         return text + ")"
 
 
+def _make_intervals(lower: np.ndarray, upper: np.ndarray, kw: dict) -> Intervals:
+    return Intervals(lower, upper, **kw)
+
+
 @dataclass(frozen=True)
-class ConfidenceBall:
+class ConfidenceBall(V.Record):
     """A confidence ball ``{y : ||y - center|| <= radius}`` of level ``1 - beta``.
 
     ``radius`` is a function of public quantities only; ``center`` is the
@@ -324,6 +363,14 @@ class ConfidenceBall:
     radius: float
     beta: float
     target: str = "the protected statistic"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "center", V.record_array(self.center, "center",
+                                                          optional=False))
+        object.__setattr__(self, "radius", V.record_scalar(self.radius, "radius", low=0.0))
+        object.__setattr__(self, "beta", V.check_probability(self.beta, "beta", scalar=True))
+        if not isinstance(self.target, str):
+            raise TypeError(f"target must be a str, got {V.describe(self.target)}")
 
     def __repr__(self) -> str:
         return (f"ConfidenceBall({_percent(1 - self.beta)} for {self.target}: radius {self.radius:.4g} "

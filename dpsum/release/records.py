@@ -95,7 +95,7 @@ class Calibration(_StrEnum):
 
 
 @dataclass(frozen=True)
-class Release:
+class Release(V.Record):
     """What a mechanism releases, and the public parameters it used.
 
     Every field is either the private output (``estimate``) or a function of
@@ -219,14 +219,8 @@ class Release:
     notes: tuple = ()
 
     def __post_init__(self) -> None:
-        for name in ("estimate", "noise_std", "scaling", "center", "widths", "discrete_scale",
-                     "lower", "upper", "stds"):
-            object.__setattr__(self, name, V.read_only_copy(getattr(self, name)))
-        if self.statistic not in ("sum", "mean"):
-            raise ValueError("statistic must be 'sum' or 'mean'")
-        object.__setattr__(self, "mechanism", Mechanism(self.mechanism))
-        object.__setattr__(self, "calibration", Calibration(self.calibration))
-        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+        for name, value in _release_fields(self).items():
+            object.__setattr__(self, name, value)
 
     @property
     def sensitivity_norm(self) -> str:
@@ -298,11 +292,68 @@ class Release:
         return _to_pandas(self, beta)
 
 
+def _box_fields(rec: Any, d: int) -> dict:
+    lower = V.record_array(rec.lower, "lower", size=d)
+    upper = V.record_array(rec.upper, "upper", size=d)
+    if (lower is None) != (upper is None):
+        raise ValueError("lower and upper must be given together (the public box)")
+    if lower is not None and upper is not None and not np.all(lower < upper):
+        raise ValueError("lower must be < upper in every coordinate")
+    return {"lower": lower, "upper": upper}
+
+
+def _release_fields(rec: Release) -> dict:
+    """The checked fields of a :class:`Release`, each error naming its field."""
+    estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
+    noise_std = V.record_array(rec.noise_std, "noise_std", positive=True, optional=False)
+    assert estimate is not None and noise_std is not None
+    # the estimate has the noise's shape, after leading batch axes (the
+    # audit's batched releases hold many estimates in one record)
+    shape, d = noise_std.shape, noise_std.size
+    if estimate.shape[estimate.ndim - noise_std.ndim:] != shape \
+            or estimate.ndim < noise_std.ndim or (noise_std.ndim == 0 < estimate.ndim):
+        raise ValueError(f"noise_std must have the shape of the estimate, got {shape} for an "
+                         f"estimate of shape {estimate.shape}")
+    out: dict = {"estimate": estimate, "noise_std": noise_std}
+    out["scaling"] = V.record_array(rec.scaling, "scaling", positive=True, size=d)
+    out["clip_norm"] = V.record_scalar(rec.clip_norm, "clip_norm", low=0.0, closed_low=False,
+                                       optional=True)
+    out["epsilon"] = V.check_epsilon(rec.epsilon, scalar=True)
+    out["delta"] = V.check_delta(rec.delta, allow_zero=True, scalar=True)
+    out["neighbouring"] = Neighbouring.parse(rec.neighbouring)
+    out["sigma_opt"] = V.check_positive(rec.sigma_opt, "sigma_opt", scalar=True)
+    out["sensitivity"] = V.check_positive(rec.sensitivity, "sensitivity", scalar=True)
+    out["mechanism"] = Mechanism.parse(rec.mechanism, "mechanism")
+    out["center"] = V.record_array(rec.center, "center", size=d)
+    out["clip_probability"] = V.record_scalar(rec.clip_probability, "clip_probability",
+                                              low=0.0, high=1.0, closed_low=False,
+                                              closed_high=False, optional=True)
+    out["calibration"] = Calibration.parse(rec.calibration, "calibration")
+    out["widths"] = V.record_array(rec.widths, "widths", positive=True, size=d)
+    out["secure"] = V.check_bool(rec.secure, "secure")
+    out["grid_exponent"] = V.record_scalar(rec.grid_exponent, "grid_exponent", optional=True,
+                                           integer=True)
+    out["discrete_scale"] = V.record_array(rec.discrete_scale, "discrete_scale", positive=True,
+                                           shape=shape)
+    out["statistic"] = V.check_choice(rec.statistic, "statistic", ("sum", "mean"))
+    out["n"] = V.record_scalar(rec.n, "n", low=1, optional=True, integer=True)
+    out.update(_box_fields(rec, d))
+    out["stds"] = V.record_array(rec.stds, "stds", positive=True, size=d)
+    out["columns"] = V.record_choice_tuple(rec.columns, "columns", object, optional=True)
+    out["clip_count"] = V.record_scalar(rec.clip_count, "clip_count", optional=True)
+    out["clip_count_std"] = V.record_scalar(rec.clip_count_std, "clip_count_std", low=0.0,
+                                            optional=True)
+    out["diagnostics_share"] = V.record_scalar(rec.diagnostics_share, "diagnostics_share",
+                                               low=0.0, high=1.0, closed_high=False)
+    out["notes"] = V.record_choice_tuple(rec.notes, "notes")
+    return out
+
+
 _STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean", "diagnostics")
 
 
 @dataclass(frozen=True)
-class BudgetSplit:
+class BudgetSplit(V.Record):
     """Shares of a total zCDP budget ``rho`` over the pipeline's steps.
 
     The shares are public (functions of ``n``, ``d``, ``rho`` and the
@@ -323,13 +374,20 @@ class BudgetSplit:
     spread: float = 0.0
     diagnostics: float = 0.0
 
+    def __post_init__(self) -> None:
+        for name in _STEPS:
+            V.record_scalar(getattr(self, name), name, low=0.0, high=1.0)
+        total = math.fsum(getattr(self, name) for name in _STEPS)
+        if not abs(total - 1.0) <= 1e-9:
+            raise ValueError(f"the shares {', '.join(_STEPS)} of a BudgetSplit must sum to 1")
+
     def as_dict(self) -> dict:
         """The shares by step name."""
         return {name: getattr(self, name) for name in _STEPS}
 
 
 @dataclass(frozen=True)
-class PipelineRelease:
+class PipelineRelease(V.Record):
     """What :func:`~dpsum.pipeline.private_mean` / :func:`~dpsum.pipeline.private_sum` release.
 
     Every field is a private output or a function of public inputs and
@@ -421,9 +479,8 @@ class PipelineRelease:
     grid_unit: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in ("estimate", "noise_std", "center", "scales", "scaling", "lower", "upper",
-                     "grid_unit"):
-            object.__setattr__(self, name, V.read_only_copy(getattr(self, name)))
+        for name, value in _pipeline_fields(self).items():
+            object.__setattr__(self, name, value)
 
     @property
     def epsilon(self) -> float | None:
@@ -751,6 +808,7 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     >>> data_intervals(r).target
     'the exact value'
     """
+    V.check_record(release, "release", (Release, PipelineRelease))
     b = float(V.check_probability(beta, "beta", scalar=True))
     sim = V.check_bool(simultaneous, "simultaneous")
     est = np.asarray(release.estimate, dtype=float)
@@ -838,6 +896,48 @@ def _guarantee(rel: Any) -> dict:
         out["rho"] = _rounded(rel.rho)
     if rel.notes:
         out["warnings"] = list(rel.notes)
+    return out
+
+
+def _pipeline_fields(rec: PipelineRelease) -> dict:
+    """The checked fields of a :class:`PipelineRelease`, each error naming its field."""
+    estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
+    assert estimate is not None
+    d = estimate.size
+    if estimate.ndim != 1:
+        raise ValueError(f"estimate must be a vector, got shape {estimate.shape}")
+    out: dict = {"estimate": estimate}
+    out["statistic"] = V.check_choice(rec.statistic, "statistic", ("sum", "mean"))
+    out["count"] = V.record_scalar(rec.count, "count")
+    out["center"] = V.record_array(rec.center, "center", size=d, optional=False)
+    out["scales"] = V.record_array(rec.scales, "scales", positive=True, size=d)
+    out["scaling"] = V.record_array(rec.scaling, "scaling", positive=True, size=d,
+                                    optional=False)
+    out["clip_norm"] = V.record_scalar(rec.clip_norm, "clip_norm", low=0.0, closed_low=False)
+    out["clip_probability"] = V.record_scalar(rec.clip_probability, "clip_probability",
+                                              low=0.0, high=1.0, closed_low=False,
+                                              closed_high=False)
+    out["noise_std"] = V.record_array(rec.noise_std, "noise_std", positive=True, size=d,
+                                      optional=False)
+    out["neighbouring"] = Neighbouring.parse(rec.neighbouring)
+    out["rho"] = V.check_positive(rec.rho, "rho", scalar=True)
+    if not isinstance(rec.budget, BudgetSplit):
+        raise TypeError(f"budget must be a BudgetSplit, got {V.describe(rec.budget)}")
+    out["steps"] = V.record_choice_tuple(rec.steps, "steps", object)
+    if rec.guarantee is not None and not isinstance(rec.guarantee, ComposedGuarantee):
+        raise TypeError(f"guarantee must be a ComposedGuarantee or None, "
+                        f"got {V.describe(rec.guarantee)}")
+    if not isinstance(rec.strategy, str):
+        raise TypeError(f"strategy must be a str, got {V.describe(rec.strategy)}")
+    out["secure"] = V.check_bool(rec.secure, "secure")
+    out.update(_box_fields(rec, d))
+    out["columns"] = V.record_choice_tuple(rec.columns, "columns", object, optional=True)
+    out["clip_count"] = V.record_scalar(rec.clip_count, "clip_count", optional=True)
+    out["outside_count"] = V.record_scalar(rec.outside_count, "outside_count", optional=True)
+    out["diagnostics_std"] = V.record_scalar(rec.diagnostics_std, "diagnostics_std", low=0.0,
+                                             optional=True)
+    out["notes"] = V.record_choice_tuple(rec.notes, "notes")
+    out["grid_unit"] = V.record_array(rec.grid_unit, "grid_unit", positive=True, size=d)
     return out
 
 
