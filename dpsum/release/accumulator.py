@@ -20,6 +20,18 @@ in-memory mechanism draws, from the same ``rng`` in the same order, so the
 two releases agree up to the rounding of the sum
 (:func:`merged_sum_rounding_bound`).
 
+**Rounding, and what it may depend on.** Under replace-one the number of
+rows ``n`` is public: the float sum's rounding is charged to the sensitivity
+by :func:`float_rounding_charge`, a function of ``n`` and ``d`` only (the
+partial sums are merged exactly, so neither the number of blocks nor the
+order of the merges enters). Under add-remove ``n`` is private, so no charge,
+cap or refusal may be computed from it: the Gaussian-data mechanism and the
+clipping baseline then sum exactly (rows rounded to a fine public grid and
+added as integers, the noise added in exact arithmetic; ``_ExactClippedSum``),
+and the release moves by at most its sensitivity whatever ``n`` is, with no
+public bound on ``n`` to state and none to exceed (the chapter
+:ref:`Floating point <fp-sum-rounding>`, :prf:ref:`fp-thm-grid`).
+
 Accumulators are immutable values: ``update`` and ``merge`` return new
 accumulators, so a retried task of a distributed engine can never add a
 block twice into a shared object. They pickle, so dask, Spark or Beam can
