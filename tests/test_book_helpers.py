@@ -672,3 +672,30 @@ def test_pipeline_helpers_plan_budget_and_quantile_loss():
     assert 3 < pl.plan_worst_loss(0.5, "replace") <= 6 + 1e-9
     edges, prob = pl.gap_law(base, 0.5, 1.0, 0.0, 4.0)
     assert edges.size == prob.size + 1 and abs(prob.sum() - 1) < 1e-12
+
+
+def test_pipeline_helpers_box_mean_law_and_small_data_study():
+    """The box mechanism's mean at rho: clamped mean plus Gaussian noise of the
+    Elliptical Gaussian mechanism's scale (a standard normal after division);
+    the small-data study returns every method on the same datasets."""
+    import math
+
+    import numpy as np
+
+    from dpsum.design import elliptical_scaling
+    from dpsum.privacy import zcdp_gaussian_multiplier
+    from dpsum_book import pipeline as pl
+
+    gen = np.random.default_rng(3)
+    n, d, rho, R = 20, 3, 0.5, 2000
+    X = gen.normal(0.0, 3.0, (n, d))
+    w = np.full(d, 10.0)
+    sd = w / elliptical_scaling(w) * zcdp_gaussian_multiplier(rho) / n
+    z = np.array([(pl.box_mean(X, -5.0, 5.0, rho, gen) - np.clip(X, -5, 5).mean(axis=0)) / sd
+                  for _ in range(R)]).ravel()
+    assert abs(z.mean()) < 4 / math.sqrt(z.size)
+    assert abs(z.var() - 1) < 4 * math.sqrt(2 / z.size)
+    study = pl.small_data_study(5, (40,), (0.0,), runs=3, d=4)
+    row = study[40, 0.0]
+    assert set(row) == {"pipeline", "isotropic", "box", "floor", "mean", "strategy"}
+    assert all(row[k].shape == (3,) and np.all(row[k] >= 0) for k in row if k != "strategy")
