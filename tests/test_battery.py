@@ -41,7 +41,8 @@ def test_every_public_name_is_driven_or_its_exclusion_justified():
 
 def test_bad_values_get_a_clear_error_or_a_finite_result():
     counts, failures, coverage = B.run_bad_values()
-    assert coverage["driven"] == len(B._functions()), coverage   # every baseline accepted
+    # every baseline accepted: each public callable and each public method driven
+    assert coverage["driven"] == len(B._functions()) + len(B.methods()), coverage
     assert counts["clear error"] > 10000
     # never: data read before a parameter check, or a data value echoed
     assert counts["data read first"] == 0
@@ -266,3 +267,18 @@ def test_the_issues_bad_input_examples(case):
         else:
             with pytest.raises((ValueError, TypeError), match=name):
                 call()
+
+
+def test_generalized_chi_square_at_subnormal_and_huge_points():
+    from dpsum.distributions import GeneralizedChiSquare
+    law = GeneralizedChiSquare([1.0, 2.0], [0.0, 1.0])
+    # small ball: log P(X <= x) = log x + const for x -> 0, also where x / w_max underflows
+    slope = law.logcdf(1e-300) - math.log(1e-300)
+    for x in (1e-310, 5e-324):
+        assert law.logcdf(x) == pytest.approx(math.log(x) + slope, rel=1e-12)
+        assert law.pdf(x) == pytest.approx(law.pdf(1e-300), rel=1e-12)
+    # far upper tail: log P(X > x) = -x / (2 w_max) to double precision
+    for x in (1e41, 1e100, 1e308):
+        assert law.logsf(x) == -x / 4.0
+        assert law.sf(x) == 0.0 and law.cdf(x) == 1.0 and law.pdf(x) == 0.0
+    assert law.logsf(1e40) == pytest.approx(-1e40 / 4.0, rel=1e-15)   # the contour, agreeing
