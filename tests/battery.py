@@ -112,6 +112,8 @@ def _valid(name: str) -> Any:
         "n_samples": 100, "sampling_rate": 0.01, "target": 10.0,
         "domain": (-10.0, 10.0), "lower": np.array([-10.0, -10.0]),
         "upper": np.array([10.0, 10.0]), "center": np.array([0.0, 0.0]),
+        # optional arguments shared by many functions: driven too
+        "neighbouring": "replace", "secure": False, "statistic": "sum", "diagnostics": False,
     }
     return table.get(name)
 
@@ -218,7 +220,17 @@ def _record_baselines() -> dict[str, Any]:
     }
 
 
-def _baselines() -> dict[str, dict[str, Any]]:
+_PIPELINE_ARGS: dict[str, Any] = {
+    "X": np.random.default_rng(4).normal(size=(60, 2)), "lower": -5.0, "upper": 5.0,
+    "epsilon": 1.0, "delta": 1e-6, "rho": OMIT, "neighbouring": "replace",
+    "budget": {"center": 0.1, "clip": 0.05, "radius": 0.05, "scales": 0.1, "spread": 0.05},
+    "scaling": "adaptive", "clip_probability": 0.2, "regularization": 0.1, "rng": 0,
+    "secure": False, "diagnostics": True}
+_PIPELINE_RHO: dict[str, Any] = {**_PIPELINE_ARGS, "epsilon": OMIT, "delta": OMIT,
+                                 "rho": 0.5, "budget": OMIT}
+
+
+def _baselines() -> dict[str, Any]:
     """Per public name, the baseline arguments beyond (or instead of) the
     table of :func:`_valid` (``OMIT``: leave the argument at its default)."""
     from dpsum import kernels, release
@@ -307,7 +319,9 @@ def _baselines() -> dict[str, dict[str, Any]]:
         "bernstein_clip_radius": {"stds": np.ones(200), "clip_probability": 0.1},
         "bernstein_error_clip_radius_squared": {"stds": np.ones(200)},
         "bernstein_error_bound": {"stds": np.ones(200)},
-        "private_mean": {"rho": OMIT}, "private_sum": {"rho": OMIT},
+        # the pipeline: every argument, once with (epsilon, delta), once with rho
+        "private_mean": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
+        "private_sum": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
     }
     del kernels, release
     out.update(_record_baselines())
@@ -421,9 +435,14 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
     coverage: Counter = Counter()
     failures: list[tuple[str, str, str, str]] = []
     baselines = _baselines()
+    jobs = []
     for qual, func in _functions()[:limit]:
+        own_all = baselines.get(qual.rsplit(".", 1)[1], {})
+        for own in (own_all if isinstance(own_all, list) else [own_all]):
+            jobs.append((qual, func, own))
+    done: set[str] = set()
+    for qual, func, own in jobs:
         sig = inspect.signature(func)
-        own = baselines.get(qual.rsplit(".", 1)[1], {})
         kwargs: dict[str, Any] = {}
         ok = True
         for p in sig.parameters.values():
@@ -452,7 +471,9 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
             failures.append((qual, "-", "-", f"not driven: baseline refused: "
                                              f"{type(e).__name__} {str(e)[:80]}"))
             continue
-        coverage["driven"] += 1
+        if qual not in done:
+            coverage["driven"] += 1
+            done.add(qual)
         for param in [k for k in kwargs if k != "rng"] + (["rng"] if "rng" in kwargs else []):
             for label, bad in bad_values() + ([("float seed", 1.5), ("negative seed", -1)]
                                               if param == "rng" else []):

@@ -213,3 +213,56 @@ def test_overflowing_closed_forms_are_refused_naming_the_argument():
             call()
     # just inside the range: finite
     assert math.isfinite(P.zcdp_rho_pure(1.8e154)) and math.isfinite(P.gdp_mu(5.6e-309))
+
+
+# ---------------------------- the issue's "Bad input" examples, one by one
+def _issue_examples():
+    from dpsum import distributions as D
+    from dpsum import kernels as K
+    from dpsum import pipeline as PL
+    from dpsum import privacy as P
+    import dpsum
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    return [
+        # (call, the argument the error must name, or None for a finite result)
+        (lambda: dpsum.gaussian_mechanism([1.0], epsilon=1e-300, delta=1e-6, sensitivity=1.0,
+                                          secure=True), "epsilon"),
+        (lambda: dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1e308, 1e308],
+                                               center=0), "stds"),
+        (lambda: dpsum.private_sum(X, lower=-1, upper=1, rho=1e308), "rho"),
+        (lambda: dpsum.private_sum(X, lower=-1, upper=1, rho=5e-324), "rho"),
+        (lambda: dpsum.private_mean(X, lower=-1e300, upper=1e300, epsilon=1.0, delta=1e-6),
+         None),
+        (lambda: dpsum.clipped_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, clip_norm=2**-1000,
+                                                  secure=True), "clip_norm"),
+        (lambda: P.discrete_gaussian_delta(1e-300, 1.0), None),
+        (lambda: K.grid_exponent(1.0, 0), "d"),
+        (lambda: P.zcdp_delta(5e-324, 1.0), None),
+        (lambda: P.basic_composition([1e308, 1e308], [1e-6, 1e-6]), "epsilons"),
+        (lambda: K.sum_rounding_bound(2.5, 2), "n_rows"),
+        (lambda: K.sum_rounding_bound(10, math.nan), "d"),
+        (lambda: D.discrete_gaussian(4.0, size=-1), "size"),
+        (lambda: D.discrete_gaussian(4.0, size=True), "size"),
+        (lambda: K.round_to_grid(np.ones(2), 2.5), "K"),
+        (lambda: dpsum.compose(None), "steps"),
+        (lambda: dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 1.0],
+                                               center=[1e308, -1e308]), "center"),
+        (lambda: PL.private_center(X, epsilon=1.0, lower=0, upper=5e-324), "lower"),
+        (lambda: P.advanced_composition(0.1, 0.0, 100, 1e-6), None),
+        (lambda: D.discrete_gaussian(4.0, size=2, rng=np.random.SeedSequence(0)), None),
+        (lambda: P.subsampled_gaussian_pld(5e-324, 0.01, 3), "noise_multiplier"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_issue_examples())))
+def test_the_issues_bad_input_examples(case):
+    import warnings
+    call, name = _issue_examples()[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name is None:
+            out = call()
+            assert all(math.isfinite(v) for v in B._numbers(out))
+        else:
+            with pytest.raises((ValueError, TypeError), match=name):
+                call()

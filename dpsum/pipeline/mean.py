@@ -53,6 +53,7 @@ from dpsum import _validation as V
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.kernels._exact import exact_noisy_clipped_sum
 from dpsum.kernels.clipping import clamped_sum, clipped_sum
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.adaptive import (
@@ -409,12 +410,27 @@ def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None,
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise TypeError("give the budget either as (epsilon, delta) or as rho, not both")
-        return float(V.check_positive(rho, "rho", scalar=True)), None, None
+        return _rho_in_range(float(V.check_positive(rho, "rho", scalar=True)), "rho"), None, None
     if epsilon is None or delta is None:
         raise TypeError("give the budget as epsilon and delta, or as rho")
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
-    return _zcdp_rho(float(eps), float(dlt)), eps, dlt
+    return _rho_in_range(_zcdp_rho(float(eps), float(dlt)), "epsilon (with delta)"), eps, dlt
+
+
+#: The pipeline's total zCDP budget lies in [1e-250, 1e250]: it is split into
+#: shares (some far below 1) whose noise multipliers 1 / sqrt(2 share rho)
+#: must be positive normal floats.
+_RHO_RANGE = (1e-250, 1e250)
+
+
+def _rho_in_range(total: float, name: str) -> float:
+    lo, hi = _RHO_RANGE
+    if not lo <= total <= hi:
+        raise ValueError(f"{name} gives a total zCDP budget rho = {total:.3g} outside "
+                         f"[{lo:g}, {hi:g}], where the pipeline's shares of rho and their noise "
+                         "multipliers stay normal floats")
+    return total
 
 
 # Both conversions are pure functions of public parameters; repeated releases
@@ -489,6 +505,12 @@ class _Context:
             T, scale, K, clipped = _grid_sum(self.data, C, b, center, s_mean, relation,
                                              self.secure_gen)
             return T / b, scale / b, clipped, np.ldexp(np.ones(b.size), K) / b
+        if relation is Neighbouring.ADD_REMOVE:
+            # n is private: the rows are summed exactly and the noise added
+            # exactly (no rounding, overflow or exception depends on n)
+            z = _gaussian_noise(gen, s_mean * sens, size=b.size)
+            noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
+            return noisy, s_mean * sens / b, clipped, None
         T, clipped = clipped_sum(self.data, C, b, center)
         noisy = (T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b
         return noisy, s_mean * sens / b, clipped, None
@@ -661,8 +683,13 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         while True:
             c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
             s_move = zcdp_gaussian_multiplier(move_share * total)
-            T_k, _ = clipped_sum(data, c_k, ones, center)
-            center = center + (T_k + _gaussian_noise(gen, s_move * k_sens * c_k, size=d)) / n_eff
+            z_k = _gaussian_noise(gen, s_move * k_sens * c_k, size=d)
+            if relation is Neighbouring.ADD_REMOVE:      # n private: summed exactly
+                noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
+            else:
+                T_k, _ = clipped_sum(data, c_k, ones, center)
+                noisy_k = T_k + z_k
+            center = center + noisy_k / n_eff
             steps.append(gaussian_step("center", s_move))
             moves += 1
             last = radius
@@ -795,7 +822,10 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
     in the same scaled space (a row inside the box is unchanged, a row outside
     is shrunk towards the midpoint instead of clamped), with exact discrete
-    Gaussian noise.
+    Gaussian noise. Under add-remove the float path takes the same clipped
+    sum, summed exactly (:func:`dpsum.kernels._exact.exact_noisy_clipped_sum`:
+    the number of rows is private, so no rounding of a float sum may depend
+    on it), with Gaussian noise added exactly.
     """
     ctx.warn(
         "private_mean: too few rows for this budget to improve on the public box; "
@@ -821,7 +851,9 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
         if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
             s_mean = 1.0 / math.sqrt(inv)
     sens = clipped_sum_sensitivity(0.5, relation)
-    if ctx.secure:
+    if ctx.secure or relation is Neighbouring.ADD_REMOVE:
+        # add-remove (n private): the exact sum of last_step, clipping at 1/2
+        # in the scaled space as the grid path does
         noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
     else:
         T, _ = clamped_sum(data - mid, 0.5 * widths)
