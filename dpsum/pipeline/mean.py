@@ -525,6 +525,16 @@ def _rounding_charge(n: int, d: int, relation: Neighbouring) -> float:
     return float_rounding_charge(n, d)
 
 
+def _last_step_sensitivity(C: float, n: int, d: int, relation: Neighbouring,
+                           secure: bool) -> float:
+    """The declared L2 sensitivity of the last step's computed clipped sum:
+    ``2C`` (replace-one) or ``C`` (add-remove), times the rounding charge of a
+    float sum under replace-one; the grid path (``secure=True``) and the
+    add-remove path sum exactly."""
+    sens = clipped_sum_sensitivity(C, relation)
+    return sens if secure else sens * _rounding_charge(n, d, relation)
+
+
 def _exp_epsilon(rho_step: float, count: int) -> float:
     """Per-mechanism parameter of ``count`` exponential mechanisms spending ``rho_step``."""
     return math.sqrt(8.0 * rho_step / count)
@@ -844,9 +854,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     C = calibrated_clip_radius(median_norm, model, b, p)
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * total)
-    sens = clipped_sum_sensitivity(C, relation)
-    if not secure_:
-        sens *= charge
+    sens = _last_step_sensitivity(C, n, d, relation, secure_)
     noisy, dev_std, clipped, unit = ctx.last_step(C, b, center, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
     extra = ctx.diagnose(split, steps, clipped, p * n_eff, n_eff, gen)
