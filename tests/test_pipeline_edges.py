@@ -48,17 +48,24 @@ _BOXES = [(-1e301, 1e301), (-1e300, 1e300), (-1e200, 1e200), (0.0, 1e-300),
           (-1e-290, 1e-290), (-1.0, 1.0)]
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
+_BUDGETS = [{"rho": 0.5}, {"rho": 1e-6}, {"rho": 1e6}, {"epsilon": 1.0, "delta": 1e-6}]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(box=st.sampled_from(_BOXES), d=st.sampled_from([1, 3, 50]),
        n=st.sampled_from([5, 200, 3000]),
        neighbouring=st.sampled_from(["replace", "add-remove"]),
-       statistic=st.sampled_from(["mean", "sum"]))
-def test_outcome_does_not_depend_on_the_data(box, d, n, neighbouring, statistic):
+       statistic=st.sampled_from(["mean", "sum"]),
+       scaling=st.sampled_from(["adaptive", "scaled", "isotropic"]),
+       budget=st.sampled_from(_BUDGETS), secure=st.booleans())
+def test_outcome_does_not_depend_on_the_data(box, d, n, neighbouring, statistic, scaling,
+                                             budget, secure):
     """The same public call on very different data either raises the same
     error on all of them or returns finite estimates on all of them."""
     lo, hi = box
     fn = private_mean if statistic == "mean" else private_sum
-    outcomes = {name: _outcome(fn, X, lower=lo, upper=hi, rho=0.5, neighbouring=neighbouring)
+    outcomes = {name: _outcome(fn, X, lower=lo, upper=hi, neighbouring=neighbouring,
+                               scaling=scaling, secure=secure, **budget)
                 for name, X in _datasets(n, d, lo, hi).items()}
     assert len(set(outcomes.values())) == 1, outcomes
 
@@ -130,3 +137,51 @@ def test_pipeline_noise_includes_the_charge():
     expected = s_mean * 2 * r.clip_norm * float_rounding_charge(4000, 2) / r.scaling / 4000
     np.testing.assert_allclose(r.noise_std, expected, rtol=1e-13)
     assert np.all(r.noise_std > s_mean * 2 * r.clip_norm / r.scaling / 4000 * (1 + 1e-12))
+
+
+def test_box_release_noise_includes_the_charge():
+    """The box release (replace-one, float clamped sum) is charged like the
+    Elliptical Gaussian mechanism's accumulator."""
+    from dpsum.release.accumulator import float_rounding_charge
+    n, d = 50, 3
+    X = np.random.default_rng(0).normal(size=(n, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = private_mean(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
+    assert r.strategy == "box"
+    s_mean = [s for s in r.steps if s.name == "mean"][0].noise_multiplier
+    expected = s_mean * 1.0 * float_rounding_charge(n, d) / r.scaling / n
+    np.testing.assert_allclose(r.noise_std, expected, rtol=1e-13)
+
+
+def test_vector_center_moves_include_the_charge(monkeypatch):
+    """Each whole-vector centre move (replace-one, float clipped sum at c_k) is
+    noised at s_move 2 c_k (1 + rho)."""
+    import dpsum.pipeline.mean as M
+    from dpsum.release.accumulator import float_rounding_charge
+    radii: list[float] = []
+    stds: list[float] = []
+    real_sum, real_noise = M.clipped_sum, M._gaussian_noise
+
+    def spy_sum(data, C, b, c):
+        radii.append(float(C))
+        return real_sum(data, C, b, c)
+
+    def spy_noise(gen, std, size=None):
+        stds.append(float(np.max(std)) if np.ndim(std) else float(std))
+        return real_noise(gen, std, size=size)
+
+    monkeypatch.setattr(M, "clipped_sum", spy_sum)
+    monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
+    n, d = 200, 3
+    X = np.random.default_rng(0).normal(size=(n, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = private_mean(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
+    assert r.strategy.startswith("vector center")
+    moves = [s for s in r.steps if s.name == "center" and s.noise_multiplier is not None]
+    assert moves
+    charge = float_rounding_charge(n, d)
+    for k, step in enumerate(moves):
+        expected = step.noise_multiplier * 2.0 * radii[k] * charge
+        assert any(abs(s - expected) <= 1e-13 * expected for s in stds), (k, expected)

@@ -984,7 +984,11 @@ _DOC_PARAMS = """
         it, so a box that misses the data gives a confidently wrong answer
         (the diagnostics warn), and a box many orders of magnitude too wide
         costs accuracy. Data outside it are not an error: the quantile steps
-        clamp them into the box; the clipped sum needs no box.
+        clamp them into the box; the clipped sum needs no box. A box whose
+        worst-case sums and noise (about ``n * 64 ||upper - lower||``, and
+        ``2^32 d`` times the ratio of the widest to the narrowest width) would
+        not stay below 2^1000 is refused before the data are read, so that no
+        overflow, and no exception, depends on the data.
     epsilon, delta : float, optional
         The budget as an (epsilon, delta) guarantee ...
     rho : float, optional
