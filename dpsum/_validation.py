@@ -325,7 +325,7 @@ def representable(result: Any, names: str, what: str, limit: str = "") -> Any:
     arr = np.asarray(result, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         hint = f": {limit}" if limit else ""
-        raise ValueError(f"{names} is outside the representable range: {what} is not a "
+        raise ValueError(f"{names}: out of the representable range, {what} is not a "
                          f"finite float{hint}")
     return result
 

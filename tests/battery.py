@@ -4,11 +4,14 @@ worst-case neighbours at extreme scales on every mechanism and path.
 Shared by ``tests/test_battery.py`` (which asserts) and
 ``tests/battery_report.py`` (which prints the counts and the worst ratios).
 
-Part 1, bad values. For every function in ``dpsum.__all__`` and in the
-``__all__`` of each subpackage, a baseline call is built from a table of
-valid values per argument name (functions with an argument outside the
-table are counted as *not driven*); the baseline must succeed. Then each
-argument in turn receives each kind of bad value, with the data argument
+Part 1, bad values. For every callable in ``dpsum.__all__`` and in the
+``__all__`` of each subpackage (functions and record classes, through every
+field of a real instance), and for the public methods that take arguments
+(:func:`methods`), a baseline call is built from the function's own
+baseline (:func:`_baselines`) and a table of valid values per argument name
+(:func:`_valid`); the baseline must succeed. The callables deliberately not
+driven are listed with their reasons in ``NOT_DRIVEN``; constants are not
+callable. Then each argument in turn receives each kind of bad value, with the data argument
 (if any) replaced by a *trap*: an array that raises :class:`DataTouched` on
 any computation, so an error raised after the data was read is caught. The
 outcome of each call is one of
@@ -233,7 +236,6 @@ _PIPELINE_RHO: dict[str, Any] = {**_PIPELINE_ARGS, "epsilon": OMIT, "delta": OMI
 def _baselines() -> dict[str, Any]:
     """Per public name, the baseline arguments beyond (or instead of) the
     table of :func:`_valid` (``OMIT``: leave the argument at its default)."""
-    from dpsum import kernels, release
     rel = Make(_gd_release)
     pipe = Make(_pipeline_release)
     pmf = (np.array([0.5, 0.3, 0.2]), np.array([0.4, 0.3, 0.3]))
@@ -323,7 +325,6 @@ def _baselines() -> dict[str, Any]:
         "private_mean": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
         "private_sum": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
     }
-    del kernels, release
     out.update(_record_baselines())
     return out
 
