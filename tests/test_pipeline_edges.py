@@ -1,6 +1,15 @@
 """The pipeline at the edges (issue 26, leaks 1 and 6): no exception and no
 non-finite output depends on the data, and the replace-one float sums are
-charged for their rounding (checked in exact arithmetic)."""
+charged for their rounding (checked in exact arithmetic).
+
+Every test here failed on the pipeline before the fix (commit 0e7efbf's
+dpsum/pipeline/mean.py): N(0, 1) rows raised "median_norm must be finite"
+in a box of +-1e200 where rows at its corners succeeded (the box's norm
+overflowed), a box of +-1e-290 raised ZeroDivisionError (the norm
+underflowed), +-1e301 was not refused before the data, and the declared
+sensitivities were 2C and 1 (uncharged) while a replaced pair moves the
+computed clipped sum by (1 + 1.1e-13) 2C.
+"""
 
 from __future__ import annotations
 
