@@ -455,10 +455,10 @@ def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
-#: The public worst case of the pipeline's float quantities must stay below
-#: this (about 1.1e301; a margin of 2^23 below the largest float covers the
-#: Gaussian tails, the rounding charge and the last additions).
-_WORST_LIMIT = 2.0 ** 1000
+#: The public worst case of the pipeline's clipped sums must stay below this
+#: (about 7e305; a margin of 2^8 below the largest float covers the rounding
+#: charge and the additions that follow).
+_WORST_LIMIT = 2.0 ** 1016
 
 
 def _norm(v: np.ndarray) -> float:
@@ -484,10 +484,10 @@ def _saturate(v: Any) -> Any:
     return np.clip(v, -_FLOAT_MAX, _FLOAT_MAX)
 
 
-def _check_worst_case(lo: np.ndarray, hi: np.ndarray, n: int, total: float,
+def _check_worst_case(lo: np.ndarray, hi: np.ndarray, n: int,
                       relation: Neighbouring) -> None:
     """Refuse, from public inputs only and before the data are read, a box whose
-    worst-case float quantities are not finite.
+    worst-case clipped sums are not finite.
 
     Every private quantity of the pipeline is bounded by public ones: a
     radius or clip radius by ``2^6 ||hi - lo||`` in data units (the search's
@@ -495,24 +495,26 @@ def _check_worst_case(lo: np.ndarray, hi: np.ndarray, n: int, total: float,
     and by ``2^32 d max(w) / min(w)`` in the scaled units of the last step
     (every scale is at least ``w_j 2^-30``); a clipped sum by ``n`` times
     that (``n`` public under replace-one; under add-remove the sums are exact
-    and saturate, and the centre's moves are clamped to the box); the noise
-    by ``2^7 (sensitivity) 10^3 / sqrt(rho)`` times it (a Gaussian draw
-    is below 2^6 in magnitude). When their product, with a margin, is below
-    ``2^1000`` no step overflows, whatever the data; otherwise the box is
-    refused here, naming ``lower`` and ``upper``.
+    and saturate, and the centre's moves are clamped to the box). When that
+    bound is below ``2^1016`` no clipped sum overflows, whatever the data;
+    otherwise the box is refused here, naming ``lower`` and ``upper``. The
+    noise is bounded by the public check on ``width sqrt(d / rho)`` before
+    this one; adding it, and the post-processing after it, saturate at the
+    largest float (:func:`_saturate`: rounding then clamping is a monotone
+    rounding of the exact noisy value, a function of it alone).
     """
     w = hi - lo
     with np.errstate(over="ignore"):
         data_units = 2.0 ** 6 * _norm(w)
-        scaled = 2.0 ** 32 * w.size * float(np.max(w)) / float(np.min(w))
-        rows = float(n) if relation is Neighbouring.REPLACE else 1.0
-        worst = max(data_units, scaled) * (rows + 2.0 ** 7 * 1e3 / math.sqrt(total))
+        scaled = 2.0 ** 32 * w.size * (float(np.max(w)) / float(np.min(w)))
+        rows = float(max(n, 1)) if relation is Neighbouring.REPLACE else 1.0
+        worst = max(data_units, scaled) * rows
     if not worst < _WORST_LIMIT:
         raise ValueError(
-            "lower and upper are outside the representable range for this n, d and budget: "
-            "the worst-case clipped sum and noise, about n * 64 ||upper - lower|| (and the "
-            "scaled box, 2^32 d max(width) / min(width)), must stay below 2^1000 (about "
-            "1e301); rescale the data and the box, or use widths of similar magnitude")
+            "lower and upper are outside the representable range for this number of rows: "
+            "the worst-case clipped sum, about n * 64 ||upper - lower|| (and, in the scaled "
+            "units, n * 2^32 d max(width) / min(width)), must stay below 2^1016 (about "
+            "7e305); rescale the data and the box, or use widths of similar magnitude")
 
 
 def _rounding_charge(n: int, d: int, relation: Neighbouring) -> float:
@@ -597,8 +599,9 @@ class _Context:
             noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
             return noisy, s_mean * sens / b, clipped, None
         T, clipped = clipped_sum(self.data, C, b, center)
-        noisy = (T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b
-        return noisy, s_mean * sens / b, clipped, None
+        with np.errstate(over="ignore"):     # saturated: a function of the noisy sum
+            noisy = _saturate(_saturate(T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b)
+        return noisy, _saturate(s_mean * sens / b), clipped, None
 
     def diagnose(self, split: BudgetSplit, steps: list[PrivacyStep], clipped: int,
                  expected: float, n_eff: float, gen: Any) -> dict:
@@ -672,7 +675,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         reach = float(np.max(hi - lo)) * math.sqrt(d) * 1e3 / math.sqrt(total)
     V.representable(reach, "lower and upper", "the noise for a box this wide at this budget",
                     "the box width times sqrt(d / rho) must stay below about 1e305")
-    _check_worst_case(lo, hi, n, total, relation)
+    _check_worst_case(lo, hi, n, relation)
     if secure_:
         secure_gen = V.check_secure_rng(rng)
         # the preparation steps keep NumPy's floating-point samplers (see the Notes)
@@ -778,7 +781,8 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                 noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
             else:
                 T_k, _ = clipped_sum(data, c_k, ones, center)
-                noisy_k = T_k + z_k
+                with np.errstate(over="ignore"):
+                    noisy_k = _saturate(T_k + z_k)
             # post-processing: the move is clamped to the box (a centre outside
             # it is never better), which keeps every later quantity finite
             with np.errstate(over="ignore"):
@@ -958,8 +962,9 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
         sens *= _rounding_charge(data.shape[0], data.shape[1], relation)
         with np.errstate(over="ignore"):      # a row overflowing to +-inf is clamped
             T, _ = clamped_sum(data - mid, 0.5 * widths)
-            noisy = T + _gaussian_noise(gen, s_mean * sens, size=data.shape[1]) / b
-        dev_std, unit = s_mean * sens / b, None
+            noisy = _saturate(T + _saturate(_gaussian_noise(gen, s_mean * sens,
+                                                            size=data.shape[1]) / b))
+        dev_std, unit = _saturate(s_mean * sens / b), None
     steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
                             0.0, 0.0, share, 0.0, split.diagnostics)
@@ -985,9 +990,9 @@ _DOC_PARAMS = """
         (the diagnostics warn), and a box many orders of magnitude too wide
         costs accuracy. Data outside it are not an error: the quantile steps
         clamp them into the box; the clipped sum needs no box. A box whose
-        worst-case sums and noise (about ``n * 64 ||upper - lower||``, and
-        ``2^32 d`` times the ratio of the widest to the narrowest width) would
-        not stay below 2^1000 is refused before the data are read, so that no
+        worst-case clipped sums (about ``n * 64 ||upper - lower||``, and
+        ``n 2^32 d`` times the ratio of the widest to the narrowest width)
+        would not stay below 2^1016 is refused before the data are read, so that no
         overflow, and no exception, depends on the data.
     epsilon, delta : float, optional
         The budget as an (epsilon, delta) guarantee ...
