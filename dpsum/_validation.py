@@ -325,7 +325,7 @@ def representable(result: Any, names: str, what: str, limit: str = "") -> Any:
     arr = np.asarray(result, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
         hint = f": {limit}" if limit else ""
-        raise ValueError(f"{names} is outside the representable range: {what} is not a "
+        raise ValueError(f"{names}: out of the representable range, {what} is not a "
                          f"finite float{hint}")
     return result
 
@@ -677,10 +677,11 @@ def record_array(value: Any, name: str, *, positive: bool = False, nonnegative: 
             return None
         raise TypeError(f"{name} is required (an array of real numbers), got None")
     arr = as_real_array(value, name)
-    if np.any(np.isnan(arr)):
-        raise ValueError(f"{name} must not contain NaN")
-    if finite and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
+    if not np.isfinite(arr).all():
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} must not contain NaN")
+        if finite:
+            raise ValueError(f"{name} must be finite")
     if positive and not np.all(arr > 0):
         raise ValueError(f"{name} must be > 0 in every coordinate")
     if nonnegative and not np.all(arr >= 0):
@@ -700,6 +701,10 @@ def record_scalar(value: Any, name: str, *, low: float = -math.inf, high: float 
     """A scalar field: a finite real (an ``int`` with ``integer``) in the
     interval from ``low`` to ``high`` (ends closed unless said); None stays
     None when ``optional``."""
+    if type(value) is float and low <= value <= high and math.isfinite(value) \
+            and (closed_low or value != low) and (closed_high or value != high) \
+            and not integer:
+        return value         # fast path: a plain float already in range
     if value is None:
         if optional:
             return None

@@ -368,8 +368,10 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         matter); see :class:`dpsum.design.Scaling`.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation. Under add-remove with a nonzero center the
-        sensitivity is ``C + ||b ⊙ c||``, since a whole record, center
-        included, enters or leaves the sum.
+        sensitivity is ``C + ||b ⊙ c||`` (evaluated exactly, rounded up),
+        since a whole record, center included, enters or leaves the sum; the
+        float path then sums exactly and folds ``n b ⊙ c`` in before the
+        noise (``n`` is private), as in :func:`clipped_gaussian_mechanism`.
     rng : numpy.random.Generator, int, SeedSequence or None
         Source of randomness.
     secure : bool
@@ -444,7 +446,11 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     clip_norm : float
         The clip radius ``C > 0``; public.
     neighbouring : {"replace", "add-remove"}
-        The neighbouring relation.
+        The neighbouring relation. Under add-remove the number of rows is
+        private, and the float path sums exactly (rows rounded to a public
+        grid of spacing about ``2^-32 C``, added as integers, the noise added
+        exactly and the result rounded once): no rounding charge, cap on the rows or
+        refusal depends on it (:class:`~dpsum.release.Accumulator`).
     rng : numpy.random.Generator, int, SeedSequence or None
         Source of randomness.
     secure : bool

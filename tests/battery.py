@@ -4,11 +4,14 @@ worst-case neighbours at extreme scales on every mechanism and path.
 Shared by ``tests/test_battery.py`` (which asserts) and
 ``tests/battery_report.py`` (which prints the counts and the worst ratios).
 
-Part 1, bad values. For every function in ``dpsum.__all__`` and in the
-``__all__`` of each subpackage, a baseline call is built from a table of
-valid values per argument name (functions with an argument outside the
-table are counted as *not driven*); the baseline must succeed. Then each
-argument in turn receives each kind of bad value, with the data argument
+Part 1, bad values. For every callable in ``dpsum.__all__`` and in the
+``__all__`` of each subpackage (functions and record classes, through every
+field of a real instance), and for the public methods that take arguments
+(:func:`methods`), a baseline call is built from the function's own
+baseline (:func:`_baselines`) and a table of valid values per argument name
+(:func:`_valid`); the baseline must succeed. The callables deliberately not
+driven are listed with their reasons in ``NOT_DRIVEN``; constants are not
+callable. Then each argument in turn receives each kind of bad value, with the data argument
 (if any) replaced by a *trap*: an array that raises :class:`DataTouched` on
 any computation, so an error raised after the data was read is caught. The
 outcome of each call is one of
@@ -112,6 +115,8 @@ def _valid(name: str) -> Any:
         "n_samples": 100, "sampling_rate": 0.01, "target": 10.0,
         "domain": (-10.0, 10.0), "lower": np.array([-10.0, -10.0]),
         "upper": np.array([10.0, 10.0]), "center": np.array([0.0, 0.0]),
+        # optional arguments shared by many functions: driven too
+        "neighbouring": "replace", "secure": False, "statistic": "sum", "diagnostics": False,
     }
     return table.get(name)
 
@@ -218,10 +223,19 @@ def _record_baselines() -> dict[str, Any]:
     }
 
 
-def _baselines() -> dict[str, dict[str, Any]]:
+_PIPELINE_ARGS: dict[str, Any] = {
+    "X": np.random.default_rng(4).normal(size=(60, 2)), "lower": -5.0, "upper": 5.0,
+    "epsilon": 1.0, "delta": 1e-6, "rho": OMIT, "neighbouring": "replace",
+    "budget": {"center": 0.1, "clip": 0.05, "radius": 0.05, "scales": 0.1, "spread": 0.05},
+    "scaling": "adaptive", "clip_probability": 0.2, "regularization": 0.1, "rng": 0,
+    "secure": False, "diagnostics": True}
+_PIPELINE_RHO: dict[str, Any] = {**_PIPELINE_ARGS, "epsilon": OMIT, "delta": OMIT,
+                                 "rho": 0.5, "budget": OMIT}
+
+
+def _baselines() -> dict[str, Any]:
     """Per public name, the baseline arguments beyond (or instead of) the
     table of :func:`_valid` (``OMIT``: leave the argument at its default)."""
-    from dpsum import kernels, release
     rel = Make(_gd_release)
     pipe = Make(_pipeline_release)
     pmf = (np.array([0.5, 0.3, 0.2]), np.array([0.4, 0.3, 0.3]))
@@ -307,9 +321,10 @@ def _baselines() -> dict[str, dict[str, Any]]:
         "bernstein_clip_radius": {"stds": np.ones(200), "clip_probability": 0.1},
         "bernstein_error_clip_radius_squared": {"stds": np.ones(200)},
         "bernstein_error_bound": {"stds": np.ones(200)},
-        "private_mean": {"rho": OMIT}, "private_sum": {"rho": OMIT},
+        # the pipeline: every argument, once with (epsilon, delta), once with rho
+        "private_mean": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
+        "private_sum": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
     }
-    del kernels, release
     out.update(_record_baselines())
     return out
 
@@ -329,8 +344,8 @@ NOT_DRIVEN: dict[str, str] = {
     "Calibration": "pure enum (parsed by Release's calibration field)",
     "BinaryMechanism": "pure enum (parsed by every mechanism argument of dpsum.binary)",
     "PublicInputWarning": "a warning category, raised by the library, never called",
-    "Accumulator": "abstract base: built by the three *_accumulator functions (driven), "
-                   "whose update/merge/release the neighbour part drives",
+    "Accumulator": "abstract base: built by the three *_accumulator functions (driven); "
+                   "its update, merge and release are driven as methods",
     # '<step> on validated inputs': the internals private_mean composes,
     # each behind a public function that validates and is driven
     "center_step": "private_center on validated inputs (private_center is driven)",
@@ -341,6 +356,56 @@ NOT_DRIVEN: dict[str, str] = {
     "accumulate_grid": "kernel on make_grid_plan's plan; grid_clipped_sum and the grid "
                        "accumulators are driven",
 }
+
+
+_ACC_X = np.array([[0.5, -0.2], [1.0, 0.3], [-0.7, 0.1]])
+
+
+def _parent() -> Any:
+    return _cached("acc", lambda: R.clipped_gaussian_accumulator(
+        2, epsilon=1.0, delta=1e-6, clip_norm=2.0))
+
+
+def _method(name: str, build: Any, method: str, baseline: dict[str, Any]) -> tuple[str, Any,
+                                                                                  dict]:
+    """A public method as a callable the battery drives: each call builds its
+    object afresh with ``build`` (a release may run once per plan), then
+    calls ``method`` with the driven arguments."""
+    sig = inspect.signature(getattr(build(), method))
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(build(), method)(*args, **kwargs)
+    call.__signature__ = sig          # type: ignore[attr-defined]
+    call.__name__ = name
+    return name, call, baseline
+
+
+def methods() -> list[tuple[str, Any, dict]]:
+    """The public methods that take arguments: the accumulator's (the issue's
+    double counting and repeated release) and the records' and the
+    generalized chi-square's."""
+    from dpsum.distributions import GeneralizedChiSquare
+    law = GeneralizedChiSquare([1.0, 2.0], [0.0, 1.0])
+    fresh_acc = lambda: R.clipped_gaussian_accumulator(  # noqa: E731
+        2, epsilon=1.0, delta=1e-6, clip_norm=2.0).update(_ACC_X)
+    out = [
+        _method("Accumulator.update", _parent, "update", {"block": _ACC_X}),
+        _method("Accumulator.merge", lambda: _parent().update(_ACC_X), "merge",
+                {"other": Make(lambda: _parent().update(_ACC_X[:1]))}),
+        _method("Accumulator.release", fresh_acc, "release", {"rng": 0, "repeat": False}),
+        _method("Release.summary", _gd_release, "summary", {"beta": 0.05, "rows": 5}),
+        _method("Release.to_dict", _gd_release, "to_dict", {"beta": 0.05}),
+        _method("PipelineRelease.summary", _pipeline_release, "summary",
+                {"beta": 0.05, "rows": 5}),
+        _method("PipelineRelease.to_dict", _pipeline_release, "to_dict", {"beta": 0.05}),
+    ]
+    for m, arg, v in [("logsf", "x", 3.0), ("logcdf", "x", 3.0), ("sf", "x", 3.0),
+                      ("cdf", "x", 3.0), ("pdf", "x", 3.0), ("isf", "p", 0.05),
+                      ("ppf", "p", 0.05), ("saddlepoint_isf", "p", 0.05)]:
+        out.append(_method(f"GeneralizedChiSquare.{m}", lambda: law, m, {arg: v}))
+    out.append(_method("GeneralizedChiSquare.rvs", lambda: law, "rvs",
+                       {"size": 3, "rng": 0}))
+    return out
 
 
 def public_names() -> list[tuple[str, Any]]:
@@ -393,10 +458,18 @@ def _numbers(result: Any, depth: int = 0) -> list[float]:
     return []
 
 
-def _classify(exc: BaseException | None, result: Any, param: str) -> str:
+#: Log-probabilities: -inf is the exact value at an impossible point
+#: (log P(X <= 0) for a positive quadratic form, log P(X > inf)).
+LOG_PROBABILITY = {"method GeneralizedChiSquare.logsf", "method GeneralizedChiSquare.logcdf"}
+
+
+def _classify(exc: BaseException | None, result: Any, param: str, qual: str = "") -> str:
     if exc is None:
-        return "finite result" if all(math.isfinite(v) for v in _numbers(result)) \
-            else "non-finite result"
+        ok = (lambda v: math.isfinite(v) or v == -math.inf) if qual in LOG_PROBABILITY \
+            else math.isfinite
+        values = _numbers(result) if qual not in LOG_PROBABILITY else \
+            [float(v) for v in np.ravel(np.asarray(result, dtype=float))]
+        return "finite result" if all(ok(v) for v in values) else "non-finite result"
     if isinstance(exc, DataTouched):
         return "data read first"
     if not isinstance(exc, (ValueError, TypeError)):
@@ -421,9 +494,16 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
     coverage: Counter = Counter()
     failures: list[tuple[str, str, str, str]] = []
     baselines = _baselines()
+    jobs = []
     for qual, func in _functions()[:limit]:
+        own_all = baselines.get(qual.rsplit(".", 1)[1], {})
+        for own in (own_all if isinstance(own_all, list) else [own_all]):
+            jobs.append((qual, func, own))
+    if limit is None:
+        jobs += [(f"method {name}", call, own) for name, call, own in methods()]
+    done: set[str] = set()
+    for qual, func, own in jobs:
         sig = inspect.signature(func)
-        own = baselines.get(qual.rsplit(".", 1)[1], {})
         kwargs: dict[str, Any] = {}
         ok = True
         for p in sig.parameters.values():
@@ -452,7 +532,9 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
             failures.append((qual, "-", "-", f"not driven: baseline refused: "
                                              f"{type(e).__name__} {str(e)[:80]}"))
             continue
-        coverage["driven"] += 1
+        if qual not in done:
+            coverage["driven"] += 1
+            done.add(qual)
         for param in [k for k in kwargs if k != "rng"] + (["rng"] if "rng" in kwargs else []):
             for label, bad in bad_values() + ([("float seed", 1.5), ("negative seed", -1)]
                                               if param == "rng" else []):
@@ -471,7 +553,7 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
                     if exc is not None and isinstance(exc, (ValueError, TypeError)) \
                             and param in str(exc) and param not in DATA:
                         exc = DataTouched(str(exc))
-                outcome = _classify(exc, result, param)
+                outcome = _classify(exc, result, param, qual)
                 counts[outcome] += 1
                 if outcome not in ("clear error", "finite result"):
                     failures.append((qual, param, label,

@@ -31,7 +31,8 @@ def main() -> None:
     print("Part 1: every public name, every kind of bad value")
     print(f"  public names: {len(names)} ({n_callable} callable, "
           f"{len(names) - n_callable} constants)")
-    print(f"  driven: {coverage['driven']}; not driven by design: {len(B.NOT_DRIVEN)}"
+    print(f"  driven: {coverage['driven']} (every public callable but {len(B.NOT_DRIVEN)}, and "
+          f"{len(B.methods())} public methods); not driven by design: {len(B.NOT_DRIVEN)}"
           + "".join(f"; {k}: {v}" for k, v in sorted(coverage.items()) if k != "driven"))
     for name, why in sorted(B.NOT_DRIVEN.items()):
         print(f"    {name}: {why}")

@@ -135,8 +135,8 @@ def test_gaussian_data_accumulator_releases_the_in_memory_release(n, pieces, see
     for field in ("scaling", "center"):
         a, b = getattr(out, field), getattr(ref, field)
         assert (a is None and b is None) or np.array_equal(a, b), field
-    # the rounding charge of the float sum depends on the number of merged
-    # pieces (issue 26, item 6): equal up to it
+    # the rounding charge of the float sum is a function of n and d only
+    # (exact merges): equal up to the rounding of the recorded values
     np.testing.assert_allclose(out.noise_std, ref.noise_std, rtol=1e-9)
     assert out.sensitivity == pytest.approx(ref.sensitivity, rel=1e-9)
     for field in ("clip_norm", "epsilon", "delta", "neighbouring", "sigma_opt",

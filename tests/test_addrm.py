@@ -232,3 +232,74 @@ def test_battery_add_remove_neighbours_move_at_most_the_sensitivity(mechanism, p
         assert any(a in str(e) for a in ("clip_norm", "stds", "scaling", "center")), str(e)
         return
     assert ratio <= 1.0
+
+
+# ----------------------------- replace-one: the blocks do not enter the charge
+
+def test_the_replace_one_charge_does_not_depend_on_the_blocks():
+    """Blocks cut by a private attribute (the sign of a column) are one or two
+    non-empty pieces depending on the data; the merges are exact, so the
+    charge (a function of n and d) and the merged statistic do not change."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(0, 1, size=(500, 3)) * 10.0 ** rng.uniform(-6, 6, size=(500, 1))
+    Y = X.copy()
+    Y[:, 0] = np.abs(Y[:, 0])                       # every row on one side
+    for kind in ("clipped", "elliptical"):
+        if kind == "clipped":
+            acc = R.clipped_gaussian_accumulator(3, epsilon=EPS, delta=DELTA, clip_norm=2.0,
+                                                 n=500)
+        else:
+            acc = R.elliptical_gaussian_accumulator([-2.0] * 3, [2.0] * 3, epsilon=EPS,
+                                                    delta=DELTA, n=500)
+        sens = set()
+        for data in (X, Y):
+            pos = data[:, 0] > 0
+            parts = acc.empty().update(data[pos]).merge(acc.empty().update(data[~pos]))
+            sens.add(parts.release(rng=0, repeat=True).sensitivity)
+            # the exact merge: the statistic is the exact sum of the partials, rounded once
+            a, b = acc.empty().update(data[pos]), acc.empty().update(data[~pos])
+            exact = [_q(x) + _q(y) for x, y in zip(a.private_sum(), b.private_sum())]
+            assert parts.private_sum().tolist() == [float(v) for v in exact]
+        whole = acc.empty().update(X).release(rng=0, repeat=True)
+        assert sens == {whole.sensitivity}
+
+
+# ---------------------------------------------- the pipeline's add-remove path
+
+def test_the_pipelines_exact_sum_is_the_accumulators():
+    """``private_mean`` / ``private_sum`` under add-remove take the same exact
+    sum as the accumulators (and their noise is added exactly): with zero
+    noise the result is the accumulator's exact statistic divided by the
+    scaling, rounded once."""
+    from dpsum.kernels._exact import exact_noisy_clipped_sum
+    rng = np.random.default_rng(8)
+    X = rng.normal(0, 1, size=(3000, 3)) * 10.0 ** rng.uniform(-6, 6, size=(3000, 1))
+    b, c = np.array([1.0, 0.5, 2.0]), np.array([0.1, -3.0, 7.0])
+    out, clipped = exact_noisy_clipped_sum(X, 2.5, b, c, np.zeros(3))
+    acc = R.gaussian_data_accumulator([1.0, 2.0, 0.5], center=c, scaling=b, epsilon=EPS,
+                                      delta=DELTA, clip_probability=0.01,
+                                      neighbouring="add-remove")
+    # the accumulator clips at its own radius: compare at that radius
+    C = acc.update(X[:1]).release(rng=0).clip_norm
+    out, clipped = exact_noisy_clipped_sum(X, C, b, c, np.zeros(3))
+    stat = acc.update(X).private_sum()
+    offset = [len(X) * Fraction(float(bj)) * Fraction(float(cj)) for bj, cj in zip(b, c)]
+    assert out.tolist() == [float((s - o) / Fraction(float(bj)))
+                            for s, o, bj in zip(stat, offset, b)]
+    assert clipped == acc.update(X).diagnostic_count > 0
+
+
+@pytest.mark.parametrize("statistic", ["mean", "sum"])
+def test_the_pipeline_under_add_remove_raises_on_neither_neighbour(statistic):
+    import warnings
+
+    import dpsum
+    rng = np.random.default_rng(2)
+    X = rng.normal(0, 1, size=(2000, 3)) * [1e3, 1.0, 1e-3]
+    run = dpsum.private_mean if statistic == "mean" else dpsum.private_sum
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for data in (X, X[1:], np.vstack([[[1e6, -1e6, 1e6]], X])):
+            r = run(data, lower=-1e4, upper=1e4, epsilon=1.0, delta=1e-6,
+                    neighbouring="add-remove", rng=0)
+            assert np.all(np.isfinite(r.estimate))

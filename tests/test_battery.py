@@ -41,7 +41,8 @@ def test_every_public_name_is_driven_or_its_exclusion_justified():
 
 def test_bad_values_get_a_clear_error_or_a_finite_result():
     counts, failures, coverage = B.run_bad_values()
-    assert coverage["driven"] == len(B._functions()), coverage   # every baseline accepted
+    # every baseline accepted: each public callable and each public method driven
+    assert coverage["driven"] == len(B._functions()) + len(B.methods()), coverage
     assert counts["clear error"] > 10000
     # never: data read before a parameter check, or a data value echoed
     assert counts["data read first"] == 0
@@ -213,3 +214,71 @@ def test_overflowing_closed_forms_are_refused_naming_the_argument():
             call()
     # just inside the range: finite
     assert math.isfinite(P.zcdp_rho_pure(1.8e154)) and math.isfinite(P.gdp_mu(5.6e-309))
+
+
+# ---------------------------- the issue's "Bad input" examples, one by one
+def _issue_examples():
+    from dpsum import distributions as D
+    from dpsum import kernels as K
+    from dpsum import pipeline as PL
+    from dpsum import privacy as P
+    import dpsum
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    return [
+        # (call, the argument the error must name, or None for a finite result)
+        (lambda: dpsum.gaussian_mechanism([1.0], epsilon=1e-300, delta=1e-6, sensitivity=1.0,
+                                          secure=True), "epsilon"),
+        (lambda: dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1e308, 1e308],
+                                               center=0), "stds"),
+        (lambda: dpsum.private_sum(X, lower=-1, upper=1, rho=1e308), "rho"),
+        (lambda: dpsum.private_sum(X, lower=-1, upper=1, rho=5e-324), "rho"),
+        (lambda: dpsum.private_mean(X, lower=-1e300, upper=1e300, epsilon=1.0, delta=1e-6),
+         None),
+        (lambda: dpsum.clipped_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, clip_norm=2**-1000,
+                                                  secure=True), "clip_norm"),
+        (lambda: P.discrete_gaussian_delta(1e-300, 1.0), None),
+        (lambda: K.grid_exponent(1.0, 0), "d"),
+        (lambda: P.zcdp_delta(5e-324, 1.0), None),
+        (lambda: P.basic_composition([1e308, 1e308], [1e-6, 1e-6]), "epsilons"),
+        (lambda: K.sum_rounding_bound(2.5, 2), "n_rows"),
+        (lambda: K.sum_rounding_bound(10, math.nan), "d"),
+        (lambda: D.discrete_gaussian(4.0, size=-1), "size"),
+        (lambda: D.discrete_gaussian(4.0, size=True), "size"),
+        (lambda: K.round_to_grid(np.ones(2), 2.5), "K"),
+        (lambda: dpsum.compose(None), "steps"),
+        (lambda: dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 1.0],
+                                               center=[1e308, -1e308]), "center"),
+        (lambda: PL.private_center(X, epsilon=1.0, lower=0, upper=5e-324), "lower"),
+        (lambda: P.advanced_composition(0.1, 0.0, 100, 1e-6), None),
+        (lambda: D.discrete_gaussian(4.0, size=2, rng=np.random.SeedSequence(0)), None),
+        (lambda: P.subsampled_gaussian_pld(5e-324, 0.01, 3), "noise_multiplier"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_issue_examples())))
+def test_the_issues_bad_input_examples(case):
+    import warnings
+    call, name = _issue_examples()[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name is None:
+            out = call()
+            assert all(math.isfinite(v) for v in B._numbers(out))
+        else:
+            with pytest.raises((ValueError, TypeError), match=name):
+                call()
+
+
+def test_generalized_chi_square_at_subnormal_and_huge_points():
+    from dpsum.distributions import GeneralizedChiSquare
+    law = GeneralizedChiSquare([1.0, 2.0], [0.0, 1.0])
+    # small ball: log P(X <= x) = log x + const for x -> 0, also where x / w_max underflows
+    slope = law.logcdf(1e-300) - math.log(1e-300)
+    for x in (1e-310, 5e-324):
+        assert law.logcdf(x) == pytest.approx(math.log(x) + slope, rel=1e-12)
+        assert law.pdf(x) == pytest.approx(law.pdf(1e-300), rel=1e-12)
+    # far upper tail: log P(X > x) = -x / (2 w_max) to double precision
+    for x in (1e41, 1e100, 1e308):
+        assert law.logsf(x) == -x / 4.0
+        assert law.sf(x) == 0.0 and law.cdf(x) == 1.0 and law.pdf(x) == 0.0
+    assert law.logsf(1e40) == pytest.approx(-1e40 / 4.0, rel=1e-15)   # the contour, agreeing

@@ -8,6 +8,7 @@ mechanism <elliptical>` and :ref:`Gaussian data <gaussian-data>`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -113,7 +114,18 @@ def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
     [0.125, 0.25, 0.25, 0.079057]
     """
     sigma = _positive_vector(stds, "stds")
-    return 1.0 / (np.sqrt(sigma) * np.sqrt(sigma.sum()))
+    with np.errstate(over="ignore", divide="ignore"):
+        total = float(np.sum(sigma))
+        if math.isfinite(total):
+            b = 1.0 / (np.sqrt(sigma) * np.sqrt(total))
+        else:      # sqrt(sum sigma) as sqrt(top) sqrt(sum sigma / top): no overflow
+            top = float(np.max(sigma))
+            b = 1.0 / (np.sqrt(sigma) * math.sqrt(top) * math.sqrt(float(np.sum(sigma / top))))
+    if not (np.all(np.isfinite(b)) and np.all(b >= np.finfo(np.float64).tiny)):
+        raise ValueError("stds is outside the representable range: the scaling "
+                         "1 / sqrt(sigma_j sum sigma) is not a positive normal float "
+                         "(stds must lie within about 1e-300 and 1e300); rescale the data")
+    return b
 
 
 def whitening_scaling(stds: ArrayLike) -> np.ndarray:

@@ -817,7 +817,8 @@ class GeneralizedChiSquare:
                 logpdf = np.full(n, np.nan)
         return ok, logp, logpdf
 
-    def _eval(self, x: np.ndarray, want_pdf: bool = False) -> Any:
+    def _eval(self, x: np.ndarray, want_pdf: bool = False,
+              log_x: np.ndarray | None = None) -> Any:
         """(upper?, log P, log pdf) at scaled points x > 0 (finite), vectorised.
 
         log P is log sf where upper is True and log cdf elsewhere. Points are
@@ -834,12 +835,21 @@ class GeneralizedChiSquare:
         tiny = ~upper & (x < self._tiny_x)
         if np.any(tiny):
             half = 0.5 * self._dof
-            lp = half * np.log(0.5 * x[tiny]) + self._small_ball_const()
+            # log x from the caller where x / w_max underflows (a subnormal x)
+            lx = np.log(x[tiny]) if log_x is None else log_x[tiny]
+            lp = half * (lx - math.log(2.0)) + self._small_ball_const()
             logp[tiny] = lp
-            logpdf[tiny] = lp + math.log(half) - np.log(x[tiny])
+            logpdf[tiny] = lp + math.log(half) - lx
+        # Far upper tail: log P(X > x) = -x/2 + O(log x + sqrt(Lambda x)) in
+        # scaled units, and beyond 1e40 (1 + Lambda) the correction is below
+        # the resolution of x/2 (where the contour integral no longer converges)
+        far = upper & (x > 1e40 * (1.0 + self._total_nc))
+        if np.any(far):
+            logp[far] = -0.5 * x[far]
+            logpdf[far] = -0.5 * x[far] - math.log(2.0)
         step = self._points_per_chunk()
         for side in (True, False):
-            sel = np.flatnonzero((upper == side) & ~tiny)
+            sel = np.flatnonzero((upper == side) & ~tiny & ~far)
             for start in range(0, sel.size, step):
                 rows = sel[start:start + step]
                 v = self._saddle_v(x[rows], side)
@@ -871,7 +881,9 @@ class GeneralizedChiSquare:
         lsf[high], lcdf[high] = -np.inf, 0.0
         mid = ~low & ~high
         if np.any(mid):
-            upper, lp, _ = self._eval(flat[mid] / self._wmax)
+            pts = flat[mid]
+            upper, lp, _ = self._eval(pts / self._wmax,
+                                      log_x=np.log(pts) - math.log(self._wmax))
             other = log1mexp(-lp)
             lsf[mid] = np.where(upper, lp, other)
             lcdf[mid] = np.where(upper, other, lp)
@@ -943,7 +955,9 @@ class GeneralizedChiSquare:
         out[flat == 0] = self._pdf_at_zero()
         mid = (flat > 0) & np.isfinite(flat)
         if np.any(mid):
-            _, _, lpdf = self._eval(flat[mid] / self._wmax, want_pdf=True)
+            pts = flat[mid]
+            _, _, lpdf = self._eval(pts / self._wmax, want_pdf=True,
+                                    log_x=np.log(pts) - math.log(self._wmax))
             out[mid] = np.exp(lpdf) / self._wmax
         return V.scalar_or_array(out.reshape(xa.shape), x)
 

@@ -23,6 +23,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpsum.kernels.grid import accumulate_grid, make_grid_plan
+
 #: Relative part of the clip radius given up to the fine grid of the float
 #: path under add-remove: rows are clipped to ``C - sqrt(d) 2^(K-1) >= C (1 -
 #: EXACT_CHARGE)`` before rounding, so each rounded row still has norm at most
@@ -124,3 +126,23 @@ def noisy_estimate(statistic: Iterable[Fraction], noise: np.ndarray,
         for j, (s, w) in enumerate(zip(stat, inv)):
             out[i, j] = to_float((s + Fraction(float(row[j]))) * w)
     return out.reshape(z.shape)
+
+
+def exact_noisy_clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray,
+                            center: np.ndarray | None, noise: np.ndarray
+                            ) -> tuple[np.ndarray, int]:
+    """The Gaussian-data mechanism's noisy clipped sum under add-remove, exactly.
+
+    ``((S 2^K + noise) / b)`` rounded once per coordinate, with ``S`` the exact
+    integer sum of the rows ``(x - c) ⊙ b`` clipped and rounded to the grid
+    ``2^K`` of :data:`EXACT_CHARGE` (:func:`dpsum.kernels.grid.make_grid_plan`):
+    adding or removing a row moves ``S 2^K`` by at most ``clip_norm``
+    (:prf:ref:`fp-thm-grid`), whatever the other rows and however many, and
+    the output is a function of ``S 2^K + noise``. ``noise`` (shape ``(d,)``,
+    in the scaled space) is the caller's Gaussian draw. Returns the noisy sum
+    in the data's units and the clipped row count (**not** private).
+    """
+    plan, K, k = make_grid_plan(float(clip_norm), scaling, center, scaling.size, EXACT_CHARGE)
+    S, clipped = accumulate_grid(X, plan, k)
+    unit = Fraction(2) ** K
+    return noisy_estimate([Fraction(int(s)) * unit for s in S], noise, scaling), clipped

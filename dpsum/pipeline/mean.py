@@ -53,6 +53,7 @@ from dpsum import _validation as V
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
+from dpsum.kernels._exact import exact_noisy_clipped_sum
 from dpsum.kernels.clipping import clamped_sum, clipped_sum
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.adaptive import (
@@ -77,6 +78,7 @@ from dpsum.pipeline.quantiles import (
     l1_norm_quantile_step,
     norm_quantile_step,
     quantile_sensitivity,
+    row_norms,
     scales_step,
 )
 from dpsum.privacy.composition import (
@@ -90,6 +92,7 @@ from dpsum.privacy.composition import (
     zcdp_rho,
 )
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
+from dpsum.release.accumulator import float_rounding_charge
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
@@ -409,12 +412,27 @@ def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None,
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise TypeError("give the budget either as (epsilon, delta) or as rho, not both")
-        return float(V.check_positive(rho, "rho", scalar=True)), None, None
+        return _rho_in_range(float(V.check_positive(rho, "rho", scalar=True)), "rho"), None, None
     if epsilon is None or delta is None:
         raise TypeError("give the budget as epsilon and delta, or as rho")
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
-    return _zcdp_rho(float(eps), float(dlt)), eps, dlt
+    return _rho_in_range(_zcdp_rho(float(eps), float(dlt)), "epsilon (with delta)"), eps, dlt
+
+
+#: The pipeline's total zCDP budget lies in [1e-250, 1e250]: it is split into
+#: shares (some far below 1) whose noise multipliers 1 / sqrt(2 share rho)
+#: must be positive normal floats.
+_RHO_RANGE = (1e-250, 1e250)
+
+
+def _rho_in_range(total: float, name: str) -> float:
+    lo, hi = _RHO_RANGE
+    if not lo <= total <= hi:
+        raise ValueError(f"{name} gives a total zCDP budget rho = {total:.3g} outside "
+                         f"[{lo:g}, {hi:g}], where the pipeline's shares of rho and their noise "
+                         "multipliers stay normal floats")
+    return total
 
 
 # Both conversions are pure functions of public parameters; repeated releases
@@ -432,6 +450,89 @@ def _compose_zcdp(steps: tuple, dlt: float) -> ComposedGuarantee:
 def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
     """Gaussian noise of standard deviation ``std`` (one place to draw it)."""
     return gen.normal(0.0, 1.0, size=size) * std
+
+
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+#: The public worst case of the pipeline's float quantities must stay below
+#: this (about 1.1e301; a margin of 2^23 below the largest float covers the
+#: Gaussian tails, the rounding charge and the last additions).
+_WORST_LIMIT = 2.0 ** 1000
+
+
+def _norm(v: np.ndarray) -> float:
+    """``||v||_2`` without overflow or underflow of the squares (inf only when
+    the norm itself is not a float)."""
+    top = float(np.max(np.abs(v)))
+    if top == 0.0:
+        return 0.0
+    with np.errstate(over="ignore"):
+        return top * float(np.sqrt(np.sum((v / top) ** 2)))
+
+
+def _l1(v: np.ndarray) -> float:
+    """``||v||_1``, saturated at the largest float (an upper search bound)."""
+    with np.errstate(over="ignore"):
+        return min(float(np.sum(np.abs(v))), _FLOAT_MAX)
+
+
+def _saturate(v: Any) -> Any:
+    """Post-processing of released values: ``+-inf`` from an overflow of the
+    last arithmetic becomes ``+-M`` (``M`` the largest float). A function of
+    the released values only, the same whatever the data."""
+    return np.clip(v, -_FLOAT_MAX, _FLOAT_MAX)
+
+
+def _check_worst_case(lo: np.ndarray, hi: np.ndarray, n: int, total: float,
+                      relation: Neighbouring) -> None:
+    """Refuse, from public inputs only and before the data are read, a box whose
+    worst-case float quantities are not finite.
+
+    Every private quantity of the pipeline is bounded by public ones: a
+    radius or clip radius by ``2^6 ||hi - lo||`` in data units (the search's
+    upper end times the largest quantile ratio, < 64 for ``p_C`` >= 5e-324)
+    and by ``2^32 d max(w) / min(w)`` in the scaled units of the last step
+    (every scale is at least ``w_j 2^-30``); a clipped sum by ``n`` times
+    that (``n`` public under replace-one; under add-remove the sums are exact
+    and saturate, and the centre's moves are clamped to the box); the noise
+    by ``2^7 (sensitivity) 10^3 / sqrt(rho)`` times it (a Gaussian draw
+    is below 2^6 in magnitude). When their product, with a margin, is below
+    ``2^1000`` no step overflows, whatever the data; otherwise the box is
+    refused here, naming ``lower`` and ``upper``.
+    """
+    w = hi - lo
+    with np.errstate(over="ignore"):
+        data_units = 2.0 ** 6 * _norm(w)
+        scaled = 2.0 ** 32 * w.size * float(np.max(w)) / float(np.min(w))
+        rows = float(n) if relation is Neighbouring.REPLACE else 1.0
+        worst = max(data_units, scaled) * (rows + 2.0 ** 7 * 1e3 / math.sqrt(total))
+    if not worst < _WORST_LIMIT:
+        raise ValueError(
+            "lower and upper are outside the representable range for this n, d and budget: "
+            "the worst-case clipped sum and noise, about n * 64 ||upper - lower|| (and the "
+            "scaled box, 2^32 d max(width) / min(width)), must stay below 2^1000 (about "
+            "1e301); rescale the data and the box, or use widths of similar magnitude")
+
+
+def _rounding_charge(n: int, d: int, relation: Neighbouring) -> float:
+    """``1 + rho``: the factor charged to the sensitivity of a float clipped
+    (or clamped) sum of ``n`` rows under replace-one
+    (:func:`dpsum.release.accumulator.float_rounding_charge`, the
+    mechanisms' one rule); 1 under add-remove, where the sums are exact."""
+    if relation is not Neighbouring.REPLACE:
+        return 1.0
+    return float_rounding_charge(n, d)
+
+
+def _last_step_sensitivity(C: float, n: int, d: int, relation: Neighbouring,
+                           secure: bool) -> float:
+    """The declared L2 sensitivity of the last step's computed clipped sum:
+    ``2C`` (replace-one) or ``C`` (add-remove), times the rounding charge of a
+    float sum under replace-one; the grid path (``secure=True``) and the
+    add-remove path sum exactly."""
+    sens = clipped_sum_sensitivity(C, relation)
+    return sens if secure else sens * _rounding_charge(n, d, relation)
 
 
 def _exp_epsilon(rho_step: float, count: int) -> float:
@@ -489,6 +590,12 @@ class _Context:
             T, scale, K, clipped = _grid_sum(self.data, C, b, center, s_mean, relation,
                                              self.secure_gen)
             return T / b, scale / b, clipped, np.ldexp(np.ones(b.size), K) / b
+        if relation is Neighbouring.ADD_REMOVE:
+            # n is private: the rows are summed exactly and the noise added
+            # exactly (no rounding, overflow or exception depends on n)
+            z = _gaussian_noise(gen, s_mean * sens, size=b.size)
+            noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
+            return noisy, s_mean * sens / b, clipped, None
         T, clipped = clipped_sum(self.data, C, b, center)
         noisy = (T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b
         return noisy, s_mean * sens / b, clipped, None
@@ -565,6 +672,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         reach = float(np.max(hi - lo)) * math.sqrt(d) * 1e3 / math.sqrt(total)
     V.representable(reach, "lower and upper", "the noise for a box this wide at this budget",
                     "the box width times sqrt(d / rho) must stay below about 1e305")
+    _check_worst_case(lo, hi, n, total, relation)
     if secure_:
         secure_gen = V.check_secure_rng(rng)
         # the preparation steps keep NumPy's floating-point samplers (see the Notes)
@@ -613,8 +721,11 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
             "scaling='adaptive' (the default) estimates it for the whole vector instead")
 
     min_scale = (hi - lo) * ASINH_RESOLUTION
-    box = float(np.linalg.norm(hi - lo))
+    box = _norm(hi - lo)
     k_sens = clipped_sum_sensitivity(1.0, relation)     # 2 (replace-one) or 1 (add-remove)
+    # the rounding of a float clipped sum of n rows (replace-one, n public) is
+    # charged to its sensitivity; add-remove sums exactly (charge 1)
+    charge = _rounding_charge(n, d, relation)
     ones = np.ones(d)
     mid = lo + 0.5 * (hi - lo)
 
@@ -650,7 +761,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         r_star = break_even_radius(hi - lo, n_eff, d, rest * total, split.mean * total,
                                    k_sens, calibrated_clip_radius(1.0, ones, ones, p))
         s_dec = zcdp_gaussian_multiplier(decision * total)
-        near = int(np.count_nonzero(np.linalg.norm(data - mid, axis=1) <= r_star))
+        near = int(np.count_nonzero(row_norms(data, mid, None) <= r_star))
         near_noisy = float(near + _gaussian_noise(gen, s_dec))
         steps.append(gaussian_step("decision", s_dec))
         if near_noisy <= 0.5 * n_eff:
@@ -661,8 +772,17 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         while True:
             c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
             s_move = zcdp_gaussian_multiplier(move_share * total)
-            T_k, _ = clipped_sum(data, c_k, ones, center)
-            center = center + (T_k + _gaussian_noise(gen, s_move * k_sens * c_k, size=d)) / n_eff
+            # replace-one: the float sum's rounding is charged (n public)
+            z_k = _gaussian_noise(gen, s_move * k_sens * charge * c_k, size=d)
+            if relation is Neighbouring.ADD_REMOVE:      # n private: summed exactly
+                noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
+            else:
+                T_k, _ = clipped_sum(data, c_k, ones, center)
+                noisy_k = T_k + z_k
+            # post-processing: the move is clamped to the box (a centre outside
+            # it is never better), which keeps every later quantity finite
+            with np.errstate(over="ignore"):
+                center = np.clip(center + noisy_k / n_eff, lo, hi)
             steps.append(gaussian_step("center", s_move))
             moves += 1
             last = radius
@@ -690,7 +810,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         # unequal the scales are, and the choice is post-processing
         eps_l1 = _exp_epsilon(split.spread * total, 1)
         l1 = l1_norm_quantile_step(data, 0.5, eps_l1, float(min_scale.min()),
-                                   float(np.sum(hi - lo)), center, du, gen)
+                                   _l1(hi - lo), center, du, gen)
         steps.append(bounded_range_step("spread", eps_l1))
         g = heterogeneity(l1, radius, d)
         use_scales = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip)
@@ -715,7 +835,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         # 5. clip radius: private median of the scaled norms, extrapolated by the model
         eps_k = _exp_epsilon(split.clip * total, 1)
         median_norm = norm_quantile_step(data, 0.5, eps_k, float((min_scale * b).min()),
-                                         float(np.linalg.norm((hi - lo) * b)), center, b, du,
+                                         _norm((hi - lo) * b), center, b, du,
                                          gen)
         steps.append(bounded_range_step("clip", eps_k))
         strategy += ", scaled"
@@ -734,7 +854,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     C = calibrated_clip_radius(median_norm, model, b, p)
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * total)
-    sens = clipped_sum_sensitivity(C, relation)
+    sens = _last_step_sensitivity(C, n, d, relation, secure_)
     noisy, dev_std, clipped, unit = ctx.last_step(C, b, center, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
     extra = ctx.diagnose(split, steps, clipped, p * n_eff, n_eff, gen)
@@ -749,15 +869,19 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
             strategy: str, exact: bool = False, *, ctx: _Context,
             unit: np.ndarray | None = None, extra: dict | None = None) -> PipelineRelease:
-    if statistic == "mean":
-        estimate = center + noisy / n_eff
-        noise_std = dev_std / n_eff
-        unit = None if unit is None else unit / n_eff
-    else:
-        estimate = count * center + noisy
-        noise_std = dev_std
-        if relation is Neighbouring.ADD_REMOVE:
-            noise_std = np.hypot(dev_std, s_count * center)
+    # post-processing of released values, saturated at the largest float
+    # (the same function whatever the data)
+    with np.errstate(over="ignore"):
+        if statistic == "mean":
+            estimate = center + noisy / n_eff
+            noise_std = dev_std / n_eff
+            unit = None if unit is None else unit / n_eff
+        else:
+            estimate = count * center + noisy
+            noise_std = dev_std
+            if relation is Neighbouring.ADD_REMOVE:
+                noise_std = np.hypot(dev_std, s_count * center)
+    estimate, noise_std = _saturate(estimate), _saturate(noise_std)
     guarantee = None
     if dlt is not None:
         guarantee = (compose(tuple(steps), delta=dlt, method="exact") if exact
@@ -795,7 +919,10 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
     in the same scaled space (a row inside the box is unchanged, a row outside
     is shrunk towards the midpoint instead of clamped), with exact discrete
-    Gaussian noise.
+    Gaussian noise. Under add-remove the float path takes the same clipped
+    sum, summed exactly (:func:`dpsum.kernels._exact.exact_noisy_clipped_sum`:
+    the number of rows is private, so no rounding of a float sum may depend
+    on it), with Gaussian noise added exactly.
     """
     ctx.warn(
         "private_mean: too few rows for this budget to improve on the public box; "
@@ -821,11 +948,17 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
         if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
             s_mean = 1.0 / math.sqrt(inv)
     sens = clipped_sum_sensitivity(0.5, relation)
-    if ctx.secure:
+    if ctx.secure or relation is Neighbouring.ADD_REMOVE:
+        # add-remove (n private): the exact sum of last_step, clipping at 1/2
+        # in the scaled space as the grid path does
         noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
     else:
-        T, _ = clamped_sum(data - mid, 0.5 * widths)
-        noisy = T + _gaussian_noise(gen, s_mean * sens, size=data.shape[1]) / b
+        # replace-one: the clamped sum's rounding is charged (n public), as
+        # the Elliptical Gaussian mechanism's accumulator does
+        sens *= _rounding_charge(data.shape[0], data.shape[1], relation)
+        with np.errstate(over="ignore"):      # a row overflowing to +-inf is clamped
+            T, _ = clamped_sum(data - mid, 0.5 * widths)
+            noisy = T + _gaussian_noise(gen, s_mean * sens, size=data.shape[1]) / b
         dev_std, unit = s_mean * sens / b, None
     steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
@@ -851,7 +984,11 @@ _DOC_PARAMS = """
         it, so a box that misses the data gives a confidently wrong answer
         (the diagnostics warn), and a box many orders of magnitude too wide
         costs accuracy. Data outside it are not an error: the quantile steps
-        clamp them into the box; the clipped sum needs no box.
+        clamp them into the box; the clipped sum needs no box. A box whose
+        worst-case sums and noise (about ``n * 64 ||upper - lower||``, and
+        ``2^32 d`` times the ratio of the widest to the narrowest width) would
+        not stay below 2^1000 is refused before the data are read, so that no
+        overflow, and no exception, depends on the data.
     epsilon, delta : float, optional
         The budget as an (epsilon, delta) guarantee ...
     rho : float, optional

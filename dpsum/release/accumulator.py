@@ -20,6 +20,18 @@ in-memory mechanism draws, from the same ``rng`` in the same order, so the
 two releases agree up to the rounding of the sum
 (:func:`merged_sum_rounding_bound`).
 
+**Rounding, and what it may depend on.** Under replace-one the number of
+rows ``n`` is public: the float sum's rounding is charged to the sensitivity
+by :func:`float_rounding_charge`, a function of ``n`` and ``d`` only (the
+partial sums are merged exactly, so neither the number of blocks nor the
+order of the merges enters). Under add-remove ``n`` is private, so no charge,
+cap or refusal may be computed from it: the Gaussian-data mechanism and the
+clipping baseline then sum exactly (rows rounded to a fine public grid and
+added as integers, the noise added in exact arithmetic; ``_ExactClippedSum``),
+and the release moves by at most its sensitivity whatever ``n`` is, with no
+public bound on ``n`` to state and none to exceed (the chapter
+:ref:`Floating point <fp-sum-rounding>`, :prf:ref:`fp-thm-grid`).
+
 Accumulators are immutable values: ``update`` and ``merge`` return new
 accumulators, so a retried task of a distributed engine can never add a
 block twice into a shared object. They pickle, so dask, Spark or Beam can
@@ -50,7 +62,7 @@ from dpsum.kernels.clipping import (
     rounding_gamma,
     sum_rounding_bound,
 )
-from dpsum.kernels._exact import EXACT_CHARGE, noisy_estimate, norm_plus
+from dpsum.kernels._exact import EXACT_CHARGE, noisy_estimate, norm_plus, to_float
 from dpsum.kernels.grid import (
     accumulate_grid,
     grid_clamped_sum,
@@ -410,22 +422,29 @@ class Accumulator:
     def _float_charge(self) -> float:
         """The float paths' ``1 + rho`` under replace-one, from public counts only.
 
-        The computed statistic is ``T = sum_i r_i + e`` with
-        ``||e|| <= rho_sum C``: ``rho_sum = sum_rounding_bound(n, d) +
-        gamma_{m-1} n (1 + sum_rounding_bound(n, d))`` for ``m`` merged pieces
-        (:func:`merged_sum_rounding_bound`, each piece's bound at most the
-        whole's), plus one rounding of each coordinate when it is divided by
-        the scaling (at most ``u n C (1 + rho_sum)`` in the scaled norm). For
-        replace-one neighbours both ``T`` and ``T'`` carry such an error, so
+        Each non-empty ``update`` computes a partial ``P_k`` of ``n_k`` rows
+        with ``||P_k - sum_{i in k} r_i|| <= gamma_{L(n_k)} n_k C`` (the kernel's
+        bound, :func:`dpsum.kernels.sum_rounding_bound` without its underflow
+        term: the partials stay in the kernel's normalised units). The
+        partials are merged **exactly** (:func:`_fixed`: integers), so the
+        merged total ``P`` is within ``sum_k gamma_{L(n_k)} n_k C <=
+        gamma_{L(n)} n C`` of ``sum_i r_i`` whatever the number of pieces and
+        the order of the merges; the statistic is ``P`` rounded once to a float
+        (a relative ``u`` per coordinate, and an absolute ``2^-1075 <=
+        2^-75 C`` where it is subnormal), and the estimate divides it by the
+        scaling (one more relative ``u``). So the computed statistic is within
+        ``rho_sum C + 2 u n C (1 + rho_sum)`` of ``sum_i r_i``,
+        ``rho_sum = sum_rounding_bound(n, d)``, and for replace-one neighbours
         ``||T - T'|| <= 2C (1 + rho)`` with
-        ``1 + rho = (1 + rho_sum)(1 + n u) (1 + 2^-50)`` (the last factor
-        covers the rounding of this product). ``n`` and ``m`` are public
-        under replace-one.
+        ``1 + rho = (1 + rho_sum)(1 + 2 n u)(1 + 2^-50)``
+        (:func:`float_rounding_charge`; the last factor covers the rounding
+        of this product). Only ``n`` and ``d`` enter, both public under
+        replace-one: not the number of blocks, which a caller's partition of
+        the rows (by a private attribute, say) could make private.
         """
         if self._template.neighbouring is not Neighbouring.REPLACE or self._rows == 0:
             return 1.0
-        return float_rounding_charge(self._rows, self._d, max(1, len(self._blocks)))
-
+        return float_rounding_charge(self._rows, self._d)
 
     def _check_rows(self) -> None:
         """Refuse, from the public row count, a sum that could overflow."""
@@ -442,12 +461,17 @@ class Accumulator:
         return f"<Accumulator of {self.mechanism}: d = {self._d}>"
 
 
-def float_rounding_charge(n: int, d: int, pieces: int = 1) -> float:
+def float_rounding_charge(n: int, d: int) -> float:
     """The factor ``1 + rho`` by which a float path's sensitivity is charged
-    for the rounding of its sum of ``n`` rows in ``d`` columns, computed in
-    ``pieces`` merged partial sums (replace-one; see the accumulators'
-    release): ``(1 + rho_sum)(1 + n u)(1 + 2^-50)`` with
-    ``rho_sum = sum_rounding_bound(n, d) + gamma_{pieces-1} n (1 + sum_rounding_bound(n, d))``.
+    for the rounding of its sum of ``n`` rows in ``d`` columns (replace-one,
+    where ``n`` is public; the chapter :ref:`Floating point
+    <fp-sum-rounding>`): ``(1 + rho_sum)(1 + 2 n u)(1 + 2^-50)`` with
+    ``rho_sum = sum_rounding_bound(n, d)`` and ``u = 2^-53``.
+
+    It does not depend on how the rows were cut into blocks: the
+    accumulators merge their partial sums exactly (proof in the
+    accumulators' ``_float_charge``). Under add-remove no charge is computed
+    (the number of rows is private there): that float path sums exactly.
 
     Examples
     --------
@@ -456,10 +480,32 @@ def float_rounding_charge(n: int, d: int, pieces: int = 1) -> float:
     """
     nn = V.check_integer(n, "n", 0)
     dd = V.check_integer(d, "d")
-    m = V.check_integer(pieces, "pieces")
-    base = sum_rounding_bound(nn, dd)
-    rho_sum = base + rounding_gamma(m - 1) * nn * (1.0 + base)
-    return (1.0 + rho_sum) * (1.0 + nn * 2.0 ** -53) * (1.0 + 2.0 ** -50)
+    rho_sum = sum_rounding_bound(nn, dd)
+    return (1.0 + rho_sum) * (1.0 + nn * 2.0 ** -52) * (1.0 + 2.0 ** -50)
+
+
+#: Fixed-point scale of the exact partial sums: every float is an integer
+#: multiple of ``2^-1074``, and ``m 2^(e - 53)`` with ``e >= -1073``.
+_FIX = 1126
+
+
+def _fixed(v: np.ndarray) -> np.ndarray:
+    """The floats of ``v`` as exact integers in units of ``2^-_FIX`` (an object
+    array of Python integers, which add exactly). A partial that overflowed
+    to ``+-inf`` enters as ``+-M`` (``M`` the largest float): the public
+    refusal of :func:`_check_clamped_sum_finite` covers every such case."""
+    x = np.clip(np.asarray(v, dtype=np.float64), -_FLOAT_MAX, _FLOAT_MAX)
+    mant, exp = np.frexp(x)
+    ints = np.ldexp(mant, 53).astype(np.int64).tolist()
+    shifts = (exp.astype(np.int64) - 53 + _FIX).tolist()
+    return np.array([m << s if s >= 0 else m >> -s for m, s in zip(ints, shifts)],
+                    dtype=object)
+
+
+def _unfixed(total: np.ndarray, e: int = 0) -> np.ndarray:
+    """``total 2^(e - _FIX)`` rounded once to floats, saturating at ``+-M``."""
+    scale = Fraction(2) ** (e - _FIX)
+    return np.array([to_float(Fraction(int(t)) * scale) for t in total])
 
 
 class _ClippedSum(Accumulator):
@@ -475,28 +521,27 @@ class _ClippedSum(Accumulator):
         super().__init__(template, n)
 
     def _zero(self) -> np.ndarray:
-        return np.zeros(self._plan.d)
+        return np.array([0] * self._plan.d, dtype=object)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
         acc, clipped = accumulate_clipped(block, self._plan)
-        return acc.total(), clipped
+        return _fixed(acc.total()), clipped          # merged exactly from here on
 
     def _statistic(self) -> np.ndarray:
         """The clipped sum ``T``, saturated at ``+-M`` (``M`` the largest float).
 
         **No overflow depends on the data.** In the kernel's normalised units
-        every contribution has norm below 2, so the partial sums (at most
-        ``2n < 2^64`` in magnitude) never overflow; only the final rescaling
-        by ``2^e`` can. It is saturated coordinate-wise at ``+-M`` instead
-        of raising or returning ``inf``: saturation ``s(t) = min(M, max(-M,
-        t))`` is 1-Lipschitz in every coordinate, so
-        ``||s(T) - s(T')|| <= ||T - T'||`` and the sensitivity argument of
-        the unsaturated sum holds unchanged, whatever ``n`` and ``C``; no
-        exception and no infinity is a function of the rows.
+        every contribution has norm below 2, so a block's partial sum (at
+        most ``2n < 2^64`` in magnitude) never overflows, and the partials
+        are added exactly (integers). Only the final rescaling by ``2^e`` can
+        leave the float range; it is rounded once and saturated
+        coordinate-wise at ``+-M`` instead of raising or returning ``inf``:
+        saturation ``s(t) = min(M, max(-M, t))`` is 1-Lipschitz in every
+        coordinate, so ``||s(T) - s(T')|| <= ||T - T'||`` and the sensitivity
+        argument of the unsaturated sum holds unchanged, whatever ``n`` and
+        ``C``; no exception and no infinity is a function of the rows.
         """
-        with np.errstate(over="ignore", under="ignore"):
-            T = np.ldexp(self._total, self._plan.e)
-        return np.clip(T, -_FLOAT_MAX, _FLOAT_MAX)
+        return _unfixed(self._total, self._plan.e)
 
     def _rounding_charge(self) -> float:
         return self._float_charge()
@@ -667,27 +712,28 @@ class _ClampedSum(Accumulator):
         _check_clamped_sum_finite(self._half, self._rows)
 
     def _zero(self) -> np.ndarray:
-        return np.zeros(self._half.size)
+        return np.array([0] * self._half.size, dtype=object)
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
         with np.errstate(over="ignore"):     # an overflow to inf is clamped to the box
             shifted = block - self._mid if np.any(self._mid) else block
-        return clamped_sum(shifted, self._half)
+            total, count = clamped_sum(shifted, self._half)
+        return _fixed(total), count                  # merged exactly from here on
 
     def _rows_hit(self, block: np.ndarray, count: int) -> int:
         return _outside(block, self._template)
 
     def _statistic(self) -> np.ndarray:
-        return np.array(self._total, dtype=np.float64)
+        return _unfixed(self._total)
 
     def _rounding_charge(self) -> float:
-        # the clamped sum's rounding, per coordinate relative to h_j (the
-        # bound of merged_sum_rounding_bound); no division follows, so the
-        # factor of _float_charge is an upper bound
+        # the clamped sum's rounding, per coordinate relative to h_j: the
+        # partials' bound, exact merges, one rounding of the total; no
+        # division follows, so the factor of _float_charge is an upper bound
         return self._float_charge()
 
     def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
-        noisy = self._total + gen.normal(0.0, 1.0, size=self._d) * noise_std
+        noisy = self._statistic() + gen.normal(0.0, 1.0, size=self._d) * noise_std
         return noisy + self._rows * self._mid if np.any(self._mid) else noisy
 
 

@@ -964,6 +964,8 @@ def _labels(rel: Any) -> list[str]:
 
 
 def _summary(rel: Any, beta: float, rows: int) -> str:
+    beta = float(V.check_probability(beta, "beta", scalar=True))
+    rows = V.check_integer(rows, "rows", 0)
     iv = rel.confidence_intervals(beta) if _has_intervals(rel) else None
     labels = _labels(rel)
     width = max(8, min(24, max(len(x) for x in labels)))

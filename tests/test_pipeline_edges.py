@@ -1,0 +1,187 @@
+"""The pipeline at the edges (issue 26, leaks 1 and 6): no exception and no
+non-finite output depends on the data, and the replace-one float sums are
+charged for their rounding (checked in exact arithmetic)."""
+
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpsum.pipeline import private_mean, private_sum
+from dpsum.pipeline.mean import _Context, _last_step_sensitivity
+from dpsum.privacy.neighbouring import Neighbouring
+
+
+def _datasets(n: int, d: int, lo: float, hi: float) -> dict[str, np.ndarray]:
+    r = np.random.default_rng(0)
+    mixed = np.empty((n, d))
+    mixed[:, ::2] = hi
+    mixed[:, 1::2] = 1e-300
+    mixed[::2] *= -1
+    return {
+        "normal": r.normal(size=(n, d)),
+        "corners": np.where(r.random((n, d)) < 0.5, lo, hi),
+        "mixed": mixed,
+        "constant": np.full((n, d), 0.5 * hi),
+    }
+
+
+def _outcome(fn, X, **kw) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            r = fn(X, rng=1, **kw)
+        except (ValueError, TypeError) as e:
+            return f"{type(e).__name__}: {e}"
+    values = [np.asarray(v, dtype=float) for v in
+              (r.estimate, r.noise_std, r.clip_norm, r.center, r.scaling)]
+    assert all(np.all(np.isfinite(v)) for v in values), "non-finite output"
+    return "ok"
+
+
+_BOXES = [(-1e301, 1e301), (-1e300, 1e300), (-1e200, 1e200), (0.0, 1e-300),
+          (-1e-290, 1e-290), (-1.0, 1.0)]
+
+
+_BUDGETS = [{"rho": 0.5}, {"rho": 1e-6}, {"rho": 1e6}, {"epsilon": 1.0, "delta": 1e-6}]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(box=st.sampled_from(_BOXES), d=st.sampled_from([1, 3, 50]),
+       n=st.sampled_from([5, 200, 3000]),
+       neighbouring=st.sampled_from(["replace", "add-remove"]),
+       statistic=st.sampled_from(["mean", "sum"]),
+       scaling=st.sampled_from(["adaptive", "scaled", "isotropic"]),
+       budget=st.sampled_from(_BUDGETS), secure=st.booleans())
+def test_outcome_does_not_depend_on_the_data(box, d, n, neighbouring, statistic, scaling,
+                                             budget, secure):
+    """The same public call on very different data either raises the same
+    error on all of them or returns finite estimates on all of them."""
+    lo, hi = box
+    fn = private_mean if statistic == "mean" else private_sum
+    outcomes = {name: _outcome(fn, X, lower=lo, upper=hi, neighbouring=neighbouring,
+                               scaling=scaling, secure=secure, **budget)
+                for name, X in _datasets(n, d, lo, hi).items()}
+    assert len(set(outcomes.values())) == 1, outcomes
+
+
+@pytest.mark.parametrize("neighbouring", ["replace", "add-remove"])
+def test_extreme_box_found_by_review(neighbouring):
+    """The reported case: N(0, 1) rows raised 'median_norm must be finite'
+    where rows at the box's corners succeeded; now one public answer."""
+    lo, hi = -1e200, 1e200
+    data = _datasets(200, 3, lo, hi)
+    outcomes = {name: _outcome(private_mean, X, lower=lo, upper=hi, rho=0.5,
+                               neighbouring=neighbouring) for name, X in data.items()}
+    assert set(outcomes.values()) == {"ok"}, outcomes
+
+
+def test_huge_box_refused_before_data_naming_lower_upper():
+    X = np.zeros((10, 3))
+    with pytest.raises(ValueError, match="lower and upper") as info:
+        private_mean(X, lower=-1e301, upper=1e301, rho=0.5, rng=1)
+    assert "0.0" not in str(info.value)
+    # the same refusal for data that would have worked before
+    with pytest.raises(ValueError, match="lower and upper"):
+        private_mean(np.full((10, 3), 1e300), lower=-1e301, upper=1e301, rho=0.5, rng=1)
+
+
+class _ZeroNoise:
+    """A generator stand-in whose Gaussian draws are 0: the pre-noise statistic."""
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        return np.zeros(size if size is not None else ())
+
+
+def _last_step_statistic(X: np.ndarray, C: float) -> np.ndarray:
+    n, d = X.shape
+    lo, hi = np.full(d, -4.0), np.full(d, 4.0)
+    ctx = _Context(X, lo, hi, None, False, None, False, 1.0, "private_mean")
+    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0, 2 * C,
+                                   Neighbouring.REPLACE, _ZeroNoise())
+    return noisy
+
+
+def test_last_step_sensitivity_covers_rounding_exactly():
+    """Worst-case replaced pair through the pipeline's last float step: the
+    movement of the computed clipped sum, in exact arithmetic, exceeds 2C (so
+    the rounding must be charged) and is at most the declared sensitivity."""
+    n, C = 2048, 1.0
+    X = np.full((n, 1), 2.0 / 3.0) + (np.arange(n) % 5)[:, None] * 2.0 ** -52
+    X2 = X.copy()
+    X[0, 0], X2[0, 0] = C, -C
+    T, T2 = _last_step_statistic(X, C), _last_step_statistic(X2, C)
+    move = abs(Fraction(float(T[0])) - Fraction(float(T2[0])))
+    assert move > 2 * Fraction(C)               # the uncharged 2C is not enough
+    declared = _last_step_sensitivity(C, n, 1, Neighbouring.REPLACE, False)
+    assert move <= Fraction(declared)
+    # exact paths are not charged
+    assert _last_step_sensitivity(C, n, 1, Neighbouring.REPLACE, True) == 2 * C
+    assert _last_step_sensitivity(C, n, 1, Neighbouring.ADD_REMOVE, False) == C
+
+
+def test_pipeline_noise_includes_the_charge():
+    """The released noise of a replace-one run is calibrated to the charged
+    sensitivity: noise_std = s_mean 2C (1 + rho) / b / n."""
+    from dpsum.release.accumulator import float_rounding_charge
+    X = np.random.default_rng(3).normal(size=(4000, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = private_mean(X, lower=-50, upper=50, rho=1.0, rng=2, diagnostics=False)
+    s_mean = [s for s in r.steps if s.name == "mean"][0].noise_multiplier
+    expected = s_mean * 2 * r.clip_norm * float_rounding_charge(4000, 2) / r.scaling / 4000
+    np.testing.assert_allclose(r.noise_std, expected, rtol=1e-13)
+    assert np.all(r.noise_std > s_mean * 2 * r.clip_norm / r.scaling / 4000 * (1 + 1e-12))
+
+
+def test_box_release_noise_includes_the_charge():
+    """The box release (replace-one, float clamped sum) is charged like the
+    Elliptical Gaussian mechanism's accumulator."""
+    from dpsum.release.accumulator import float_rounding_charge
+    n, d = 50, 3
+    X = np.random.default_rng(0).normal(size=(n, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = private_mean(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
+    assert r.strategy == "box"
+    s_mean = [s for s in r.steps if s.name == "mean"][0].noise_multiplier
+    expected = s_mean * 1.0 * float_rounding_charge(n, d) / r.scaling / n
+    np.testing.assert_allclose(r.noise_std, expected, rtol=1e-13)
+
+
+def test_vector_center_moves_include_the_charge(monkeypatch):
+    """Each whole-vector centre move (replace-one, float clipped sum at c_k) is
+    noised at s_move 2 c_k (1 + rho)."""
+    import dpsum.pipeline.mean as M
+    from dpsum.release.accumulator import float_rounding_charge
+    radii: list[float] = []
+    stds: list[float] = []
+    real_sum, real_noise = M.clipped_sum, M._gaussian_noise
+
+    def spy_sum(data, C, b, c):
+        radii.append(float(C))
+        return real_sum(data, C, b, c)
+
+    def spy_noise(gen, std, size=None):
+        stds.append(float(np.max(std)) if np.ndim(std) else float(std))
+        return real_noise(gen, std, size=size)
+
+    monkeypatch.setattr(M, "clipped_sum", spy_sum)
+    monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
+    n, d = 200, 3
+    X = np.random.default_rng(0).normal(size=(n, d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = private_mean(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
+    assert r.strategy.startswith("vector center")
+    moves = [s for s in r.steps if s.name == "center" and s.noise_multiplier is not None]
+    assert moves
+    charge = float_rounding_charge(n, d)
+    for k, step in enumerate(moves):
+        expected = step.noise_multiplier * 2.0 * radii[k] * charge
+        assert any(abs(s - expected) <= 1e-13 * expected for s in stds), (k, expected)
