@@ -88,7 +88,7 @@ from scipy import optimize, stats
 from dpsum.pipeline import private_mean
 from dpsum_book.pipeline import plan_overspend
 from pipeline_targets import holm, paired
-from private_mean import PLAN_NAMES, load_plan, model, plan_excess
+from private_mean import PLAN_NAMES, load_plan, model, plan_excess, selected
 
 #: the book's table (written only with --write)
 DATA = Path(__file__).resolve().parents[1] / "book" / "data" / "plan_comparison.csv"
@@ -405,19 +405,7 @@ def main(argv=None):
     plan_pub = load_plan(args.plan)
     module = load_plan_code(Path(args.plan))
 
-    def wanted(key):
-        setting, d, alpha, rho = key
-        for spec in args.only or [""]:
-            if not spec:
-                return True
-            parts = spec.split(":")
-            var = alpha if setting == "B" else d
-            if parts[0] == setting and (len(parts) < 2 or float(parts[1]) == var) and (
-                    len(parts) < 3 or abs(float(parts[2]) - rho) < 1e-12):
-                return True
-        return False
-
-    keys = sorted(k for k in plan_pub if wanted(k))
+    keys = sorted(k for k in plan_pub if selected(k, args.only))
     if args.write and len(keys) != 89:
         ap.error("--write needs all 89 settings (no --only)")
     print(f"{len(keys)} settings; errors: mean L2 error +- standard error; "

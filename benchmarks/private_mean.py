@@ -195,6 +195,18 @@ def write_plan_summary(plan, path):
                         *(f"{v:.6g}" for v in _mse(pub)), *(f"{v:.6g}" for v in _mse(emp))])
 
 
+def selected(key, only):
+    """Whether the setting ``key = (setting, d, alpha, rho)`` is in the ``--only``
+    specs (``A``, ``B:1.5``, ``C:1024:0.25``; every setting when there are none)."""
+    setting, d, alpha, rho = key
+    var = alpha if setting == "B" else d
+    for spec in only or []:
+        parts = spec.split(":")
+        if parts[0] == setting and (len(parts) < 2 or float(parts[1]) == var) and (
+                len(parts) < 3 or abs(float(parts[2]) - rho) < 1e-12):
+            return True
+    return not only
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--plan", default=os.environ.get("PLAN_EXPERIMENTS"),
@@ -218,19 +230,7 @@ def main(argv=None):
         write_plan_summary(plan, args.plan_summary)
         return
 
-    def wanted(key):
-        if not args.only:
-            return True
-        setting, d, alpha, rho = key
-        for spec in args.only:
-            parts = spec.split(":")
-            var = alpha if setting == "B" else d
-            if parts[0] == setting and (len(parts) < 2 or float(parts[1]) == var) and (
-                    len(parts) < 3 or abs(float(parts[2]) - rho) < 1e-12):
-                return True
-        return False
-
-    keys = sorted(k for k in plan if wanted(k))
+    keys = sorted(k for k in plan if selected(k, args.only))
     print(f"{len(keys)} settings, {args.runs} runs each, delta = {args.delta:g} for the "
           f"(epsilon, delta) comparison; errors are mean L2 error +- standard error\n")
     head = (f"{'set':3} {'d':>5} {'alpha':>5} {'rho':>6} {'eps':>6} {'PLAN':>15} "

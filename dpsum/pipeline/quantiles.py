@@ -253,8 +253,7 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     data = V.check_data_matrix(X, finite=False)
     lo, hi = check_domain(lower, upper, data.shape[1])
     gen = V.check_rng(rng)
-    if not np.all(np.isfinite(data)):
-        raise ValueError("X contains NaN or infinite values")
+    _require_finite(data)
     return center_step(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
@@ -315,8 +314,7 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     if not np.all(lo < hi):
         raise ValueError("min_scale must be < max_scale in every coordinate")
     gen = V.check_rng(rng)
-    if not np.all(np.isfinite(data)):
-        raise ValueError("X contains NaN or infinite values")
+    _require_finite(data)
     return scales_step(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
@@ -382,6 +380,20 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     -------
     float
     """
+    q, eps, du, lo, hi, data, c, b = _norm_quantile_inputs(
+        X, quantile, epsilon, lower, upper, center, scaling, neighbouring)
+    gen = V.check_rng(rng)
+    _require_finite(data)
+    return norm_quantile_step(data, q, eps, lo, hi, c, b, du, gen)
+
+
+def _norm_quantile_inputs(X: ArrayLike, quantile: float, epsilon: float, lower: float,
+                          upper: float, center: ArrayLike | None, scaling: ArrayLike | None,
+                          neighbouring: Neighbouring | str
+                          ) -> tuple[float, float, float, float, float, np.ndarray,
+                                     np.ndarray | None, np.ndarray | None]:
+    """The public arguments of the norm quantile checked, then ``X``'s shape (not
+    its values): ``(q, eps, du, lo, hi, data, c, b)``."""
     q = _quantile(quantile)
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
@@ -393,10 +405,13 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     d = data.shape[1]
     c = None if center is None else V.check_vector(center, "center", d)
     b = None if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    gen = V.check_rng(rng)
+    return q, eps, quantile_sensitivity(q, relation), lo, hi, data, c, b
+
+
+def _require_finite(data: np.ndarray) -> None:
+    """The first read of the data's values, after every public argument is checked."""
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
-    return norm_quantile_step(data, q, eps, lo, hi, c, b, quantile_sensitivity(q, relation), gen)
 
 
 def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
@@ -441,28 +456,20 @@ def norm_quantile_law(X: ArrayLike, quantile: float, *, epsilon: float, lower: f
     >>> edges.tolist(), bool(abs(p.sum() - 1) < 1e-12)
     ([0.5, 1.0, 2.0, 4.0, 8.0], True)
     """
-    q = _quantile(quantile)
-    eps = V.check_epsilon(epsilon, scalar=True)
-    relation = Neighbouring.parse(neighbouring)
-    lo = V.check_positive(lower, "lower", scalar=True)
-    hi = V.check_positive(upper, "upper", scalar=True)
-    if not lo < hi:
-        raise ValueError("lower must be < upper")
-    data = V.check_data_matrix(X, finite=False)
-    d = data.shape[1]
-    c = None if center is None else V.check_vector(center, "center", d)
-    b = None if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    if not np.all(np.isfinite(data)):
-        raise ValueError("X contains NaN or infinite values")
+    q, eps, du, lo, hi, data, c, b = _norm_quantile_inputs(
+        X, quantile, epsilon, lower, upper, center, scaling, neighbouring)
+    _require_finite(data)
     m = data.shape[0]
     edges = np.concatenate(([lo], np.sort(np.clip(row_norms(data, c, b), lo, hi)), [hi]))
     with np.errstate(divide="ignore"):
         log_edges = np.log(edges)
-    coef = eps / (2.0 * quantile_sensitivity(q, relation))
+    coef = eps / (2.0 * du)
     with np.errstate(divide="ignore"):
         logw = np.log(np.diff(log_edges)) - np.abs(np.arange(m + 1) - q * m) * coef
     probabilities = np.exp(logw - logsumexp(logw))
     return edges, probabilities
+
+
 def _row_l1_norms(data: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``||x_i - c||_1`` for every row, in row blocks (+inf on overflow)."""
     n, d = data.shape
