@@ -1,4 +1,5 @@
-r"""Log-space special functions, with one sign convention, used by the whole package.
+r"""Log-space special functions, with one sign convention, and exact upward
+rounding (:func:`sqrt_up`, :func:`norm_plus`), used by the whole package.
 
 Privacy profiles and tail probabilities range from 1 down to 1e-300 and below,
 so :mod:`dpsum` computes them as logarithms and never subtracts two numbers
@@ -18,6 +19,8 @@ scalar input); they never warn.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,6 +28,7 @@ from scipy.special import erfcx
 from scipy.special import log_ndtr as _log_ndtr
 
 __all__ = [
+    "norm_plus", "sqrt_up",
     "LOG_SQRT_2PI",
     "log1mexp",
     "log_expm1",
@@ -177,3 +181,58 @@ def log1p_complex(a: ArrayLike, b: ArrayLike) -> tuple[Float, Float]:
     re = 0.5 * np.log1p(a * (2.0 + a) + b * b)
     im = np.arctan2(b, 1.0 + a)
     return re, im
+
+
+# ------------------------------------------------ exact upward rounding
+
+def sqrt_up(Q: Fraction) -> float:
+    """The smallest float ``t >= sqrt(Q)`` (``inf`` beyond the float range),
+    from a float estimate scaled by a power of four (so that neither ``Q`` nor
+    its root underflows) and an exact check."""
+    if Q == 0:
+        return 0.0
+    k = (Q.denominator.bit_length() - Q.numerator.bit_length()) // 2   # Q 4^k near 1
+    scaled = Q * Fraction(4) ** k if k >= 0 else Q / Fraction(4) ** -k
+    try:
+        t = math.ldexp(math.sqrt(float(scaled)), -k)
+    except OverflowError:
+        return math.inf
+    while math.isfinite(t) and Fraction(t) ** 2 < Q:
+        t = math.nextafter(t, math.inf)
+    while t > 0 and Fraction(math.nextafter(t, 0.0)) ** 2 >= Q:
+        t = math.nextafter(t, 0.0)
+    return t
+
+
+def norm_plus(C: float, offset: Iterable[Fraction] | None = None) -> float:
+    """The smallest float ``s >= C + ||offset||``, decided in exact arithmetic.
+
+    ``offset`` holds exact rationals (for the Gaussian-data mechanism under
+    add-remove: ``b_j c_j``, the shift every added row brings). The root is
+    bounded above by a float checked exactly (:func:`sqrt_up`), the sum
+    rounded up and then lowered while the exact condition ``s >= C`` and
+    ``(s - C)^2 >= sum_j offset_j^2`` still holds; ``inf`` when the bound
+    exceeds the float range. A few steps of one float each, whatever the
+    magnitudes.
+    """
+    if offset is None:
+        return float(C)
+    Q = sum((Fraction(v) ** 2 for v in offset), Fraction(0))
+    if Q == 0:
+        return float(C)
+    t = sqrt_up(Q)
+    if not math.isfinite(t):
+        return math.inf
+    fc = Fraction(C)
+
+    def enough(s: float) -> bool:
+        return Fraction(s) >= fc and (Fraction(s) - fc) ** 2 >= Q
+
+    s = C + t
+    while math.isfinite(s) and Fraction(s) < fc + Fraction(t):
+        s = math.nextafter(s, math.inf)
+    if not math.isfinite(s):
+        return math.inf
+    while enough(math.nextafter(s, 0.0)):
+        s = math.nextafter(s, 0.0)
+    return s

@@ -25,7 +25,8 @@ import battery as B
 from dpsum import mechanisms as M
 from dpsum import release as R
 from dpsum.engines import dask as dpdask
-from dpsum.kernels._exact import noisy_estimate, norm_plus, to_float
+from dpsum._special import norm_plus
+from dpsum.kernels._exact import noisy_estimate, to_float
 from dpsum.kernels.clipping import clipped_sum
 
 da = pytest.importorskip("dask.array")

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
+from dpsum._special import norm_plus
 from dpsum.design.clip_radius import clip_radius
 from dpsum.design.scaling import resolve_scaling
 from dpsum.privacy.calibration import analytic_sigma
@@ -203,8 +205,9 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
     C = clip_radius(sd, p, b)
     sens = clipped_sum_sensitivity(C, relation)
     if relation is Neighbouring.ADD_REMOVE and c is not None:
-        # an added row contributes b ⊙ c plus a clipped deviation of norm <= C
-        sens = C + float(np.linalg.norm(b * c))
+        # an added row contributes b ⊙ c plus a clipped deviation of norm <= C:
+        # the bound evaluated exactly and rounded up
+        sens = norm_plus(C, [Fraction(float(bj)) * Fraction(float(cj)) for bj, cj in zip(b, c)])
         if not math.isfinite(sens):
             raise ValueError("center * scaling overflows: the sensitivity is not finite")
     sigma_opt: float | None = None
@@ -214,8 +217,10 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         with np.errstate(over="ignore"):
             noise = sens * sigma_opt / b
         if not np.all(np.isfinite(noise)):
-            raise ValueError("the noise standard deviation overflows: stds or scaling are "
-                             "too extreme")
+            culprit = ("center, stds or scaling" if relation is Neighbouring.ADD_REMOVE
+                       and c is not None else "stds or scaling")
+            raise ValueError(f"the noise standard deviation overflows: {culprit} are too "
+                             "extreme")
     return GaussianDataSetup(
         stds=V.read_only_copy(sd),  # type: ignore[arg-type]
         center=V.read_only_copy(c),

@@ -52,59 +52,6 @@ def to_float(q: Fraction) -> float:
     return float(q)          # correctly rounded (Fraction.__float__ divides exactly)
 
 
-def _sqrt_up(Q: Fraction) -> float:
-    """The smallest float ``t >= sqrt(Q)`` (``inf`` beyond the float range),
-    from a float estimate scaled by a power of four (so that neither ``Q`` nor
-    its root underflows) and an exact check."""
-    if Q == 0:
-        return 0.0
-    k = (Q.denominator.bit_length() - Q.numerator.bit_length()) // 2   # Q 4^k near 1
-    scaled = Q * Fraction(4) ** k if k >= 0 else Q / Fraction(4) ** -k
-    try:
-        t = math.ldexp(math.sqrt(float(scaled)), -k)
-    except OverflowError:
-        return math.inf
-    while math.isfinite(t) and Fraction(t) ** 2 < Q:
-        t = math.nextafter(t, math.inf)
-    while t > 0 and Fraction(math.nextafter(t, 0.0)) ** 2 >= Q:
-        t = math.nextafter(t, 0.0)
-    return t
-
-
-def norm_plus(C: float, offset: Iterable[Fraction] | None = None) -> float:
-    """The smallest float ``s >= C + ||offset||``, decided in exact arithmetic.
-
-    ``offset`` holds exact rationals (for the Gaussian-data mechanism under
-    add-remove: ``b_j c_j``, the shift every added row brings). The root is
-    bounded above by a float checked exactly (:func:`_sqrt_up`), the sum
-    rounded up and then lowered while the exact condition ``s >= C`` and
-    ``(s - C)^2 >= sum_j offset_j^2`` still holds; ``inf`` when the bound
-    exceeds the float range. A few steps of one float each, whatever the
-    magnitudes.
-    """
-    if offset is None:
-        return float(C)
-    Q = sum((Fraction(v) ** 2 for v in offset), Fraction(0))
-    if Q == 0:
-        return float(C)
-    t = _sqrt_up(Q)
-    if not math.isfinite(t):
-        return math.inf
-    fc = Fraction(C)
-
-    def enough(s: float) -> bool:
-        return Fraction(s) >= fc and (Fraction(s) - fc) ** 2 >= Q
-
-    s = C + t
-    while math.isfinite(s) and Fraction(s) < fc + Fraction(t):
-        s = math.nextafter(s, math.inf)
-    if not math.isfinite(s):
-        return math.inf
-    while enough(math.nextafter(s, 0.0)):
-        s = math.nextafter(s, 0.0)
-    return s
-
-
 def noisy_estimate(statistic: Iterable[Fraction], noise: np.ndarray,
                    scaling: np.ndarray | None = None) -> np.ndarray:
     """``(statistic + noise) / scaling``, computed exactly and rounded once per

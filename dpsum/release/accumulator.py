@@ -62,7 +62,8 @@ from dpsum.kernels.clipping import (
     rounding_gamma,
     sum_rounding_bound,
 )
-from dpsum.kernels._exact import EXACT_CHARGE, noisy_estimate, norm_plus, to_float
+from dpsum._special import norm_plus
+from dpsum.kernels._exact import EXACT_CHARGE, noisy_estimate, to_float
 from dpsum.kernels.grid import (
     accumulate_grid,
     grid_clamped_sum,
@@ -635,8 +636,10 @@ class _ExactClippedSum(Accumulator):
 
 def _exact_template(template: Release) -> Release:
     """The add-remove float path's record: the sensitivity ``C + ||b ⊙ c||``
-    evaluated exactly and rounded up (:func:`dpsum.kernels._exact.norm_plus`),
-    the noise recomputed from it when it rose."""
+    evaluated exactly and rounded up (:func:`dpsum._special.norm_plus`), the
+    noise recomputed from it when it rose. Records from
+    :func:`dpsum.design.gaussian_data_setup` already carry that value; this
+    guards a record rebuilt by :func:`accumulator_for`."""
     assert template.clip_norm is not None and template.scaling is not None
     offset = None
     if template.center is not None and np.any(template.center):
