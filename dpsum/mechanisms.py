@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 import warnings
 from typing import Any
 
@@ -49,7 +50,8 @@ from dpsum import _validation as V
 from dpsum._validation import RandomLike
 from dpsum.distributions.discrete import discrete_gaussian_std
 from dpsum.engines import dask as dask_engine
-from dpsum.kernels.clipping import clamped_sum
+from dpsum.kernels._exact import noisy_estimate
+from dpsum.kernels.grid import accumulate_clamped, make_clamp_plan
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.release.accumulator import (
@@ -404,7 +406,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     >>> X = rng.normal(0.0, [4.0, 1.0], size=(1000, 2))
     >>> r = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], center=0,
     ...                             rng=rng)
-    >>> r.clip_probability, bool(0 < r.sensitivity / (2 * r.clip_norm) - 1 < 1e-8)  # rounding charged
+    >>> r.clip_probability, r.sensitivity == 2 * r.clip_norm  # exact sums: no charge
     (0.001, True)
     """
     eps, dlt = _privacy(epsilon, delta)
@@ -673,9 +675,11 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
 
     Notes
     -----
-    The sum is computed in floating point and the noise drawn with NumPy's
-    Laplace sampler, as in :func:`laplace_mechanism` without ``secure``: not
-    protected against floating-point attacks.
+    The clamped sum is exact (values rounded to a grid ``2^-32`` of the
+    half-widths inside the box and added as integers, the noise added exactly
+    and the result rounded once); the noise is drawn with NumPy's Laplace
+    sampler, as in :func:`laplace_mechanism` without ``secure``: not protected
+    against floating-point attacks.
 
     Examples
     --------
@@ -696,9 +700,15 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     if not (math.isfinite(S) and np.all(np.isfinite(scales)) and np.all(scales > 0)):
         raise ValueError("the noise scale sum(widths^(2/3)) widths^(1/3) / epsilon overflows "
                          "or underflows: epsilon or widths is out of range")
-    total, _ = clamped_sum(X, width / 2.0)
+    if np.any(width < 2.0 ** -1021):
+        raise ValueError("widths must be at least 2^-1021 (about 4.5e-308) in every "
+                         "coordinate, so that the half-widths are exact; rescale the data")
+    plan = make_clamp_plan(width / 2.0, None)
+    total, _, _ = accumulate_clamped(X, plan)
     assert gen is not None
-    estimate = total + gen.laplace(0.0, 1.0, size=d) * scales
+    # the exact clamped sum plus the noise, rounded once
+    stat = [Fraction(int(s)) * Fraction(2) ** int(g) for s, g in zip(total, plan.G)]
+    estimate = noisy_estimate(stat, gen.laplace(0.0, 1.0, size=d) * scales)
     return Release(
         estimate=estimate, noise_std=math.sqrt(2.0) * scales, scaling=b, clip_norm=None,
         epsilon=eps, delta=0.0, neighbouring=Neighbouring.REPLACE,

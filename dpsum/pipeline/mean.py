@@ -54,7 +54,6 @@ from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scal
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.kernels._exact import exact_noisy_clipped_sum
-from dpsum.kernels.clipping import clamped_sum, clipped_sum
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
@@ -92,7 +91,6 @@ from dpsum.privacy.composition import (
     zcdp_rho,
 )
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
-from dpsum.release.accumulator import float_rounding_charge
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
@@ -456,8 +454,8 @@ _FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
 #: The public worst case of the pipeline's clipped sums must stay below this
-#: (about 7e305; a margin of 2^8 below the largest float covers the rounding
-#: charge and the additions that follow).
+#: (about 7e305; a margin of 2^8 below the largest float covers the additions
+#: that follow).
 _WORST_LIMIT = 2.0 ** 1016
 
 
@@ -517,26 +515,6 @@ def _check_worst_case(lo: np.ndarray, hi: np.ndarray, n: int,
             "7e305); rescale the data and the box, or use widths of similar magnitude")
 
 
-def _rounding_charge(n: int, d: int, relation: Neighbouring) -> float:
-    """``1 + rho``: the factor charged to the sensitivity of a float clipped
-    (or clamped) sum of ``n`` rows under replace-one
-    (:func:`dpsum.release.accumulator.float_rounding_charge`, the
-    mechanisms' one rule); 1 under add-remove, where the sums are exact."""
-    if relation is not Neighbouring.REPLACE:
-        return 1.0
-    return float_rounding_charge(n, d)
-
-
-def _last_step_sensitivity(C: float, n: int, d: int, relation: Neighbouring,
-                           secure: bool) -> float:
-    """The declared L2 sensitivity of the last step's computed clipped sum:
-    ``2C`` (replace-one) or ``C`` (add-remove), times the rounding charge of a
-    float sum under replace-one; the grid path (``secure=True``) and the
-    add-remove path sum exactly."""
-    sens = clipped_sum_sensitivity(C, relation)
-    return sens if secure else sens * _rounding_charge(n, d, relation)
-
-
 def _exp_epsilon(rho_step: float, count: int) -> float:
     """Per-mechanism parameter of ``count`` exponential mechanisms spending ``rho_step``."""
     return math.sqrt(8.0 * rho_step / count)
@@ -592,15 +570,10 @@ class _Context:
             T, scale, K, clipped = _grid_sum(self.data, C, b, center, s_mean, relation,
                                              self.secure_gen)
             return T / b, scale / b, clipped, np.ldexp(np.ones(b.size), K) / b
-        if relation is Neighbouring.ADD_REMOVE:
-            # n is private: the rows are summed exactly and the noise added
-            # exactly (no rounding, overflow or exception depends on n)
-            z = _gaussian_noise(gen, s_mean * sens, size=b.size)
-            noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
-            return noisy, s_mean * sens / b, clipped, None
-        T, clipped = clipped_sum(self.data, C, b, center)
-        with np.errstate(over="ignore"):     # saturated: a function of the noisy sum
-            noisy = _saturate(_saturate(T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b)
+        # the rows are summed exactly and the noise added exactly (no
+        # rounding, overflow or exception depends on the rows or on n)
+        z = _gaussian_noise(gen, s_mean * sens, size=b.size)
+        noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
         return noisy, _saturate(s_mean * sens / b), clipped, None
 
     def diagnose(self, split: BudgetSplit, steps: list[PrivacyStep], clipped: int,
@@ -726,9 +699,6 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     min_scale = (hi - lo) * ASINH_RESOLUTION
     box = _norm(hi - lo)
     k_sens = clipped_sum_sensitivity(1.0, relation)     # 2 (replace-one) or 1 (add-remove)
-    # the rounding of a float clipped sum of n rows (replace-one, n public) is
-    # charged to its sensitivity; add-remove sums exactly (charge 1)
-    charge = _rounding_charge(n, d, relation)
     ones = np.ones(d)
     mid = lo + 0.5 * (hi - lo)
 
@@ -775,14 +745,9 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         while True:
             c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
             s_move = zcdp_gaussian_multiplier(move_share * total)
-            # replace-one: the float sum's rounding is charged (n public)
-            z_k = _gaussian_noise(gen, s_move * k_sens * charge * c_k, size=d)
-            if relation is Neighbouring.ADD_REMOVE:      # n private: summed exactly
-                noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
-            else:
-                T_k, _ = clipped_sum(data, c_k, ones, center)
-                with np.errstate(over="ignore"):
-                    noisy_k = _saturate(T_k + z_k)
+            # summed exactly, the noise added exactly
+            z_k = _gaussian_noise(gen, s_move * k_sens * c_k, size=d)
+            noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
             # post-processing: the move is clamped to the box (a centre outside
             # it is never better), which keeps every later quantity finite
             with np.errstate(over="ignore"):
@@ -858,7 +823,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     C = calibrated_clip_radius(median_norm, model, b, p)
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * total)
-    sens = _last_step_sensitivity(C, n, d, relation, secure_)
+    sens = clipped_sum_sensitivity(C, relation)
     noisy, dev_std, clipped, unit = ctx.last_step(C, b, center, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
     extra = ctx.diagnose(split, steps, clipped, p * n_eff, n_eff, gen)
@@ -952,19 +917,9 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
         if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
             s_mean = 1.0 / math.sqrt(inv)
     sens = clipped_sum_sensitivity(0.5, relation)
-    if ctx.secure or relation is Neighbouring.ADD_REMOVE:
-        # add-remove (n private): the exact sum of last_step, clipping at 1/2
-        # in the scaled space as the grid path does
-        noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
-    else:
-        # replace-one: the clamped sum's rounding is charged (n public), as
-        # the Elliptical Gaussian mechanism's accumulator does
-        sens *= _rounding_charge(data.shape[0], data.shape[1], relation)
-        with np.errstate(over="ignore"):      # a row overflowing to +-inf is clamped
-            T, _ = clamped_sum(data - mid, 0.5 * widths)
-            noisy = _saturate(T + _saturate(_gaussian_noise(gen, s_mean * sens,
-                                                            size=data.shape[1]) / b))
-        dev_std, unit = _saturate(s_mean * sens / b), None
+    # the exact sum of last_step, clipping at 1/2 in the scaled space (a row
+    # inside the box is unchanged, a row outside is shrunk towards the midpoint)
+    noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
                             0.0, 0.0, share, 0.0, split.diagnostics)

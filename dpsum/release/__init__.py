@@ -11,7 +11,6 @@ from dpsum.release.accumulator import (
     clipped_gaussian_accumulator,
     elliptical_gaussian_accumulator,
     gaussian_data_accumulator,
-    merged_sum_rounding_bound,
 )
 from dpsum.release.discrete_noise import (
     grid_gaussian_noise,
@@ -67,7 +66,6 @@ __all__ = [
     "gaussian_data_accumulator",
     "grid_gaussian_noise",
     "grid_noise_law",
-    "merged_sum_rounding_bound",
     "noise_coordinate_quantile",
     "noise_norm_quantile",
     "norm_noise_law",
