@@ -219,7 +219,6 @@ def _record_baselines() -> dict[str, Any]:
         "ComposedPLD": _instance_fields(privacy.subsampled_gaussian_pld(2.0, 0.1, 2)),
         "GeneralizedChiSquare": {"weights": np.array([1.0, 2.0]),
                                  "noncentrality": np.array([0.0, 1.0])},
-        "PairwiseSum": {"d": 2},
     }
 
 
@@ -262,12 +261,9 @@ def _baselines() -> dict[str, Any]:
         "clamped_sum": {"half_widths": np.array([1.0, 2.0])},
         "grid_clamped_sum": {"half_widths": np.array([1.0, 2.0]), "unit": np.array([0.5, 0.5]),
                              "K": -1},
-        "make_grid_plan": {"clip_norm": 2.0, "scaling": np.array([1.0, 0.5]),
-                           "center": np.zeros(2)},
         "accumulator_for": {"release": rel, "n": OMIT},
         "grid_gaussian_noise": {"S": np.array([0, 3]), "K": 0},
         "grid_noise_law": {"release": Make(_secure_release)},
-        "merged_sum_rounding_bound": {"chunk_rows": [2, 3]},
         "norm_noise_law": {"s": np.array([1.0, 2.0])},
         "pipeline_intervals": {"release": pipe, "simultaneous": False},
         "pipeline_noise_law": {"release": pipe}, "pipeline_radius": {"release": pipe},
@@ -351,10 +347,6 @@ NOT_DRIVEN: dict[str, str] = {
     "center_step": "private_center on validated inputs (private_center is driven)",
     "scales_step": "private_scales on validated inputs (private_scales is driven)",
     "norm_quantile_step": "private_norm_quantile on validated inputs (driven)",
-    "accumulate_clipped": "kernel on a validated ClipPlan (a private type); clipped_sum and "
-                          "the accumulators are driven",
-    "accumulate_grid": "kernel on make_grid_plan's plan; grid_clipped_sum and the grid "
-                       "accumulators are driven",
 }
 
 
