@@ -403,7 +403,7 @@ def grid_rows(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None,
     --------
     >>> Q, K = grid_rows([[3.0, 4.0], [0.3, 0.4]], 1.0, charge=2.0 ** -8)
     >>> Q.tolist(), K
-    ([[152.0, 203.0], [77.0, 102.0]], -8)
+    ([[153.0, 204.0], [77.0, 102.0]], -8)
     """
     X = V.as_real_array(X, "X")
     if X.ndim != 2 or X.shape[1] == 0:
