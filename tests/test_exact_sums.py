@@ -169,3 +169,49 @@ def test_worst_case_replace_one_neighbours_move_the_exact_sum_by_at_most_2C():
               for a, b in zip(Sa.private_sum(), Sb.private_sum()))
     assert gap <= Fraction(2 * C) ** 2
     assert Sa.release(rng=1).sensitivity == 2 * C
+
+
+# ------------------------------------------- the compiled kernel: same bits
+
+
+
+@pytest.fixture(scope="module")
+def numba_kernel():
+    from dpsum.kernels import _compiled
+    if not _compiled.available():
+        pytest.skip("numba is not installed (the fast extra) or DPSUM_KERNEL=numpy")
+    return _compiled
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 700), st.integers(1, 40), st.integers(0, 2**32 - 1), st.booleans(),
+       st.sampled_from([1e-300, 1e-150, 1.0, 1e150, 1e300]))
+def test_the_compiled_kernel_gives_the_numpy_kernels_bits(numba_kernel, n, d, seed, centred,
+                                                          scale):
+    from dpsum.kernels import grid
+    gen = np.random.default_rng(seed)
+    with np.errstate(over="ignore"):
+        X = gen.standard_normal((n, d)) * scale
+        X[gen.random(n) < 0.1] *= 1e8                    # clipped rows
+        X = np.clip(X, -1.7e308, 1.7e308)
+    X[gen.random(n) < 0.02] = 1.7e308                   # rows that overflow
+    X[gen.random(n) < 0.02] = 5e-324                    # subnormal rows
+    b = 10.0 ** gen.uniform(-2, 2, size=d)
+    c = gen.standard_normal(d) * scale if centred else None
+    C = float(scale * np.sqrt(d))
+    plan, K, k = make_grid_plan(C, b, c, d, EXACT_CHARGE)
+    with np.errstate(all="ignore"):
+        a = grid._accumulate_numpy(X, plan, k)
+        z = grid._accumulate_compiled(X, plan, k)
+    assert [int(v) for v in a[0]] == [int(v) for v in z[0]]
+    assert a[1] == z[1]
+
+
+def test_the_compiled_kernel_refuses_non_finite_rows_as_the_numpy_one(numba_kernel):
+    from dpsum.kernels import grid
+    X = np.ones((50, 3))
+    X[31, 1] = np.nan
+    plan, K, k = make_grid_plan(1.0, np.ones(3), None, 3, EXACT_CHARGE)
+    for f in (grid._accumulate_numpy, grid._accumulate_compiled):
+        with pytest.raises(ValueError, match="X contains NaN or infinite values"):
+            f(X, plan, k)

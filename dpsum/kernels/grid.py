@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
+from dpsum.kernels import _compiled
 from dpsum.kernels._rows import (
     _BLOCK_ELEMENTS,
     _hard_row,
@@ -352,6 +353,28 @@ def accumulate_grid(X: np.ndarray, plan: Any, k: int) -> tuple[np.ndarray, int]:
     integers below ``2^53``, flushed to Python integers), so the total does
     not depend on the order of the rows or on how they are split.
     """
+    if X.shape[0] and _compiled.available():
+        return _accumulate_compiled(X, plan, k)
+    return _accumulate_numpy(X, plan, k)
+
+
+def _accumulate_compiled(X: np.ndarray, plan: Any, k: int) -> tuple[np.ndarray, int]:
+    """The compiled kernel, then the per-row path for the rows it flagged."""
+    upper_factor = float(_norm_upper_bound(np.ones(1), plan.d)[0])
+    total, n_clipped, hard_idx = _compiled.accumulate(X, plan, k, upper_factor)
+    if hard_idx.size:
+        _raise_non_finite(X[hard_idx])
+        scale = math.ldexp(1.0, -k)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for i in hard_idx:
+                v, clipped = _hard_row(X[i], plan)
+                total = total + np.array([int(q) for q in np.rint(v * scale)], dtype=object)
+                n_clipped += clipped
+    return total, n_clipped
+
+
+def _accumulate_numpy(X: np.ndarray, plan: Any, k: int) -> tuple[np.ndarray, int]:
+    """The NumPy kernel: blocks of rows through :func:`_grid_rows`."""
     n, d = X.shape
     rows = plan.rows * _GRID_BLOCK_FACTOR
     m0 = min(rows, max(n, 1))
