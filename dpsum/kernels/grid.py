@@ -526,58 +526,70 @@ class ClampPlan(NamedTuple):
     half: np.ndarray          # h_j, the box's half-widths
     inner: np.ndarray         # h'_j: values are clamped to [-h'_j, h'_j]
     G: np.ndarray             # grid exponents, int64: g_j = 2^G_j <= h_j 2^-32
-    mid: np.ndarray | None    # the box's midpoint, subtracted first (None: 0)
+    mid: np.ndarray           # the box's midpoint, subtracted first (zeros: none)
+    lower: np.ndarray         # the box [lower, upper], for the count of rows outside it
+    upper: np.ndarray
 
 
-def make_clamp_plan(half_widths: np.ndarray, mid: np.ndarray | None) -> ClampPlan:
+def make_clamp_plan(half_widths: np.ndarray, mid: np.ndarray | None,
+                    lower: np.ndarray | None = None,
+                    upper: np.ndarray | None = None) -> ClampPlan:
     """The clamped sum's grid: ``g_j = 2^(E_j - 33)`` where
     ``2^(E_j - 1) <= h_j < 2^E_j``, so ``g_j <= h_j 2^-32``; values clamped to
     ``h'_j = h_j - g_j / 2`` (exact: a multiple of ``h_j``'s last bit) and
-    rounded to the grid stay in ``[-h_j, h_j]``. Needs ``h_j >= 2^-1022``."""
+    rounded to the grid stay in ``[-h_j, h_j]``. Needs ``h_j >= 2^-1022``.
+    ``lower`` and ``upper`` (default ``mid -+ h``) only define which rows
+    count as outside the box."""
     h = np.asarray(half_widths, dtype=np.float64)
     E = np.frexp(h)[1].astype(np.int64)
     G = E - 33
     inner = h - np.ldexp(1.0, G - 1)
-    mid_ = None if mid is None or not np.any(mid) else np.asarray(mid, dtype=np.float64)
-    return ClampPlan(h, inner, G, mid_)
+    m = np.zeros(h.size) if mid is None else np.asarray(mid, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        lo = m - h if lower is None else np.asarray(lower, dtype=np.float64)
+        hi = m + h if upper is None else np.asarray(upper, dtype=np.float64)
+    return ClampPlan(h, inner, G, m, lo, hi)
 
 
 def accumulate_clamped(X: np.ndarray, plan: ClampPlan) -> tuple[np.ndarray, int, int]:
     """The clamped sum on the fine grid, exactly: ``S_j = sum_i
     rint(clamp(fl(x_ij - m_j), h'_j) / g_j)`` (Python integers), the number
-    of values clamped and of rows with a value clamped (neither private).
+    of values clamped and of rows outside ``[lower, upper]`` (neither private).
 
     Each value's integer is a function of that value and the plan (one
     subtraction, an exact clamp, an exact division by a power of two, and
     rounding to the nearest integer), and ``|q_ij g_j| <= h_j``: replacing a
     row moves coordinate ``j`` of ``sum_i q_ij g_j`` by at most ``2 h_j``,
     exactly the box's sensitivity. Integers below ``2^34`` are summed exactly.
+    The compiled kernel (:mod:`dpsum.kernels._compiled`) gives the same
+    integers when numba is installed.
     """
+    if X.shape[0] and _compiled.available():
+        total, n_clamped, outside, bad = _compiled.accumulate_clamped(X, plan)
+        if bad:
+            raise ValueError("X contains NaN or infinite values")
+        return total, n_clamped, outside
     n, d = X.shape
     rows = max(1, min(max(n, 1), _BLOCK_ELEMENTS // d))
     buf = np.empty((rows, d))
     total = np.array([0] * d, dtype=object)
     n_clamped = 0
-    rows_hit = 0
+    outside = 0
     neg_G = -plan.G
     with np.errstate(over="ignore", under="ignore"):
         for start in range(0, n, rows):
             block = X[start:start + rows]
             m = block.shape[0]
             _raise_non_finite(block)
-            t = buf[:m]
-            if plan.mid is None:
-                np.copyto(t, block)
-            else:
-                np.subtract(block, plan.mid, out=t)
-            hit = (t < -plan.inner) | (t > plan.inner)
-            n_clamped += int(np.count_nonzero(hit))
-            rows_hit += int(np.count_nonzero(hit.any(axis=1)))
+            outside += int(np.count_nonzero(np.any((block < plan.lower)
+                                                   | (block > plan.upper), axis=1)))
+            t = np.subtract(block, plan.mid, out=buf[:m])     # x - 0 is x exactly
+            n_clamped += int(np.count_nonzero((t < -plan.inner) | (t > plan.inner)))
             np.clip(t, -plan.inner, plan.inner, out=t)
             q = np.rint(np.ldexp(t, neg_G))
             # |q| <= 2^33 and at most 2^16 rows: block sums below 2^49, exact
             total = total + np.array([int(v) for v in np.add.reduce(q, axis=0)], dtype=object)
-    return total, n_clamped, rows_hit
+    return total, n_clamped, outside
 
 
 def clamped_sum(X: ArrayLike, half_widths: ArrayLike) -> tuple[np.ndarray, int]:

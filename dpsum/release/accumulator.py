@@ -143,7 +143,10 @@ class Accumulator:
     def _zero(self) -> Any:
         raise NotImplementedError
 
-    def _pass(self, block: np.ndarray) -> tuple[Any, int]:
+    def _pass(self, block: np.ndarray) -> tuple[Any, int, int]:
+        """The block's partial result, the values clipped or clamped, and the
+        rows the pass changed (clipped rows; rows outside the box): the two
+        counts are **not** private."""
         raise NotImplementedError
 
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
@@ -151,10 +154,6 @@ class Accumulator:
 
     def _generator(self, rng: Any) -> Any:
         return V.check_rng(rng)
-
-    def _rows_hit(self, block: np.ndarray, count: int) -> int:
-        """Rows of ``block`` the pass changed (clipped rows; rows outside the box)."""
-        return count
 
     # -- the public interface
     @property
@@ -226,10 +225,10 @@ class Accumulator:
                              f"got shape {arr.shape}")
         if arr.shape[0] == 0:
             return self
-        partial, count = self._pass(arr)
+        partial, count, hit = self._pass(arr)
         return self._with(self._total + partial, self._rows + arr.shape[0], self._count + count,
                           self._blocks | {_new_id()},
-                          self._clip_rows + self._rows_hit(arr, count))
+                          self._clip_rows + hit)
 
     def merge(self, other: Accumulator) -> Accumulator:
         """The accumulator of the rows of ``self`` and ``other``.
@@ -400,8 +399,9 @@ class _ClippedSum(Accumulator):
     def _zero(self) -> np.ndarray:
         return np.array([0] * self._d, dtype=object)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return accumulate_grid(block, self._plan, self._k)
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
+        total, clipped = accumulate_grid(block, self._plan, self._k)
+        return total, clipped, clipped
 
     def _statistic(self) -> np.ndarray:
         """The exact statistic in the scaled space (``Fraction`` entries):
@@ -476,7 +476,7 @@ class _ClampedSum(Accumulator):
 
     def __init__(self, template: Release, n: int | None) -> None:
         half, mid = _box_parts(template)
-        self._clamp = make_clamp_plan(half, mid)
+        self._clamp = make_clamp_plan(half, mid, template.lower, template.upper)
         self._unit = [Fraction(2) ** int(g) for g in self._clamp.G]
         self._mid_q = [Fraction(float(m)) for m in mid]
         super().__init__(template, n)
@@ -484,12 +484,8 @@ class _ClampedSum(Accumulator):
     def _zero(self) -> np.ndarray:
         return np.array([0] * self._clamp.half.size, dtype=object)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        total, count, _ = accumulate_clamped(block, self._clamp)
-        return total, count
-
-    def _rows_hit(self, block: np.ndarray, count: int) -> int:
-        return _outside(block, self._template)
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
+        return accumulate_clamped(block, self._clamp)
 
     def _statistic(self) -> np.ndarray:
         """The exact clamped sum (``Fraction`` entries), ``sum_i q_i g``."""
@@ -540,8 +536,9 @@ class _GridClippedSum(_GridSum):
         self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size)
         super().__init__(template, n)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return accumulate_grid(block, self._plan, self._k)
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
+        total, clipped = accumulate_grid(block, self._plan, self._k)
+        return total, clipped, clipped
 
     def _offset(self) -> bool:
         t = self._template
@@ -581,13 +578,11 @@ class _GridClampedSum(_GridSum):
         self._K = int(template.grid_exponent)
         super().__init__(template, n)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
         with np.errstate(over="ignore"):     # an overflow to inf is clamped to the box
             shifted = block - self._mid if np.any(self._mid) else block
-        return grid_clamped_sum(shifted, self._half, self._unit, self._K)
-
-    def _rows_hit(self, block: np.ndarray, count: int) -> int:
-        return _outside(block, self._template)
+        total, count = grid_clamped_sum(shifted, self._half, self._unit, self._K)
+        return total, count, _outside(block, self._template)
 
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
         Y = self._noisy(self._total, gen)
