@@ -633,8 +633,8 @@ class Session:
         le, ld = self._eps_a - st.eps_spent, self._delta_a - st.delta_spent
         if eps > le or dlt > ld:
             return (f"the release asks for epsilon = {float(eps):.6g}, delta = "
-                    f"{float(dlt):.3g} (basic filter) and epsilon = {float(max(le, 0)):.6g}, "
-                    f"delta = {float(max(ld, 0)):.3g} remains of the approximate share "
+                    f"{float(dlt):.3g} (basic filter) and epsilon = {float(max(le, Fraction(0))):.6g}, "
+                    f"delta = {float(max(ld, Fraction(0))):.3g} remains of the approximate share "
                     f"(epsilon = {float(self._eps_a):.6g}, delta = {float(self._delta_a):.3g})")
         return None
 
