@@ -138,7 +138,7 @@ class PrivacyEvent:
 
     kind: ClassVar[str] = ""
 
-    def rho(self) -> Fraction | None:
+    def zcdp(self) -> Fraction | None:
         """The event's zCDP parameter (exact), or None if it has no zCDP bound."""
         return None
 
@@ -172,7 +172,7 @@ class GaussianEvent(PrivacyEvent):
         object.__setattr__(self, "noise_multiplier",
                            _positive(self.noise_multiplier, "noise_multiplier"))
 
-    def rho(self) -> Fraction:
+    def zcdp(self) -> Fraction:
         return _inverse_square_half(self.noise_multiplier)
 
     def step(self, name: str) -> PrivacyStep | None:
@@ -195,14 +195,14 @@ class DiscreteGaussianEvent(GaussianEvent):
 class ZCDPEvent(PrivacyEvent):
     """A ``rho``-zCDP release (the pipeline of :func:`dpsum.private_mean`)."""
 
-    rho_value: float
+    rho: float
     kind: ClassVar[str] = "zcdp"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rho_value", _positive(self.rho_value, "rho"))
+        object.__setattr__(self, "rho", _positive(self.rho, "rho"))
 
-    def rho(self) -> Fraction:
-        return Fraction(self.rho_value)
+    def zcdp(self) -> Fraction:
+        return Fraction(self.rho)
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ class PureEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _positive(self.epsilon, "epsilon"))
 
-    def rho(self) -> Fraction:
+    def zcdp(self) -> Fraction:
         return Fraction(self.epsilon) ** 2 / 2
 
     def step(self, name: str) -> PrivacyStep:
@@ -236,7 +236,7 @@ class BoundedRangeEvent(PrivacyEvent):
         object.__setattr__(self, "epsilon", _positive(self.epsilon, "epsilon"))
         object.__setattr__(self, "count", V.check_integer(self.count, "count"))
 
-    def rho(self) -> Fraction:
+    def zcdp(self) -> Fraction:
         return Fraction(self.count) * Fraction(self.epsilon) ** 2 / 8
 
     def step(self, name: str) -> PrivacyStep:
@@ -264,7 +264,7 @@ class SubsampledGaussianEvent(PrivacyEvent):
         object.__setattr__(self, "sampling_rate", q)
         object.__setattr__(self, "steps", V.check_integer(self.steps, "steps"))
 
-    def rho(self) -> Fraction:
+    def zcdp(self) -> Fraction:
         return _inverse_square_half(self.noise_multiplier, self.steps)
 
     def step(self, name: str) -> PrivacyStep:
@@ -287,7 +287,7 @@ class ApproximateEvent(PrivacyEvent):
         object.__setattr__(self, "delta",
                            float(V.check_delta(self.delta, allow_zero=True, scalar=True)))
 
-    def rho(self) -> Fraction | None:
+    def zcdp(self) -> Fraction | None:
         return Fraction(self.epsilon) ** 2 / 2 if self.delta == 0 else None
 
     def approximate(self) -> tuple[Fraction, Fraction] | None:
@@ -309,7 +309,7 @@ class _PlanEvent(PrivacyEvent):
     delta: float | None
     kind: ClassVar[str] = "plan"
 
-    def rho(self) -> Fraction | None:
+    def zcdp(self) -> Fraction | None:
         if self.epsilon is not None:
             return None
         return sum((_inverse_square_half(s) for s in self.multipliers), Fraction(0))
@@ -352,9 +352,12 @@ def _event_from_dict(data: dict) -> PrivacyEvent:
 class LedgerError(ValueError):
     """A ledger file that is not a valid, unedited session ledger."""
 
+    def __init__(self, message: str = "the ledger is not a valid session ledger") -> None:
+        super().__init__(message)
+
 
 @dataclass(frozen=True)
-class SessionBudget:
+class SessionBudget(V.Record):
     """A session's budget, spent or remaining, in the session's own terms.
 
     Attributes
@@ -382,6 +385,14 @@ class SessionBudget:
     approximate_delta: float
     entries: int
     accounting: str
+
+
+def _num(x: Fraction, spec: str = ".6g") -> str:
+    """A public budget number for a message (one too large for a float says so)."""
+    try:
+        return format(float(x), spec)
+    except OverflowError:
+        return "more than 1.8e308"
 
 
 def _canonical(obj: dict) -> str:
@@ -586,7 +597,7 @@ class Session:
     def supports(self, event: PrivacyEvent) -> bool:
         """Whether the session can account ``event`` at all (whatever remains)."""
         _check_event(event)
-        if event.rho() is not None:
+        if event.zcdp() is not None:
             return self._rho_total > 0 or self._fits_plan(event)
         return event.approximate() is not None and self._eps_a > 0
 
@@ -613,15 +624,15 @@ class Session:
             return "the session is closed"
         if self._slot(event) is not None:
             return None
-        rho = event.rho()
+        rho = event.zcdp()
         if rho is not None:
             if self._rho_total <= 0:
                 return ("the session keeps its whole budget for the basic filter "
                         "(approximate_share = 1): declare a plan for Gaussian releases")
             left = Fraction(self._rho_total) - st.rho_spent
             if rho > left:
-                return (f"the release asks for rho = {float(rho):.6g} (zCDP filter) and "
-                        f"rho = {float(max(left, Fraction(0))):.6g} of {self._rho_total:.6g} "
+                return (f"the release asks for rho = {_num(rho)} (zCDP filter) and "
+                        f"rho = {_num(max(left, Fraction(0)))} of {self._rho_total:.6g} "
                         f"remains{self._in_terms()}")
             return None
         approx = event.approximate()
@@ -632,7 +643,7 @@ class Session:
         eps, dlt = approx
         le, ld = self._eps_a - st.eps_spent, self._delta_a - st.delta_spent
         if eps > le or dlt > ld:
-            return (f"the release asks for epsilon = {float(eps):.6g}, delta = "
+            return (f"the release asks for epsilon = {_num(eps)}, delta = "
                     f"{float(dlt):.3g} (basic filter) and epsilon = {float(max(le, Fraction(0))):.6g}, "
                     f"delta = {float(max(ld, Fraction(0))):.3g} remains of the approximate share "
                     f"(epsilon = {float(self._eps_a):.6g}, delta = {float(self._delta_a):.3g})")
@@ -663,7 +674,8 @@ class Session:
         with self._state.lock:
             why = self._refusal(event)
         if why is not None:
-            raise ValueError(f"session refuses the release: {why}; nothing was released")
+            raise ValueError(f"session refuses the release ({_describe(event)}): {why}; "
+                             "nothing was released")
 
     def charge(self, event: PrivacyEvent, *, mechanism: str, parameters: dict | None = None,
                neighbouring: Any = None) -> str:
@@ -698,13 +710,17 @@ class Session:
         if not isinstance(mechanism, str):
             raise TypeError(f"mechanism must be a str, got {V.describe(mechanism)}")
         name = mechanism
+        if parameters is not None and not isinstance(parameters, dict):
+            raise TypeError(f"parameters must be a dict of public parameters or None, got "
+                            f"{V.describe(parameters)}")
         params = {} if parameters is None else {str(k): _public(v, str(k))
                                                  for k, v in parameters.items()}
         st = self._state
         with st.lock:
             why = self._refusal(event)
             if why is not None:
-                raise ValueError(f"session refuses the release: {why}; nothing was released")
+                raise ValueError(f"session refuses the release ({_describe(event, name, params)}): "
+                                 f"{why}; nothing was released")
             slot = self._slot(event)
             entry: dict = {"kind": "entry", "index": st.entries + 1, "event": event.as_dict(),
                            "label": self._label, "mechanism": name, "parameters": params,
@@ -738,7 +754,7 @@ class Session:
                     plan.slots[j] = None
                     return
             raise LedgerError("a ledger entry fills a slot of an undeclared plan")
-        rho = event.rho()
+        rho = event.zcdp()
         if rho is not None:
             st.rho_spent += rho
         else:
@@ -863,7 +879,7 @@ class Session:
         for name, ev in self.events():
             step = ev.step(name)
             if step is None:
-                rho = ev.rho()
+                rho = ev.zcdp()
                 assert rho is not None
                 step = gaussian_step(name, 1.0 / math.sqrt(2.0 * float(rho)))
             steps.append(step)
@@ -987,6 +1003,20 @@ class Session:
         return session
 
 
+def _describe(event: PrivacyEvent, mechanism: str | None = None,
+              parameters: dict | None = None) -> str:
+    """A refused release in public terms: its mechanism, parameters and event."""
+    def show(v: Any) -> str:
+        return f"{v:.6g}" if isinstance(v, float) else str(v)
+    ev = ", ".join(f"{k} = {show(v)}" for k, v in event.as_dict().items() if k != "kind")
+    text = f"a {event.kind} event" + (f" of {ev}" if ev else "")
+    if mechanism is not None:
+        args = ", ".join(f"{k} = {show(v)}" for k, v in (parameters or {}).items()
+                         if not isinstance(v, list))
+        text = f"{mechanism}({args}): {text}"
+    return text
+
+
 def _label(label: Any) -> str:
     if not isinstance(label, str):
         raise TypeError(f"label must be a str, got {V.describe(label)}")
@@ -1075,16 +1105,17 @@ def as_session(session: Any, name: str = "session") -> Session | None:
     return session
 
 
-def charge(session: Session | None, event: PrivacyEvent, *, mechanism: str,
+def charge(session: Any, event: PrivacyEvent, *, mechanism: str,
            parameters: dict | None = None, neighbouring: Any = None) -> str:
     """Charge a release to ``session`` (its entry written before the noise is
     drawn) and return the record's accounting tag; without a session the
     release is its own one-off session, and the tag says so."""
-    if session is None:
+    sess = as_session(session)
+    if sess is None:
         _check_event(event)
         return ONE_OFF
-    return session.charge(event, mechanism=mechanism, parameters=parameters,
-                          neighbouring=neighbouring)
+    return sess.charge(event, mechanism=mechanism, parameters=parameters,
+                       neighbouring=neighbouring)
 
 
 # ---------------------------------------------------------------------------
@@ -1092,7 +1123,7 @@ def charge(session: Session | None, event: PrivacyEvent, *, mechanism: str,
 
 
 @dataclass(frozen=True)
-class BudgetPlan:
+class BudgetPlan(V.Record):
     """Noise multipliers for Gaussian releases declared in advance.
 
     Attributes
@@ -1123,6 +1154,11 @@ class BudgetPlan:
     accounting: str
     id: str
     neighbouring: Neighbouring | None = None
+
+    def __post_init__(self) -> None:
+        V.check_record_fields(self)
+        if self.neighbouring is not None:
+            object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
 
 
 def _weights(releases: Any) -> np.ndarray:

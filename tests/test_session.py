@@ -36,14 +36,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_each_event_has_its_exact_zcdp_cost():
-    assert S.GaussianEvent(2.0).rho() == Fraction(1, 8)
-    assert S.DiscreteGaussianEvent(2.0).rho() == Fraction(1, 8)
-    assert S.PureEvent(0.5).rho() == Fraction(1, 8)
-    assert S.BoundedRangeEvent(0.5, 3).rho() == Fraction(3, 32)
-    assert S.SubsampledGaussianEvent(2.0, 0.01, 10).rho() == Fraction(10, 8)
-    assert S.ZCDPEvent(0.25).rho() == Fraction(1, 4)
-    assert S.ApproximateEvent(1.0, 0.0).rho() == Fraction(1, 2)
-    assert S.ApproximateEvent(1.0, 1e-6).rho() is None
+    assert S.GaussianEvent(2.0).zcdp() == Fraction(1, 8)
+    assert S.DiscreteGaussianEvent(2.0).zcdp() == Fraction(1, 8)
+    assert S.PureEvent(0.5).zcdp() == Fraction(1, 8)
+    assert S.BoundedRangeEvent(0.5, 3).zcdp() == Fraction(3, 32)
+    assert S.SubsampledGaussianEvent(2.0, 0.01, 10).zcdp() == Fraction(10, 8)
+    assert S.ZCDPEvent(0.25).zcdp() == Fraction(1, 4)
+    assert S.ApproximateEvent(1.0, 0.0).zcdp() == Fraction(1, 2)
+    assert S.ApproximateEvent(1.0, 1e-6).zcdp() is None
     assert S.ApproximateEvent(1.0, 1e-6).approximate() == (1, Fraction(1e-6))
 
 
@@ -146,7 +146,7 @@ def test_labels_and_public_parameters_reach_the_ledger():
                                     parameters={"d": np.int64(3), "secure": False})
     entry = s.ledger()[-1]
     assert entry["label"] == "mean" and entry["parameters"] == {"d": 3, "secure": False}
-    assert entry["event"] == {"kind": "zcdp", "rho_value": 0.1}
+    assert entry["event"] == {"kind": "zcdp", "rho": 0.1}
     assert tag == f"session {s.id}, entry 1 (mean)"
     with pytest.raises(TypeError, match="parameters"):
         s.charge(S.ZCDPEvent(0.1), mechanism="x", parameters={"X": object()})
