@@ -492,7 +492,7 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: checked (refused if the release does not fit)
         before the bits are read, charged before the noise is drawn. Without
         one the release is a one-off (its record's ``accounting`` says so).
@@ -746,7 +746,7 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: checked (refused if the release does not fit)
         before the bits are read, charged before the noise is drawn. Without
         one the release is a one-off (its record's ``accounting`` says so).
@@ -1070,7 +1070,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: checked (refused if the release does not fit)
         before the bits are read, charged before the noise is drawn. Without
         one the release is a one-off (its record's ``accounting`` says so).

@@ -192,7 +192,7 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
         sensitivity) and exact discrete Gaussian noise is added; with
         ``rng=None`` the noise comes from the OS's secure generator.
         ``calibration`` must then be ``"analytic"`` (it is not used).
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
@@ -325,7 +325,7 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         the budget on a private count of the rows outside the box
         (``release.clip_count``), and warns when it is clearly above 0.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
@@ -432,7 +432,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         above the design's ``n p_C``: a wrong ``center`` or ``stds``.
         Replace-one only.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
@@ -513,7 +513,7 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         comes when clearly more than :data:`~dpsum.mechanisms.CLIPPED_FRACTION_WARNING` of the
         rows were clipped.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
@@ -622,7 +622,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         (:prf:ref:`fp-thm-discrete-laplace`), and
         immune to attacks on the low-order bits.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
@@ -730,7 +730,7 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     rng : numpy.random.Generator, int, SeedSequence or None
         Source of randomness.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a

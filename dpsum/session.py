@@ -29,20 +29,18 @@ composition theorems for a sequence fixed in advance do not cover that; a
 How each event the package produces is accounted (:meth:`Session.supports`
 says whether a session can take one):
 
-=============================  ==========================================
-event                          accounting
-=============================  ==========================================
-:class:`GaussianEvent`         zCDP ``1 / (2 s^2)``, ``s`` the multiplier
-:class:`DiscreteGaussianEvent` zCDP ``1 / (2 s^2)`` (the grid path)
-:class:`PureEvent`             zCDP ``epsilon^2 / 2`` (Laplace, shaped
-                               Laplace, randomized response)
-:class:`BoundedRangeEvent`     zCDP ``k epsilon^2 / 8`` (exponential mechanism)
-:class:`SubsampledGaussianEvent` zCDP ``T / (2 s^2)`` (no amplification:
-                               declare the steps in a plan for that)
-:class:`ZCDPEvent`             zCDP ``rho`` (the pipeline)
-:class:`ApproximateEvent`      the basic filter when the session has an
-                               ``approximate_share``; refused otherwise
-=============================  ==========================================
+- :class:`GaussianEvent`: zCDP ``1 / (2 s^2)``, ``s`` the noise multiplier;
+- :class:`DiscreteGaussianEvent` (the grid path): zCDP ``1 / (2 s^2)``;
+- :class:`PureEvent` (Laplace, shaped Laplace, randomized response): zCDP
+  ``epsilon^2 / 2``;
+- :class:`BoundedRangeEvent` (the exponential mechanism's quantiles): zCDP
+  ``k epsilon^2 / 8``;
+- :class:`SubsampledGaussianEvent`: zCDP ``T / (2 s^2)`` (no amplification in
+  the filter: declare the steps in a plan, or compose them, for that);
+- :class:`ZCDPEvent` (the pipeline of ``private_mean``): zCDP ``rho``;
+- :class:`ApproximateEvent` with ``delta > 0`` (the binomial mechanism,
+  sample-and-threshold): the basic filter when the session has an
+  ``approximate_share``; refused otherwise.
 
 **Planning.** For releases declared in advance the tighter composition of a
 fixed sequence applies: :func:`plan_budget` returns the noise multipliers
@@ -193,7 +191,7 @@ class DiscreteGaussianEvent(GaussianEvent):
 
 @dataclass(frozen=True)
 class ZCDPEvent(PrivacyEvent):
-    """A ``rho``-zCDP release (the pipeline of :func:`dpsum.private_mean`)."""
+    """A ``rho``-zCDP release (the pipeline of :func:`dpsum.pipeline.private_mean`)."""
 
     rho: float
     kind: ClassVar[str] = "zcdp"
@@ -473,7 +471,7 @@ class Session:
     :attr:`head` (the last hash, public) elsewhere and pass it to
     :meth:`resume`, which then refuses a ledger that does not contain it. A
     last line cut in the middle (a crash while it was written: its release
-    was never drawn) is dropped and reported in :attr:`recovered`.
+    was never drawn) is dropped and reported in ``recovered``.
 
     Examples
     --------

@@ -90,7 +90,7 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
         batch size.
     rng : numpy.random.Generator, int or None
         Source of randomness.
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the update is a Gaussian of multiplier
         ``count_noise`` (the count's sensitivity is 1 under either relation),
         charged, or refused if it does not fit, before the rows are read.

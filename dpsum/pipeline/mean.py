@@ -1043,7 +1043,7 @@ _DOC_PARAMS = """
         far above the design's expectation (``n p_C`` and 0). They also give
         :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
         this off.
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: the pipeline is one ``rho``-zCDP event (every
         path spends at most ``rho``), charged, or refused if it does not fit,
         before the data's values are read. Without one the release is a

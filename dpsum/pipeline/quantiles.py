@@ -174,7 +174,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: charged (``k bounded-range steps of epsilon, one per column``), or refused if it does
         not fit, before the data's values are read; without one the release
         is a one-off.
@@ -254,7 +254,7 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: charged (``d bounded-range steps of epsilon``), or refused if it does
         not fit, before the data's values are read; without one the release
         is a one-off.
@@ -317,7 +317,7 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: charged (``d bounded-range steps of epsilon``), or refused if it does
         not fit, before the data's values are read; without one the release
         is a one-off.
@@ -403,7 +403,7 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
-    session : dpsum.Session, optional
+    session : dpsum.session.Session, optional
         The analysis's budget: charged (``one bounded-range step of epsilon``), or refused if it does
         not fit, before the data's values are read; without one the release
         is a one-off.

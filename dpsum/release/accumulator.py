@@ -382,7 +382,7 @@ class Accumulator:
         ----------
         rng : numpy.random.Generator, SeedSequence, int or None
             The noise's source.
-        session : dpsum.Session, optional
+        session : dpsum.session.Session, optional
             The analysis's budget.
 
         Raises

@@ -184,7 +184,7 @@ class Release(V.Record):
         The warnings the release raised (about its public inputs).
     accounting : str
         Where the release's budget is accounted: ``"session <id>, entry <k>"``
-        of a :class:`dpsum.Session`'s ledger, or ``"one-off: ..."`` for a
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
         release made without a session (accounted on its own).
 
     Examples
@@ -461,7 +461,7 @@ class PipelineRelease(V.Record):
         ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``.
     accounting : str
         Where the release's budget is accounted: ``"session <id>, entry <k>"``
-        of a :class:`dpsum.Session`'s ledger, or ``"one-off: ..."`` for a
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
         release made without a session (accounted on its own).
     """
 
