@@ -465,11 +465,14 @@ class Session:
 
     **What the file alone cannot detect.** :meth:`resume` refuses a file
     whose chain does not verify (an edited, reordered, inserted or removed
-    entry in the middle, a changed budget in the header). A file cannot
-    prove that it is complete: a deleted file, or a tail cut after a whole
-    entry, looks like a shorter honest ledger. Keep the session's
-    :attr:`head` (the last hash, public) elsewhere and pass it to
-    :meth:`resume`, which then refuses a ledger that does not contain it. A
+    entry in the middle, a changed budget in the header). The chain has no
+    key: it catches corruption and any edit that does not recompute every
+    later hash, not a deliberate rewrite of the whole chain. And a file
+    cannot prove that it is complete: a deleted file, or a tail cut after a
+    whole entry, looks like a shorter honest ledger. Keep the session's
+    :attr:`head` (the last hash, 64 public hex digits) elsewhere and pass it
+    to :meth:`resume`: a ledger that does not contain it (cut, or rewritten
+    at any entry up to it) is refused. A
     last line cut in the middle (a crash while it was written: its release
     was never drawn) is dropped and reported in ``recovered``.
 
@@ -866,24 +869,35 @@ class Session:
 
         Tighter than the filter, and valid only if every release's budget was
         chosen before the analysis began; the session refuses by the filter.
-        Discrete Gaussian and zCDP events enter as Gaussians of the same zCDP
-        (a ``rho``-zCDP event has the Renyi curve of a Gaussian of multiplier
-        ``1/sqrt(2 rho)``, which is all the zCDP guarantee states about it).
+        Events known only by their zCDP (discrete Gaussian, the pipeline, a
+        zCDP plan) are added up and enter as one ``(epsilon, delta / 2)``
+        step, ``epsilon = zcdp_epsilon(rho, delta / 2)``.
         """
         dlt = self._delta if delta is None else V.check_delta(delta, scalar=True)
         if dlt is None:
             raise TypeError("delta is required for a rho session")
         steps = []
+        rho_z = Fraction(0)
         for name, ev in self.events():
             step = ev.step(name)
-            if step is None:
+            if step is not None:
+                steps.append(step)
+            else:
                 rho = ev.zcdp()
                 assert rho is not None
-                step = gaussian_step(name, 1.0 / math.sqrt(2.0 * float(rho)))
-            steps.append(step)
+                rho_z += rho
+        if rho_z > 0:
+            half = float(dlt) / 2.0
+            steps.append(approximate_step("zCDP events", zcdp_epsilon(float(rho_z), half),
+                                          half))
         if not steps:
             raise ValueError("the ledger holds no release yet")
-        return compose(steps, delta=float(dlt))
+        try:
+            return compose(steps, delta=float(dlt))
+        except ValueError as exc:
+            raise ValueError(f"the ledger's events have no joint fixed-sequence composition "
+                             f"({exc}); the session's filter still accounts them: spent()"
+                             ) from None
 
     def close(self) -> None:
         """Close the ledger file; every later charge is refused."""

@@ -225,6 +225,29 @@ def test_a_cut_tail_is_caught_by_the_head_and_a_cut_line_is_dropped(tmp_path):
     assert S.Session.resume(path).spent().entries == 2
 
 
+def test_a_rewritten_chain_is_caught_by_the_head(tmp_path):
+    path, head = _ledger_with(tmp_path)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[1]["event"]["noise_multiplier"] = 40.0          # a smaller spend ...
+    prev = records[0]["hash"]
+    for r in records[1:]:                                   # ... with the chain recomputed
+        r["prev"] = prev
+        r["hash"] = prev = S._link(prev, r)
+    path.write_text("".join(S._canonical(r) + "\n" for r in records))
+    assert S.Session.resume(path).spent().rho < 3 / 32      # the file alone: undetectable
+    with pytest.raises(S.LedgerError, match="does not contain the given head"):
+        S.Session.resume(path, head=head)
+
+
+def test_composed_takes_zcdp_only_events_at_half_the_delta():
+    s = S.Session(epsilon=2.0, delta=1e-6)
+    s.charge(S.ZCDPEvent(0.01), mechanism="private_mean")
+    s.charge(S.PureEvent(0.1), mechanism="laplace_mechanism")
+    g = s.composed()
+    assert [st.name for st in g.steps] == ["laplace_mechanism", "zCDP events"]
+    assert g.steps[1].epsilon == zcdp_epsilon(0.01, 5e-7) and g.delta == 1e-6
+
+
 def test_a_deleted_ledger_cannot_be_resumed(tmp_path):
     with pytest.raises(ValueError, match="deleted ledger"):
         S.Session.resume(tmp_path / "gone.jsonl")
