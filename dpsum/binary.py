@@ -359,12 +359,14 @@ def randomized_response_epsilon(keep_probability: ArrayLike) -> float | np.ndarr
 
 
 def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
-                                rng: RandomLike = None) -> np.ndarray:
+                                rng: RandomLike = None, session: Any = None) -> np.ndarray:
     """The local randomizer: each user's report, their bit flipped with
     probability ``1 / (1 + e^eps)``.
 
     Returns a boolean array of the same length as ``bits``; the input is not
-    modified. Each report is epsilon-DP with respect to its user's bit.
+    modified. Each report is epsilon-DP with respect to its user's bit, so
+    the reports together are epsilon-DP (replace-one): with a ``session`` it
+    is charged as a pure ``epsilon`` event before the bits are read.
 
     Examples
     --------
@@ -372,8 +374,10 @@ def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
     [True, False, True]
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    x = V.check_bits(bits)
     gen = V.check_rng(rng)
+    charge_session(as_session(session), PureEvent(eps), mechanism="randomized_response_reports",
+                   parameters={"epsilon": eps}, neighbouring=Neighbouring.REPLACE)
+    x = V.check_bits(bits)
     flip = gen.random(x.shape[0]) < _flip_threshold(eps)   # rounded up: see randomized_response
     return x ^ flip
 
