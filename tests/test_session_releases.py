@@ -219,3 +219,21 @@ def test_a_file_backed_session_holds_only_its_totals(tmp_path):
     assert s.spent().entries == 2_200
     s.close()
     assert Session.resume(tmp_path / "long.jsonl").spent().rho == 2_200 * 0.5
+
+
+def test_the_entry_is_on_disk_before_the_noise_is_drawn(tmp_path, monkeypatch):
+    path = tmp_path / "order.jsonl"
+    s = Session(rho=10.0, path=path)
+    acc = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    full = acc.update(X)
+    seen = []
+    original = type(full)._estimate
+
+    def spy(self, gen, noise_std):
+        seen.append(path.read_text().count("\n"))         # header + entries, on disk
+        return original(self, gen, noise_std)
+
+    monkeypatch.setattr(type(full), "_estimate", spy)
+    full.release(rng=0, session=s)
+    full.release(rng=1, session=s)
+    assert seen == [2, 3]
