@@ -52,6 +52,8 @@ from dpsum._enums import _StrEnum
 from dpsum._lazy import stats
 from dpsum._validation import RandomLike
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import ONE_OFF, ApproximateEvent, PureEvent, as_session
+from dpsum.session import charge as charge_session
 
 __all__ = [
     "BinaryRelease",
@@ -182,6 +184,8 @@ class BinaryRelease(V.Record):
         when it is ``>= tau``, i.e. ``>= ceil(tau)``), None otherwise.
     neighbouring : dpsum.privacy.Neighbouring
         The neighbouring relation of the guarantee (replace-one).
+    accounting : str
+        The session ledger entry that accounts the release, or ``"one-off"``.
 
     Examples
     --------
@@ -199,6 +203,7 @@ class BinaryRelease(V.Record):
     probability: float
     threshold: float | None
     neighbouring: Neighbouring = Neighbouring.REPLACE
+    accounting: str = ONE_OFF
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism, "mechanism"))
@@ -214,6 +219,8 @@ class BinaryRelease(V.Record):
         object.__setattr__(self, "threshold", V.record_scalar(self.threshold, "threshold",
                                                               low=0.0, optional=True))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+        if not isinstance(self.accounting, str):
+            raise TypeError(f"accounting must be a str, got {V.describe(self.accounting)}")
 
     @property
     def released(self) -> bool:
@@ -352,12 +359,14 @@ def randomized_response_epsilon(keep_probability: ArrayLike) -> float | np.ndarr
 
 
 def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
-                                rng: RandomLike = None) -> np.ndarray:
+                                rng: RandomLike = None, session: Any = None) -> np.ndarray:
     """The local randomizer: each user's report, their bit flipped with
     probability ``1 / (1 + e^eps)``.
 
     Returns a boolean array of the same length as ``bits``; the input is not
-    modified. Each report is epsilon-DP with respect to its user's bit.
+    modified. Each report is epsilon-DP with respect to its user's bit, so
+    the reports together are epsilon-DP (replace-one): with a ``session`` it
+    is charged as a pure ``epsilon`` event before the bits are read.
 
     Examples
     --------
@@ -365,8 +374,10 @@ def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
     [True, False, True]
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    x = V.check_bits(bits)
     gen = V.check_rng(rng)
+    charge_session(as_session(session), PureEvent(eps), mechanism="randomized_response_reports",
+                   parameters={"epsilon": eps}, neighbouring=Neighbouring.REPLACE)
+    x = V.check_bits(bits)
     flip = gen.random(x.shape[0]) < _flip_threshold(eps)   # rounded up: see randomized_response
     return x ^ flip
 
@@ -467,7 +478,7 @@ def _check_estimable(eps: float, n: int) -> None:
 
 
 def randomized_response(bits: ArrayLike, *, epsilon: float,
-                        rng: RandomLike = None) -> BinaryRelease:
+                        rng: RandomLike = None, session: Any = None) -> BinaryRelease:
     """Epsilon-randomized response (Warner 1965), aggregated.
 
     Every user reports their bit with probability ``q = e^eps / (1 + e^eps)``
@@ -484,6 +495,11 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
         Privacy parameter, > 0.
     rng : numpy.random.Generator, int or None
         Source of randomness.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: checked (refused if the release does not fit)
+        before the bits are read, charged before the noise is drawn. Without
+        one the release is a one-off (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -521,6 +537,10 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
     (True, 0.880797)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
+    sess = as_session(session)
+    event = PureEvent(eps)
+    if sess is not None:
+        sess.check(event, neighbouring=Neighbouring.REPLACE)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
     n = int(x.shape[0])
@@ -528,6 +548,9 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
     k = int(np.count_nonzero(x))
     q = float(special.expit(eps))
     flip = _flip_threshold(eps)
+    params = {"epsilon": eps, "n": n}
+    tag = charge_session(sess, event, mechanism="randomized_response", parameters=params,
+                         neighbouring=Neighbouring.REPLACE)
     # ones kept plus zeros flipped, each report from its own uniform on the
     # 2^-53 grid (see the docstring): the law of the count of the reports
     output = (k - _count_below(gen, k, flip)) + _count_below(gen, n - k, flip)
@@ -540,6 +563,7 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
         mechanism=BinaryMechanism.RANDOMIZED_RESPONSE,
         probability=q,
         threshold=None,
+        accounting=tag,
     )
 
 
@@ -697,7 +721,8 @@ def binomial_privacy_delta(n: int, p: float, epsilon: float) -> float:
 
 
 def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
-                             p: float | None = None, rng: RandomLike = None) -> BinaryRelease:
+                             p: float | None = None, rng: RandomLike = None,
+                             session: Any = None) -> BinaryRelease:
     """Additive binomial noise: release ``k + Z``, ``Z ~ Binomial(n, p)``.
 
     In the shuffle model every user sends their bit and, with probability
@@ -725,6 +750,11 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: checked (refused if the release does not fit)
+        before the bits are read, charged before the noise is drawn. Without
+        one the release is a one-off (its record's ``accounting`` says so).
+
     Returns
     -------
     BinaryRelease
@@ -739,6 +769,10 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     _check_epsilon_covered(eps, "binomial mechanism")
+    sess = as_session(session)
+    event = ApproximateEvent(eps, dlt)
+    if sess is not None:
+        sess.check(event, neighbouring=Neighbouring.REPLACE)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
     n = int(x.shape[0])
@@ -756,6 +790,9 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
                 f"p must be at least 50 ln(2/delta) / (epsilon^2 n) = {p_min:.6g}, got {V.describe(p)}"
             )
     k = int(np.count_nonzero(x))
+    params = {"epsilon": eps, "delta": dlt, "n": n, "p": pp}
+    tag = charge_session(sess, event, mechanism="binomial_noise_mechanism", parameters=params,
+                         neighbouring=Neighbouring.REPLACE)
     output = k + int(gen.binomial(n, pp))
     return BinaryRelease(
         estimate=float(binomial_estimate(output, n, pp)),
@@ -766,6 +803,7 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
         mechanism=BinaryMechanism.BINOMIAL,
         probability=pp,
         threshold=None,
+        accounting=tag,
     )
 
 
@@ -1005,7 +1043,7 @@ def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *
 
 def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                          p: float | None = None, threshold: float | None = None,
-                         rng: RandomLike = None) -> BinaryRelease:
+                         rng: RandomLike = None, session: Any = None) -> BinaryRelease:
     """Sample-and-threshold (Bharadwaj and Cormode 2022) for a binary sum.
 
     Each user is sampled independently with probability ``p`` (default
@@ -1035,6 +1073,11 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
         Release threshold, at least ``3 + ln(1/delta)``.
     rng : numpy.random.Generator, int or None
         Source of randomness.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: checked (refused if the release does not fit)
+        before the bits are read, charged before the noise is drawn. Without
+        one the release is a one-off (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -1072,10 +1115,17 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                 f"{'given' if threshold is not None else 'from delta: 3 + ln(1/delta)'}), "
                 f"got {V.describe(p)}"
             )
+    sess = as_session(session)
+    event = ApproximateEvent(eps, dlt)
+    if sess is not None:
+        sess.check(event, neighbouring=None)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
     n = int(x.shape[0])
     k = int(np.count_nonzero(x))
+    params = {"epsilon": eps, "delta": dlt, "p": pp, "threshold": float(tau)}
+    tag = charge_session(sess, event, mechanism="sample_and_threshold", parameters=params,
+                         neighbouring=None)
     sampled = int(gen.binomial(k, pp))
     output = sampled if sampled >= tau else 0
     return BinaryRelease(
@@ -1087,6 +1137,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
         mechanism=BinaryMechanism.SAMPLE_AND_THRESHOLD,
         probability=pp,
         threshold=float(tau),
+        accounting=tag,
     )
 
 

@@ -54,6 +54,8 @@ from dpsum.kernels._exact import noisy_estimate
 from dpsum.kernels.grid import accumulate_clamped, make_clamp_plan
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import GaussianEvent, DiscreteGaussianEvent, PureEvent, as_session
+from dpsum.session import charge as charge_session
 from dpsum.release.accumulator import (
     Accumulator,
     accumulator_for,
@@ -144,6 +146,15 @@ def _public_rows(n: int | None, relation: Neighbouring) -> int | None:
     return n
 
 
+def _checked_session(session: Any, acc: Accumulator) -> Any:
+    """The ``session`` argument, refused (with what remains) if the release
+    would not fit: before the pass reads the data. The release charges it."""
+    sess = as_session(session)
+    if sess is not None:
+        sess.check(acc.privacy_event, neighbouring=acc.neighbouring)
+    return sess
+
+
 def _pass(X: Any, acc: Accumulator) -> Accumulator:
     """The one pass over the rows: in memory, or on a dask cluster."""
     if dask_engine.is_dask_array(X):
@@ -154,7 +165,8 @@ def _pass(X: Any, acc: Accumulator) -> Accumulator:
 def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensitivity: float,
                        calibration: str = "analytic",
                        neighbouring: Neighbouring | str = "replace",
-                       rng: RandomLike = None, secure: bool = False) -> Release:
+                       rng: RandomLike = None, secure: bool = False,
+                       session: Any = None) -> Release:
     """The Gaussian mechanism: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
 
     ``sigma = sensitivity * sigma_opt`` with ``sigma_opt`` from the analytic
@@ -182,6 +194,11 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
         sensitivity) and exact discrete Gaussian noise is added; with
         ``rng=None`` the noise comes from the OS's secure generator.
         ``calibration`` must then be ``"analytic"`` (it is not used).
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -214,17 +231,33 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                          "where it cannot be represented within 1e-9 of the exact "
                          "calibration; rescale the value and the sensitivity")
     gen_ = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)   # before the data
-    x = V.check_finite_array(value, "value")
-    labels = V.index_labels(value)
+    sess = as_session(session)
+    params = {"epsilon": eps, "delta": dlt, "sensitivity": sens, "secure": secure_,
+              "calibration": calib.value}
     if secure_:
-        est, K, gstd = secure_gaussian(x, sensitivity=sens, epsilon=eps, delta=dlt, rng=gen_)
+        shape = V.as_real_array(value, "value").shape      # type and shape only: public
+        tag: list = []
+
+        def charge(multiplier: float) -> None:     # the discrete Gaussian's, before its noise
+            tag.append(charge_session(sess, DiscreteGaussianEvent(multiplier),
+                                      mechanism="gaussian_mechanism", parameters=params,
+                                      neighbouring=relation))
+
+        est, K, gstd = secure_gaussian(value, sensitivity=sens, epsilon=eps, delta=dlt,
+                                       rng=gen_, before_noise=charge)
         std = gstd * (discrete_gaussian_std(gstd / 2.0 ** K) / (gstd / 2.0 ** K))
+        x = np.asarray(est).reshape(shape)
+        labels = V.index_labels(value)
         return Release(estimate=est, noise_std=np.full(x.shape, std), scaling=None,
                        clip_norm=None, epsilon=eps, delta=dlt, neighbouring=relation,
                        sigma_opt=gstd / sens, sensitivity=sens,
                        mechanism=Mechanism.GAUSSIAN_ANALYTIC, calibration=Calibration.DISCRETE,
                        secure=True, grid_exponent=K, discrete_scale=np.full(x.shape, gstd),
-                       columns=labels)
+                       columns=labels, accounting=tag[0])
+    tag_ = charge_session(sess, GaussianEvent(sopt), mechanism="gaussian_mechanism",
+                          parameters=params, neighbouring=relation)
+    x = V.check_finite_array(value, "value")
+    labels = V.index_labels(value)
     assert gen_ is not None
     estimate = x + gen_.normal(0.0, std, size=x.shape)
     return Release(
@@ -241,13 +274,15 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                    else Mechanism.GAUSSIAN_ANALYTIC),
         calibration=calib,
         columns=labels,
+        accounting=tag_,
     )
 
 
 def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   lower: ArrayLike, upper: ArrayLike, rng: RandomLike = None,
                                   secure: bool = False, statistic: str = "sum",
-                                  diagnostics: bool | float = False) -> Release:
+                                  diagnostics: bool | float = False,
+                                  session: Any = None) -> Release:
     """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
     in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
 
@@ -292,6 +327,12 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         the budget on a private count of the rows outside the box
         (``release.clip_count``), and warns when it is clearly above 0.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
+
     Returns
     -------
     Release
@@ -317,7 +358,8 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                           secure=secure_, statistic=statistic,
                                           diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    rel = _pass(data, acc).release(gen)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "elliptical_gaussian_mechanism", 0.0, "outside the box",
                    "the box [lower, upper] probably does not contain the data; the estimate is "
                    "biased towards the box. Widen the box (from public knowledge, not from X)")
@@ -329,7 +371,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             scaling: str | ArrayLike = "scaled",
                             neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                             secure: bool = False, statistic: str = "sum",
-                            diagnostics: bool | float = False) -> Release:
+                            diagnostics: bool | float = False,
+                            session: Any = None) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
     known scales (:prf:ref:`gaussian-data-alg-clipped`).
 
@@ -391,6 +434,12 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         above the design's ``n p_C``: a wrong ``center`` or ``stds``.
         Replace-one only.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
+
     Returns
     -------
     Release
@@ -424,7 +473,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                                     neighbouring=relation, secure=secure_, statistic=statistic,
                                     diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    rel = _pass(data, acc).release(gen)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
                    "the public center or stds are probably wrong for these data (a centre "
                    "far from the data or scales too small); the estimate is biased towards "
@@ -434,7 +484,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
 def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, clip_norm: float,
                                neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                                secure: bool = False, statistic: str = "sum",
-                               diagnostics: bool | float = False) -> Release:
+                               diagnostics: bool | float = False,
+                               session: Any = None) -> Release:
     """Isotropic clipping: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
     (add-remove).
@@ -464,6 +515,12 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         comes when clearly more than :data:`~dpsum.mechanisms.CLIPPED_FRACTION_WARNING` of the
         rows were clipped.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
+
     Returns
     -------
     Release
@@ -486,7 +543,8 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
                                        secure=secure_, statistic=statistic,
                                        diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    rel = _pass(data, acc).release(gen)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
                    "clipped", "clip_norm is probably too small for these data; the estimate "
                    "is biased towards 0")
@@ -531,7 +589,8 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
 
 def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
                       neighbouring: Neighbouring | str = "replace",
-                      rng: RandomLike = None, secure: bool = False) -> Release:
+                      rng: RandomLike = None, secure: bool = False,
+                      session: Any = None) -> Release:
     """The Laplace mechanism: add i.i.d. ``Laplace(0, sensitivity / epsilon)`` noise.
 
     If the statistic has L1 sensitivity ``Delta_1`` (the largest L1 distance
@@ -564,6 +623,12 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         grid. Still ``epsilon``-DP with ``delta = 0``
         (:prf:ref:`fp-thm-discrete-laplace`), and
         immune to attacks on the low-order bits.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -605,6 +670,10 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
                          "sensitivity")
     secure_ = V.check_bool(secure, "secure")
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
+    # the discrete Laplace on the grid is exactly epsilon-DP, as the float one
+    tag = charge_session(as_session(session), PureEvent(eps), mechanism="laplace_mechanism",
+                         parameters={"epsilon": eps, "sensitivity": sens, "secure": secure_},
+                         neighbouring=relation)
     x = V.check_finite_array(value, "value")
     labels = V.index_labels(value)
     if secure_:
@@ -615,7 +684,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
             epsilon=eps, delta=0.0, neighbouring=relation, sigma_opt=std / grid_sens,
             sensitivity=grid_sens, mechanism=Mechanism.LAPLACE,
             calibration=Calibration.DISCRETE_LAPLACE, secure=True, grid_exponent=K,
-            columns=labels)
+            columns=labels, accounting=tag)
     assert gen is not None                      # the float path always has a Generator
     estimate = x + gen.laplace(0.0, scale, size=x.shape)
     return Release(
@@ -631,11 +700,12 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         mechanism=Mechanism.LAPLACE,
         calibration=Calibration.LAPLACE,
         columns=labels,
+        accounting=tag,
     )
 
 
 def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
-                             rng: RandomLike = None) -> Release:
+                             rng: RandomLike = None, session: Any = None) -> Release:
     """The shaped Laplace mechanism on the sum of the rows of ``X`` (book,
     chapter "Laplace or Gaussian?"): the pure-DP analogue of the Elliptical
     Gaussian mechanism.
@@ -661,6 +731,12 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
         The widths ``Delta_j > 0`` of the box; public.
     rng : numpy.random.Generator, int, SeedSequence or None
         Source of randomness.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -703,6 +779,9 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     if np.any(width < 2.0 ** -1021):
         raise ValueError("widths must be at least 2^-1021 (about 4.5e-308) in every "
                          "coordinate, so that the half-widths are exact; rescale the data")
+    tag = charge_session(as_session(session), PureEvent(eps),
+                         mechanism="shaped_laplace_mechanism",
+                         parameters={"epsilon": eps, "d": d}, neighbouring=Neighbouring.REPLACE)
     plan = make_clamp_plan(width / 2.0, None)
     total, _, _ = accumulate_clamped(X, plan)
     assert gen is not None
@@ -713,4 +792,4 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
         estimate=estimate, noise_std=math.sqrt(2.0) * scales, scaling=b, clip_norm=None,
         epsilon=eps, delta=0.0, neighbouring=Neighbouring.REPLACE,
         sigma_opt=math.sqrt(2.0) / eps, sensitivity=S, mechanism=Mechanism.SHAPED_LAPLACE,
-        calibration=Calibration.LAPLACE, widths=width)
+        calibration=Calibration.LAPLACE, widths=width, accounting=tag)

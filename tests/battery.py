@@ -58,7 +58,7 @@ SECRET_TEXT = "271828.1828"
 
 MODULES = ["dpsum", "dpsum.privacy", "dpsum.distributions", "dpsum.design", "dpsum.kernels",
            "dpsum.release", "dpsum.pipeline", "dpsum.accuracy", "dpsum.audit", "dpsum.binary",
-           "dpsum.bounds", "dpsum.mechanisms"]
+           "dpsum.bounds", "dpsum.mechanisms", "dpsum.session"]
 
 #: Data arguments: their values are private.
 DATA = {"X", "value", "bits", "values", "data", "block", "S"}
@@ -117,8 +117,27 @@ def _valid(name: str) -> Any:
         "upper": np.array([10.0, 10.0]), "center": np.array([0.0, 0.0]),
         # optional arguments shared by many functions: driven too
         "neighbouring": "replace", "secure": False, "statistic": "sum", "diagnostics": False,
+        "session": Make(_session),
     }
     return table.get(name)
+
+
+def _session() -> Any:
+    """A live session with room for any one release of the baselines (the
+    binomial mechanism's delta = 0.5 included), replace-one."""
+    from dpsum.session import Session
+    return Session(epsilon=50.0, delta=0.99, approximate_share=0.9)
+
+
+def _session_bad_values() -> list[tuple[str, Any]]:
+    """Sessions a release must refuse before reading the data: closed, under
+    another relation, spent."""
+    from dpsum.session import Session
+    closed = Session(rho=1.0)
+    closed.close()
+    return [("closed session", closed),
+            ("foreign session (add-remove)", Session(rho=1e3, neighbouring="add-remove")),
+            ("spent session", Session(rho=1e-30))]
 
 
 class Make:
@@ -219,6 +238,8 @@ def _record_baselines() -> dict[str, Any]:
         "ComposedPLD": _instance_fields(privacy.subsampled_gaussian_pld(2.0, 0.1, 2)),
         "GeneralizedChiSquare": {"weights": np.array([1.0, 2.0]),
                                  "noncentrality": np.array([0.0, 1.0])},
+        "SessionBudget": _instance_fields(_charged_session().spent()),
+        "BudgetPlan": _instance_fields(_plan_budget()((1.0, 1e-6), 3)),
     }
 
 
@@ -320,6 +341,15 @@ def _baselines() -> dict[str, Any]:
         # the pipeline: every argument, once with (epsilon, delta), once with rho
         "private_mean": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
         "private_sum": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
+        # sessions: an (epsilon, delta) budget with a basic share, and a rho budget
+        "Session": [{"rho": OMIT, "approximate_share": 0.25},
+                    {"epsilon": OMIT, "delta": OMIT, "rho": 0.5}],
+        "BoundedRangeEvent": {"count": 2}, "SubsampledGaussianEvent": {"steps": 3},
+        "ZCDPEvent": {"rho": 0.1},
+        "plan_budget": [{"budget": (1.0, 1e-6), "releases": 3},
+                        {"budget": Make(_session), "releases": [1.0, 2.0]}],
+        "charge": {"event": Make(_pure_event), "mechanism": "laplace_mechanism"},
+        "as_session": {"name": "session"},
     }
     out.update(_record_baselines())
     return out
@@ -372,6 +402,22 @@ def _method(name: str, build: Any, method: str, baseline: dict[str, Any]) -> tup
     return name, call, baseline
 
 
+def _pure_event() -> Any:
+    from dpsum.session import PureEvent
+    return PureEvent(0.1)
+
+
+def _plan_budget() -> Any:
+    from dpsum.session import plan_budget
+    return plan_budget
+
+
+def _charged_session() -> Any:
+    s = _session()
+    s.charge(_pure_event(), mechanism="laplace_mechanism")
+    return s
+
+
 def methods() -> list[tuple[str, Any, dict]]:
     """The public methods that take arguments: the accumulator's (the issue's
     double counting and repeated release) and the records' and the
@@ -384,7 +430,15 @@ def methods() -> list[tuple[str, Any, dict]]:
         _method("Accumulator.update", _parent, "update", {"block": _ACC_X}),
         _method("Accumulator.merge", lambda: _parent().update(_ACC_X), "merge",
                 {"other": Make(lambda: _parent().update(_ACC_X[:1]))}),
-        _method("Accumulator.release", fresh_acc, "release", {"rng": 0, "repeat": False}),
+        _method("Accumulator.release", fresh_acc, "release", {"rng": 0}),
+        _method("Session.charge", _session, "charge",
+                {"event": Make(_pure_event), "mechanism": "laplace_mechanism",
+                 "parameters": {"epsilon": 0.1}, "neighbouring": "replace"}),
+        _method("Session.check", _session, "check", {"event": Make(_pure_event)}),
+        _method("Session.labelled", _session, "labelled", {"label": "mean"}),
+        _method("Session.declare", _session, "declare",
+                {"plan": Make(lambda: _plan_budget()((1.0, 1e-6), 3))}),
+        _method("Session.composed", _charged_session, "composed", {"delta": 1e-6}),
         _method("Release.summary", _gd_release, "summary", {"beta": 0.05, "rows": 5}),
         _method("Release.to_dict", _gd_release, "to_dict", {"beta": 0.05}),
         _method("PipelineRelease.summary", _pipeline_release, "summary",
@@ -529,7 +583,8 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
             done.add(qual)
         for param in [k for k in kwargs if k != "rng"] + (["rng"] if "rng" in kwargs else []):
             for label, bad in bad_values() + ([("float seed", 1.5), ("negative seed", -1)]
-                                              if param == "rng" else []):
+                                              if param == "rng" else []) + (
+                    _session_bad_values() if param == "session" else []):
                 args = {k: _fresh(v) for k, v in kwargs.items()}
                 args[param] = bad
                 for data in (DATA - NOT_DATA.get(qual.rsplit(".", 1)[1], set())) & set(args):

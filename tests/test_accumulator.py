@@ -151,7 +151,7 @@ def test_grid_release_with_no_rng_uses_the_secure_generator():
     X = _data(200, 1)
     acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
                                          secure=True).update(X)
-    first, second = acc.release(), acc.release(repeat=True)
+    first, second = acc.release(), acc.release()
     K = first.grid_exponent
     for r in (first, second):          # every released value is on the grid 2^K (scaled)
         q = np.ldexp(r.estimate * r.scaling, -K)
@@ -189,7 +189,7 @@ def test_accumulators_pickle_and_merge_after_the_round_trip(secure):
     left, right = acc.update(X[:150]), acc.update(X[150:])
     shipped = pickle.loads(pickle.dumps(left)).merge(pickle.loads(pickle.dumps(right)))
     assert np.array_equal(shipped.release(rng=4).estimate,
-                          left.merge(right).release(rng=4, repeat=True).estimate)
+                          left.merge(right).release(rng=4).estimate)
     assert shipped.mechanism == "gaussian data" and shipped.d == 4
 
 
@@ -209,7 +209,9 @@ def test_only_accumulators_of_one_set_up_merge():
             acc.merge(other)
     with pytest.raises(TypeError, match="other must be an Accumulator"):
         acc.merge(np.zeros(4))
-    assert acc.merge(A.clipped_gaussian_accumulator(4, clip_norm=1.0, **base)).rows == 0
+    with pytest.raises(ValueError, match="another plan"):     # same parameters, another plan
+        acc.merge(A.clipped_gaussian_accumulator(4, clip_norm=1.0, **base))
+    assert acc.merge(acc.empty()).rows == 0
 
 
 # ------------------------------------------------------------- bad input

@@ -124,7 +124,7 @@ def test_adding_or_removing_an_extreme_row_moves_the_statistic_at_most_the_sensi
     X, Y = _pair(rng, d, scale)
     acc = _acc(kind, d, scale, path == "secure", center)
     a, b = _fold(acc, X, path), _fold(acc.empty(), Y, path)
-    sa, sb = a.release(rng=0), b.release(rng=0, repeat=True)   # one plan: a second release
+    sa, sb = a.release(rng=0), b.release(rng=0)   # one plan: a second release
     assert sa.sensitivity == sb.sensitivity            # a function of public inputs
     assert np.array_equal(sa.noise_std, sb.noise_std)
     bound = Fraction(sa.sensitivity)
@@ -143,7 +143,7 @@ def test_every_path_gives_the_same_exact_statistic():
     stats = [list(_fold(acc.empty(), X, p).private_sum()) for p in ("float", "accumulator",
                                                                     "dask")]
     assert stats[0] == stats[1] == stats[2]
-    releases = [_fold(acc.empty(), X, p).release(rng=3, repeat=True) for p in ("float", "dask")]
+    releases = [_fold(acc.empty(), X, p).release(rng=3) for p in ("float", "dask")]
     assert np.array_equal(releases[0].estimate, releases[1].estimate)
 
 
@@ -269,12 +269,12 @@ def test_the_replace_one_charge_does_not_depend_on_the_blocks():
         for data in (X, Y):
             pos = data[:, 0] > 0
             parts = acc.empty().update(data[pos]).merge(acc.empty().update(data[~pos]))
-            sens.add(parts.release(rng=0, repeat=True).sensitivity)
+            sens.add(parts.release(rng=0).sensitivity)
             # the exact merge: the statistic is the exact sum of the partials, rounded once
             a, b = acc.empty().update(data[pos]), acc.empty().update(data[~pos])
             exact = [_q(x) + _q(y) for x, y in zip(a.private_sum(), b.private_sum())]
             assert parts.private_sum().tolist() == [float(v) for v in exact]
-        whole = acc.empty().update(X).release(rng=0, repeat=True)
+        whole = acc.empty().update(X).release(rng=0)
         assert sens == {whole.sensitivity}
 
 

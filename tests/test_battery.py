@@ -5,6 +5,7 @@ paths. ``python tests/battery_report.py`` prints the counts."""
 from __future__ import annotations
 
 import math
+import pickle
 from fractions import Fraction
 
 import numpy as np
@@ -17,6 +18,7 @@ from dpsum import mechanisms as M
 from dpsum import release as R
 from dpsum.engines import dask as dpdask
 from dpsum.privacy import gaussian_epsilon
+from dpsum.session import ONE_OFF, Session
 
 da = pytest.importorskip("dask.array")
 
@@ -149,24 +151,26 @@ def test_rows_are_never_counted_twice():
     assert dpdask.accumulate(da.from_array(X, chunks=(2, 2)), one.empty()).rows == 4
 
 
-# ---------------------------------------------- item 5: one plan, one release
-def test_a_plan_is_released_once_unless_asked_and_then_states_the_composition():
+# ------------------------------- item 5: one plan, many releases, each charged
+def test_a_plan_released_twice_is_two_ledger_entries_and_two_plans_never_merge():
     acc = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
     full = acc.update(np.ones((4, 2)))
-    first = full.release(rng=0)
-    for again in (lambda: full.release(rng=1), lambda: acc.update(np.ones((4, 2))).release(rng=1),
-                  lambda: acc.empty().update(np.ones((4, 2))).release(rng=1)):
-        with pytest.raises(ValueError, match="already released 1 time"):
-            again()
-    second = full.release(rng=1, repeat=True)
-    assert full.releases == 2 and first.epsilon == 1.0
-    assert second.epsilon == pytest.approx(
-        gaussian_epsilon(first.sigma_opt / math.sqrt(2), 1e-6), rel=1e-12)
-    assert second.epsilon > first.epsilon
-    grid = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0,
-                                          secure=True).update(np.ones((4, 2)))
-    g1, g2 = grid.release(rng=0), grid.release(rng=1, repeat=True)
-    assert g2.epsilon > g1.epsilon
+    first, second = full.release(rng=0), full.release(rng=1)    # no session: one-offs
+    assert first.accounting == second.accounting == ONE_OFF
+    assert first.epsilon == second.epsilon == 1.0
+    session = Session(epsilon=2.0, delta=1e-6)
+    a, b = full.release(rng=0, session=session), full.release(rng=1, session=session)
+    assert (a.accounting, b.accounting) == (f"session {session.id}, entry 1",
+                                            f"session {session.id}, entry 2")
+    assert session.spent().rho == pytest.approx(2 / (2 * first.sigma_opt ** 2), rel=1e-12)
+    assert session.composed().epsilon == pytest.approx(
+        gaussian_epsilon(first.sigma_opt / math.sqrt(2), 1e-6), rel=1e-9)
+    # the bypass: blocks of two plans built with the same parameters
+    twin = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    with pytest.raises(ValueError, match="another plan"):
+        full.merge(twin.update(np.ones((4, 2))))
+    shipped = pickle.loads(pickle.dumps(acc.update(np.zeros((1, 2)))))   # the plan travels
+    assert full.merge(shipped).rows == 5
 
 
 # ------------------------------- the sum is exact: no charge, adversarial rows

@@ -25,6 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
+from dpsum.session import GaussianEvent, as_session
+from dpsum.session import charge as charge_session
 from dpsum.pipeline.quantiles import row_norms
 from dpsum.privacy.composition import PrivacyStep, gaussian_step
 
@@ -67,7 +69,7 @@ class ClipUpdate(V.Record):
 
 def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: float,
                          learning_rate: float, count_noise: float, rows: float | None = None,
-                         rng: Any = None) -> ClipUpdate:
+                         rng: Any = None, session: Any = None) -> ClipUpdate:
     """One geometric update of the clip radius from a private count of unclipped rows.
 
     Parameters
@@ -88,6 +90,10 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
         batch size.
     rng : numpy.random.Generator, int or None
         Source of randomness.
+    session : dpsum.session.Session, optional
+        The analysis's budget: the update is a Gaussian of multiplier
+        ``count_noise`` (the count's sensitivity is 1 under either relation),
+        charged, or refused if it does not fit, before the rows are read.
 
     Returns
     -------
@@ -109,6 +115,8 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
         raise ValueError(f"count_noise must be at most 1e300, got {V.describe(count_noise)}")
     m_public = None if rows is None else V.check_positive(rows, "rows", scalar=True)
     gen = V.check_rng(rng)
+    charge_session(as_session(session), GaussianEvent(s), mechanism="adaptive_clip_update",
+                   parameters={"count_noise": s, "rows": m_public})
     data = V.check_data_matrix(X)
     m = float(data.shape[0]) if m_public is None else float(m_public)
     if m == 0:

@@ -91,6 +91,8 @@ from dpsum.privacy.composition import (
     zcdp_rho,
 )
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
+from dpsum.session import ONE_OFF, ZCDPEvent, as_session
+from dpsum.session import charge as charge_session
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
@@ -555,6 +557,7 @@ class _Context:
         self.secure, self.secure_gen, self.diagnostics = secure, secure_gen, diagnostics
         self.total, self.who = total, who
         self.notes: list[str] = []
+        self.accounting = ONE_OFF        # or the session's ledger entry
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
         warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
@@ -624,8 +627,9 @@ def _with_diagnostics(split: BudgetSplit, on: bool) -> BudgetSplit:
 def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
-         diagnostics: Any = True) -> PipelineRelease:
+         diagnostics: Any = True, session: Any = None) -> PipelineRelease:
     total, eps, dlt = _total_rho(epsilon, delta, rho)
+    sess = as_session(session)
     relation = Neighbouring.parse(neighbouring)
     rule = Scaling.parse(scaling, "scaling")
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
@@ -667,6 +671,10 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                      "or to the public box (see release.strategy); the error can be "
                      "many times a coordinate's scale. A box known in advance "
                      "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
+    # every path spends at most rho in zCDP: one event, before the data's values
+    ctx.accounting = charge_session(sess, ZCDPEvent(total), mechanism=f"private_{statistic}",
+                                    neighbouring=relation,
+                                    parameters={"rho": total, "d": d, "secure": secure_})
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
 
@@ -864,7 +872,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
         neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
         strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
-        notes=tuple(ctx.notes), grid_unit=unit, **(extra or {}))
+        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting, **(extra or {}))
 
 
 def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
@@ -990,6 +998,11 @@ _DOC_PARAMS = """
         far above the design's expectation (``n p_C`` and 0). They also give
         :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
         this off.
+    session : dpsum.session.Session, optional
+        The analysis's budget: the pipeline is one ``rho``-zCDP event (every
+        path spends at most ``rho``), charged, or refused if it does not fit,
+        before the data's values are read. Without one the release is a
+        one-off (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -1013,11 +1026,12 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
                  budget: Mapping | None = None, scaling: str = "adaptive",
                  clip_probability: float | None = None,
                  regularization: float = REGULARIZATION, rng: Any = None,
-                 secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
+                 secure: bool = False, diagnostics: bool = True,
+                 session: Any = None) -> PipelineRelease:
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean", secure=secure, diagnostics=diagnostics)
+                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
 
 
 def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
@@ -1026,11 +1040,12 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
                 budget: Mapping | None = None, scaling: str = "adaptive",
                 clip_probability: float | None = None,
                 regularization: float = REGULARIZATION, rng: Any = None,
-                secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
+                secure: bool = False, diagnostics: bool = True,
+                session: Any = None) -> PipelineRelease:
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum", secure=secure, diagnostics=diagnostics)
+                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)
 
 
 private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.

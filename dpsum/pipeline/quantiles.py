@@ -47,6 +47,8 @@ from scipy.special import logsumexp, ndtri
 
 from dpsum import _validation as V
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import BoundedRangeEvent, as_session
+from dpsum.session import charge as charge_session
 
 __all__ = [
     "MAD_TO_STD",
@@ -142,7 +144,7 @@ def _sample(values: np.ndarray, q: float, coef: float, lo: np.ndarray, hi: np.nd
 
 def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, lower: ArrayLike,
                          upper: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                         rng: Any=None) -> np.ndarray | float:
+                         rng: Any=None, session: Any = None) -> np.ndarray | float:
     """The exponential-mechanism quantile of each column of ``values``.
 
     The values of a column are clamped to ``[lower, upper]`` and sorted into
@@ -172,6 +174,11 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``k bounded-range steps of epsilon, one per column``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
+
     Returns
     -------
     float or numpy.ndarray, shape (k,)
@@ -193,6 +200,9 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     flat = arr.ndim == 1
     lo, hi = _bounds(lower, upper, 1 if flat else arr.shape[1])   # public: before the data
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps, 1 if flat else arr.shape[1]),
+                   mechanism="exponential_quantile", neighbouring=relation,
+                   parameters={"epsilon": eps, "quantile": q})
     if np.isnan(arr).any():
         raise ValueError("values contains NaN")
     table = arr[:, None] if flat else arr
@@ -219,7 +229,8 @@ def asinh_resolution(lower: Any, upper: Any, d: int) -> np.ndarray:
 
 
 def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
-                   neighbouring: Neighbouring | str = "replace", rng: Any=None) -> np.ndarray:
+                   neighbouring: Neighbouring | str = "replace", rng: Any=None,
+                   session: Any = None) -> np.ndarray:
     """Coordinate-wise private median on the ``asinh`` scale.
 
     Coordinate ``j`` is mapped to ``t = asinh((x - m_j) / w_j)`` with ``m_j``
@@ -243,6 +254,11 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``d bounded-range steps of epsilon``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
+
     Returns
     -------
     numpy.ndarray, shape (d,)
@@ -253,6 +269,9 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     data = V.check_data_matrix(X, finite=False)
     lo, hi = check_domain(lower, upper, data.shape[1])
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps, data.shape[1]),
+                   mechanism="private_center", neighbouring=relation,
+                   parameters={"epsilon": eps, "d": data.shape[1]})
     _require_finite(data)
     return center_step(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
@@ -271,7 +290,7 @@ def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du
 
 def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale: ArrayLike,
                    max_scale: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                   rng: Any=None) -> np.ndarray:
+                   rng: Any=None, session: Any = None) -> np.ndarray:
     """Per-coordinate private scales: the median absolute deviation on the log scale.
 
     For coordinate ``j`` the values ``log |x_ij - c_j|``, clamped to
@@ -298,6 +317,11 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``d bounded-range steps of epsilon``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
+
     Returns
     -------
     numpy.ndarray, shape (d,)
@@ -314,6 +338,8 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     if not np.all(lo < hi):
         raise ValueError("min_scale must be < max_scale in every coordinate")
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps, d), mechanism="private_scales",
+                   neighbouring=relation, parameters={"epsilon": eps, "d": d})
     _require_finite(data)
     return scales_step(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
@@ -349,7 +375,8 @@ def row_norms(data: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> n
 def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lower: float,
                           upper: float, center: ArrayLike | None = None,
                           scaling: ArrayLike | None = None,
-                          neighbouring: Neighbouring | str = "replace", rng: Any=None) -> float:
+                          neighbouring: Neighbouring | str = "replace", rng: Any=None,
+                          session: Any = None) -> float:
     """A private quantile of the row norms ``||(x_i - c) ⊙ b||`` on the log scale.
 
     The log norms, clamped to ``[log lower, log upper]``, enter the
@@ -376,6 +403,11 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``one bounded-range step of epsilon``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
+
     Returns
     -------
     float
@@ -383,6 +415,8 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     q, eps, du, lo, hi, data, c, b = _norm_quantile_inputs(
         X, quantile, epsilon, lower, upper, center, scaling, neighbouring)
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps), mechanism="private_norm_quantile",
+                   neighbouring=neighbouring, parameters={"epsilon": eps, "quantile": q})
     _require_finite(data)
     return norm_quantile_step(data, q, eps, lo, hi, c, b, du, gen)
 

@@ -43,7 +43,7 @@ import dataclasses
 import itertools
 import math
 import os
-
+import secrets
 from fractions import Fraction
 from typing import Any
 
@@ -66,12 +66,13 @@ from dpsum.kernels.grid import (
     make_grid_plan,
     round_to_grid,
 )
-from dpsum.privacy.calibration import analytic_sigma, gaussian_epsilon
-from dpsum.privacy.composition import zcdp_epsilon
+from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.discrete import discrete_gaussian_sigma
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 from dpsum.release.discrete_noise import grid_gaussian_noise
 from dpsum.release.records import DIAGNOSTICS_SHARE, Calibration, Mechanism, Release
+from dpsum.session import DiscreteGaussianEvent, GaussianEvent, Session, as_session
+from dpsum.session import charge as charge_session
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
 _MIN_WIDTH = 2.0 ** -1021        # widths / 2 is then a normal float, computed exactly
@@ -85,12 +86,11 @@ __all__ = [
 ]
 
 
-_RELEASES: dict[tuple[int, int], int] = {}
 _IDS = itertools.count()
 
 
 def _new_id() -> tuple[int, int]:
-    """A process-unique tag (process id, counter): for plans and blocks."""
+    """A process-unique tag (process id, counter): for blocks."""
     return (os.getpid(), next(_IDS))
 
 
@@ -135,7 +135,9 @@ class Accumulator:
         self._total: Any = self._zero()
         self._rows = 0
         self._count = 0                    # rows clipped / values clamped: not private
-        self._plan_id = _new_id()          # the public set-up: releases are counted per plan
+        # the plan (this public set-up): a random id carried by every accumulator
+        # derived from it, pickled along; blocks of two plans are never merged
+        self._plan_id = secrets.token_hex(16)
         self._blocks: frozenset[tuple[int, int]] = frozenset()   # the blocks it holds
         self._clip_rows = 0                # rows clipped / rows outside the box: not private
 
@@ -160,6 +162,11 @@ class Accumulator:
     def d(self) -> int:
         """The number of columns."""
         return self._d
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The plan's neighbouring relation."""
+        return self._template.neighbouring
 
     @property
     def mechanism(self) -> Mechanism:
@@ -233,8 +240,11 @@ class Accumulator:
     def merge(self, other: Accumulator) -> Accumulator:
         """The accumulator of the rows of ``self`` and ``other``.
 
-        Both must come from the same mechanism with the same public
-        parameters. Returns a new accumulator; neither input changes.
+        Both must come from the same plan: the same empty accumulator (by
+        ``update``, ``merge`` and ``empty``; pickling keeps the plan). Blocks of
+        two plans built separately, even with the same parameters, are
+        refused: each plan is released on its own, so their merged rows would
+        be released twice. Returns a new accumulator; neither input changes.
 
         **Rows counted once.** Every non-empty ``update`` tags its block;
         merging two accumulators that hold a block in common (an
@@ -250,7 +260,7 @@ class Accumulator:
         Raises
         ------
         ValueError
-            For a different set-up, or a block held by both.
+            For a different set-up or plan, or a block held by both.
         """
         if not isinstance(other, Accumulator):
             raise TypeError(f"other must be an Accumulator, got {type(other).__name__}")
@@ -258,6 +268,11 @@ class Accumulator:
                 or self._n != other._n:
             raise ValueError("other accumulates a different mechanism or different public "
                              "parameters; only accumulators from one set-up can be merged")
+        if self._plan_id != other._plan_id:
+            raise ValueError("other belongs to another plan (an accumulator built separately, "
+                             "even with the same parameters): merging would release its rows "
+                             "twice, once by each plan; derive both from one empty "
+                             "accumulator")
         if self._blocks & other._blocks:
             raise ValueError("other holds rows that self already holds (an accumulator merged "
                              "with itself or with one of its ancestors): the merged sum would "
@@ -267,13 +282,23 @@ class Accumulator:
                           self._clip_rows + other._clip_rows)
 
     @property
-    def releases(self) -> int:
-        """How many times this accumulator's plan (its public set-up, shared
-        by every accumulator derived from the same empty one) was released
-        in this process."""
-        return _RELEASES.get(self._plan_id, 0)
+    def privacy_event(self) -> GaussianEvent:
+        """What a release of this plan spends: a Gaussian of the plan's noise
+        multiplier (with diagnostics, the estimate's and the count's Gaussians
+        together, one of multiplier ``sigma_opt sqrt(1 - share)``), or on the
+        grid path the discrete Gaussian of the same zCDP."""
+        t = self._template
+        s = t.sigma_opt * math.sqrt(1.0 - t.diagnostics_share)
+        return DiscreteGaussianEvent(s) if t.secure else GaussianEvent(s)
 
-    def release(self, rng: Any = None, *, repeat: bool = False) -> Release:
+    def public_parameters(self) -> dict:
+        """The plan's public parameters, as its ledger entries record them."""
+        t = self._template
+        return {"plan": self._plan_id, "d": self._d, "epsilon": t.epsilon, "delta": t.delta,
+                "sigma_opt": t.sigma_opt, "sensitivity": t.sensitivity, "secure": t.secure,
+                "statistic": t.statistic, "diagnostics_share": t.diagnostics_share}
+
+    def release(self, rng: Any = None, *, session: Session | None = None) -> Release:
         """Add the noise, once, and return the release.
 
         Draws exactly what the in-memory mechanism draws (``d`` standard
@@ -281,37 +306,30 @@ class Accumulator:
         so the same ``rng`` gives the same noise. On the grid path
         ``rng=None`` draws from the operating system's secure generator.
 
-        **One release per plan.** Every accumulator derived from one empty
-        accumulator (by ``update``, ``merge``, ``empty``) shares its plan, and
-        the releases of a plan are counted (in this process). A second
-        release spends the budget again, so it is refused unless
-        ``repeat=True``; the ``k``-th release then records the guarantee of
-        all ``k`` releases together (``epsilon`` at the same ``delta``: the
-        exact composition of ``k`` Gaussian mechanisms of multiplier
-        ``sigma_opt``, or ``k rho``-zCDP on the grid path).
+        **Every release is charged.** With a ``session`` the release's
+        :attr:`privacy_event` is checked against what remains and its ledger
+        entry written before the noise is drawn; a plan released twice in a
+        session is two entries, composed by the session. Without one the
+        release is its own one-off session, and its record's ``accounting``
+        says so: releasing a plan twice without a session spends its budget
+        twice, with no one counting.
 
         Parameters
         ----------
         rng : numpy.random.Generator, SeedSequence, int or None
             The noise's source.
-        repeat : bool
-            Allow a second (third, ...) release of the same plan.
+        session : dpsum.session.Session, optional
+            The analysis's budget.
 
         Raises
         ------
         ValueError
             Under replace-one, if no row was accumulated, or if the number of
             rows differs from the ``n`` the accumulator was built with; if the
-            plan was released before and ``repeat`` is False.
+            session refuses the release.
         """
-        repeat_ = V.check_bool(repeat, "repeat")
+        sess = as_session(session)
         gen = self._generator(rng)
-        done = _RELEASES.get(self._plan_id, 0)
-        if done and not repeat_:
-            raise ValueError("this plan (the public set-up of the accumulator) was already "
-                             f"released {done} time(s): a second release spends the privacy "
-                             "budget again; pass repeat=True to release anyway (the record then "
-                             "states the composed guarantee)")
         if self._template.neighbouring is Neighbouring.REPLACE:
             if self._rows == 0:
                 raise ValueError("X must hold at least one row under replace-one "
@@ -320,14 +338,14 @@ class Accumulator:
             if self._n is not None and self._rows != self._n:
                 raise ValueError(f"the accumulator was built for n = {self._n} rows but "
                                  f"accumulated {self._rows}")
+        tag = charge_session(sess, self.privacy_event, mechanism=f"{self.mechanism} accumulator",
+                             parameters=self.public_parameters(),
+                             neighbouring=self._template.neighbouring)
         template = self._template
         estimate = self._estimate(gen, template.noise_std)
-        _RELEASES[self._plan_id] = done + 1
-        if done:
-            template = dataclasses.replace(template, epsilon=self._composed_epsilon(done + 1))
         t = template
         public_n = self._rows if t.neighbouring is Neighbouring.REPLACE else None
-        rel = dataclasses.replace(t, estimate=estimate, n=public_n)
+        rel = dataclasses.replace(t, estimate=estimate, n=public_n, accounting=tag)
         if t.diagnostics_share > 0:
             # the count's noise is drawn after the estimate's, so the estimate is
             # the same draw whether or not the count is released
@@ -344,13 +362,6 @@ class Accumulator:
                                 else np.asarray(t.discrete_scale) / public_n))
         return rel
 
-    def _composed_epsilon(self, k: int) -> float:
-        """The epsilon, at the plan's delta, of ``k`` releases of this plan."""
-        t = self._template
-        # with diagnostics, the estimate's and the count's Gaussians together
-        # are one Gaussian mechanism of multiplier sigma_opt sqrt(1 - share)
-        s = t.sigma_opt * math.sqrt(1.0 - t.diagnostics_share)
-        return float(gaussian_epsilon(s / math.sqrt(k), t.delta))
 
     def __repr__(self) -> str:
         return f"<Accumulator of {self.mechanism}: d = {self._d}>"
@@ -510,12 +521,6 @@ class _GridSum(Accumulator):
 
     def _generator(self, rng: Any) -> Any:
         return V.check_secure_rng(rng)
-
-    def _composed_epsilon(self, k: int) -> float:
-        """``k`` discrete Gaussian releases: ``k rho``-zCDP, ``rho = 1 / (2 sigma_opt^2)``
-        (the calibration's own accounting), converted at the plan's delta."""
-        t = self._template
-        return float(zcdp_epsilon(k / (2.0 * t.sigma_opt ** 2), t.delta))
 
     def _noisy(self, S: np.ndarray, gen: Any) -> np.ndarray:
         t = self._template

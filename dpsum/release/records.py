@@ -15,6 +15,7 @@ from dpsum._enums import _StrEnum
 from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.privacy.composition import ComposedGuarantee
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import ONE_OFF
 from dpsum.release.noise import (
     ConfidenceBall,
     Intervals,
@@ -181,6 +182,10 @@ class Release(V.Record):
         ``clip_count``; ``epsilon`` and ``delta`` cover both releases.
     notes : tuple of str
         The warnings the release raised (about its public inputs).
+    accounting : str
+        Where the release's budget is accounted: ``"session <id>, entry <k>"``
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
+        release made without a session (accounted on its own).
 
     Examples
     --------
@@ -217,6 +222,7 @@ class Release(V.Record):
     clip_count_std: float | None = None
     diagnostics_share: float = 0.0
     notes: tuple = ()
+    accounting: str = ONE_OFF
 
     def __post_init__(self) -> None:
         for name, value in _release_fields(self).items():
@@ -346,6 +352,8 @@ def _release_fields(rec: Release) -> dict:
     out["diagnostics_share"] = V.record_scalar(rec.diagnostics_share, "diagnostics_share",
                                                low=0.0, high=1.0, closed_high=False)
     out["notes"] = V.record_choice_tuple(rec.notes, "notes")
+    if not isinstance(rec.accounting, str):
+        raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     return out
 
 
@@ -451,6 +459,10 @@ class PipelineRelease(V.Record):
         Gaussian's scale parameter (at least its standard deviation), and the
         intervals and balls widen by one unit, since
         ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``.
+    accounting : str
+        Where the release's budget is accounted: ``"session <id>, entry <k>"``
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
+        release made without a session (accounted on its own).
     """
 
     estimate: np.ndarray
@@ -477,6 +489,7 @@ class PipelineRelease(V.Record):
     diagnostics_std: float | None = None
     notes: tuple = ()
     grid_unit: np.ndarray | None = None
+    accounting: str = ONE_OFF
 
     def __post_init__(self) -> None:
         for name, value in _pipeline_fields(self).items():
@@ -938,6 +951,8 @@ def _pipeline_fields(rec: PipelineRelease) -> dict:
                                              optional=True)
     out["notes"] = V.record_choice_tuple(rec.notes, "notes")
     out["grid_unit"] = V.record_array(rec.grid_unit, "grid_unit", positive=True, size=d)
+    if not isinstance(rec.accounting, str):
+        raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     return out
 
 
@@ -1031,6 +1046,7 @@ def _to_dict(rel: Any, beta: float) -> dict:
     if isinstance(rel, PipelineRelease):
         out["guarantee"]["rho"] = _rounded(rel.rho)
         out["guarantee"]["budget"] = rel.budget.as_dict()
+    out["guarantee"]["accounting"] = rel.accounting
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
                  "lower", "upper", "stds", "n", "sensitivity", "grid_exponent", "count",

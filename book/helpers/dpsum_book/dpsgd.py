@@ -214,9 +214,9 @@ def train(task: Task, cfg: Config, variant: str = "isotropic", *, rng: Any = Non
     for _ in range(cfg.steps):
         batch = gen.random(n) < cfg.sampling_rate
         G = per_example_gradients(W, task.X[batch], task.y[batch]) * b
-        # every step releases the same plan: repeat=True; the guarantee of all
-        # the steps together is the subsampled accountant's (calibrate_multiplier)
-        noisy = acc.empty().update(G).release(rng=gen, repeat=True).estimate / b
+        # every step releases the same plan, one release each; the guarantee of
+        # all the steps together is the subsampled accountant's (calibrate_multiplier)
+        noisy = acc.empty().update(G).release(rng=gen).estimate / b
         W -= cfg.learning_rate * noisy.reshape(W.shape) / expected
     return {"accuracy": accuracy(W, task.X_test, task.y_test), "multiplier": z,
             "clip_radius": C}
