@@ -62,6 +62,7 @@ from dpsum.release.accumulator import (
     clipped_gaussian_accumulator,
     elliptical_gaussian_accumulator,
     gaussian_data_accumulator,
+    shaped_laplace_accumulator,
 )
 from dpsum.release.discrete_noise import secure_gaussian, secure_laplace
 from dpsum.release.records import (
@@ -705,7 +706,8 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
 
 
 def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
-                             rng: RandomLike = None, session: Any = None) -> Release:
+                             rng: RandomLike = None, secure: bool = False,
+                             statistic: str = "sum", session: Any = None) -> Release:
     """The shaped Laplace mechanism on the sum of the rows of ``X`` (book,
     chapter "Laplace or Gaussian?"): the pure-DP analogue of the Elliptical
     Gaussian mechanism.
@@ -730,8 +732,15 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     widths : array_like, shape (d,)
         The widths ``Delta_j > 0`` of the box; public.
     rng : numpy.random.Generator, int, SeedSequence or None
-        Source of randomness.
-
+        Source of randomness. With ``secure=True``, None means the operating
+        system's secure generator.
+    secure : bool
+        Take the grid path: each coordinate's exact integer sum (on the grid
+        of its half-width, ``2^-32`` of it) plus exact discrete Laplace noise
+        of scale ``t_j`` in grid units; still ``epsilon``-DP, the scales
+        checked against ``epsilon`` in exact arithmetic.
+    statistic : {"sum", "mean"}
+        The sum, or the mean (the noisy sum divided by the public ``n``).
     session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
         does not fit, before the data's values are read; its ledger entry is
@@ -753,8 +762,8 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     -----
     The clamped sum is exact (values rounded to a grid ``2^-32`` of the
     half-widths inside the box and added as integers, the noise added exactly
-    and the result rounded once); the noise is drawn with NumPy's Laplace
-    sampler, as in :func:`laplace_mechanism` without ``secure``: not protected
+    and the result rounded once); without ``secure`` the noise is drawn with
+    NumPy's Laplace sampler, as in :func:`laplace_mechanism`: not protected
     against floating-point attacks.
 
     Examples
@@ -765,31 +774,13 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     (<Mechanism.SHAPED_LAPLACE: 'shaped laplace'>, [5.0, 10.0])
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    X = V.check_data_matrix(X, finite=False)
-    d = X.shape[1]
+    secure_ = V.check_bool(secure, "secure")
+    data, n, d, columns = _dataset(X)
     width = V.check_vector(widths, "widths", d, positive=True)
-    gen = V.check_rng(rng)
-    with np.errstate(over="ignore", under="ignore"):   # an overflow is refused below
-        b = width ** (-1.0 / 3.0)
-        S = float(np.sum(width * b))
-        scales = S / (eps * b)
-    if not (math.isfinite(S) and np.all(np.isfinite(scales)) and np.all(scales > 0)):
-        raise ValueError("the noise scale sum(widths^(2/3)) widths^(1/3) / epsilon overflows "
-                         "or underflows: epsilon or widths is out of range")
-    if np.any(width < 2.0 ** -1021):
-        raise ValueError("widths must be at least 2^-1021 (about 4.5e-308) in every "
-                         "coordinate, so that the half-widths are exact; rescale the data")
-    tag = charge_session(as_session(session), PureEvent(eps),
-                         mechanism="shaped_laplace_mechanism",
-                         parameters={"epsilon": eps, "d": d}, neighbouring=Neighbouring.REPLACE)
-    plan = make_clamp_plan(width / 2.0, None)
-    total, _, _ = accumulate_clamped(X, plan)
-    assert gen is not None
-    # the exact clamped sum plus the noise, rounded once
-    stat = [Fraction(int(s)) * Fraction(2) ** int(g) for s, g in zip(total, plan.G)]
-    estimate = noisy_estimate(stat, gen.laplace(0.0, 1.0, size=d) * scales)
-    return Release(
-        estimate=estimate, noise_std=math.sqrt(2.0) * scales, scaling=b, clip_norm=None,
-        epsilon=eps, delta=0.0, neighbouring=Neighbouring.REPLACE,
-        sigma_opt=math.sqrt(2.0) / eps, sensitivity=S, mechanism=Mechanism.SHAPED_LAPLACE,
-        calibration=Calibration.LAPLACE, widths=width, accounting=tag)
+    acc = shaped_laplace_accumulator(width, epsilon=eps,
+                                     n=_public_rows(n, Neighbouring.REPLACE),
+                                     secure=secure_, statistic=statistic)
+    gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
+    return _finish(rel, columns, "shaped_laplace_mechanism", None, "", "")

@@ -109,8 +109,8 @@ def _releases(X, relation, secure=False):
     if relation == "replace":
         out.append(dpsum.elliptical_gaussian_mechanism(X, lower=lo, upper=hi, epsilon=1.0,
                                                        delta=1e-6, rng=7, secure=secure))
-        if not secure:
-            out.append(dpsum.mechanisms.shaped_laplace_mechanism(X, epsilon=1.0, widths=hi - lo, rng=7))
+        out.append(dpsum.mechanisms.shaped_laplace_mechanism(X, epsilon=1.0, widths=hi - lo,
+                                                             rng=7, secure=secure))
     return out
 
 

@@ -53,7 +53,12 @@ from numpy.typing import ArrayLike
 from dpsum import _validation as V
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import elliptical_scaling
-from dpsum.distributions.discrete import discrete_gaussian, discrete_gaussian_std
+from dpsum.distributions.discrete import (
+    discrete_gaussian,
+    discrete_gaussian_std,
+    discrete_laplace,
+    discrete_laplace_std,
+)
 from dpsum._special import norm_plus
 from dpsum.kernels._exact import noisy_estimate
 from dpsum.kernels.grid import (
@@ -71,7 +76,14 @@ from dpsum.privacy.discrete import discrete_gaussian_sigma
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 from dpsum.release.discrete_noise import grid_gaussian_noise
 from dpsum.release.records import DIAGNOSTICS_SHARE, Calibration, Mechanism, Release
-from dpsum.session import DiscreteGaussianEvent, GaussianEvent, Session, as_session
+from dpsum.session import (
+    DiscreteGaussianEvent,
+    GaussianEvent,
+    PrivacyEvent,
+    PureEvent,
+    Session,
+    as_session,
+)
 from dpsum.session import charge as charge_session
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
@@ -82,6 +94,7 @@ __all__ = [
     "gaussian_data_accumulator",
     "clipped_gaussian_accumulator",
     "elliptical_gaussian_accumulator",
+    "shaped_laplace_accumulator",
     "accumulator_for",
 ]
 
@@ -282,7 +295,7 @@ class Accumulator:
                           self._clip_rows + other._clip_rows)
 
     @property
-    def privacy_event(self) -> GaussianEvent:
+    def privacy_event(self) -> PrivacyEvent:
         """What a release of this plan spends: a Gaussian of the plan's noise
         multiplier (with diagnostics, the estimate's and the count's Gaussians
         together, one of multiplier ``sigma_opt sqrt(1 - share)``), or on the
@@ -507,6 +520,65 @@ class _ClampedSum(Accumulator):
         stat = [v + self._rows * m for v, m in zip(self._statistic(), self._mid_q)]
         z = gen.normal(0.0, 1.0, size=self._d) * noise_std
         return noisy_estimate(stat, z)
+
+
+def _laplace_scales(epsilon: float, S: float, b: np.ndarray) -> np.ndarray:
+    """The shaped Laplace scales ``t_j = S / (epsilon b_j)`` (floats)."""
+    return np.array([float(Fraction(float(S)) / (Fraction(float(epsilon)) * Fraction(float(x))))
+                     for x in b])
+
+
+def _grid_laplace_scales(epsilon: float, widths: np.ndarray, scales: np.ndarray,
+                         G: np.ndarray) -> list[Fraction]:
+    """The grid path's discrete Laplace scales ``s_j = t_j / g_j`` (rationals),
+    raised together when ``sum_j D_j / s_j`` exceeds ``epsilon`` exactly,
+    ``D_j = floor(Delta_j / g_j)`` the integer sensitivity of coordinate ``j``."""
+    eps = Fraction(float(epsilon))
+    g = [Fraction(2) ** int(x) for x in G]
+    D = [int(Fraction(float(w)) / gj) for w, gj in zip(widths, g)]
+    s = [Fraction(float(t)) / gj for t, gj in zip(scales, g)]
+    loss = sum((Fraction(Dj) / sj for Dj, sj in zip(D, s)), Fraction(0))
+    return [sj * loss / eps for sj in s] if loss > eps else s
+
+
+class _ShapedLaplaceSum(_ClampedSum):
+    """The shaped Laplace mechanism: the exact clamped sum of :class:`_ClampedSum`
+    (box ``[-Delta/2, Delta/2]``) and independent Laplace noise of scale
+    ``t_j = Delta_j^(1/3) S / epsilon`` per coordinate, added exactly.
+
+    On the grid path (``secure=True``) coordinate ``j``'s integers (units
+    ``g_j``, :func:`dpsum.kernels.grid.make_clamp_plan`) move by at most
+    ``D_j = floor(Delta_j / g_j)`` for a replaced row, and the noise is an exact
+    discrete Laplace of scale ``s_j = t_j / g_j`` (a rational), so the privacy
+    loss is at most ``sum_j D_j / s_j <= sum_j Delta_j / t_j = epsilon``; the
+    scales are checked against ``epsilon`` in exact arithmetic and raised
+    together if the floats ``t_j`` rounded the sum above it.
+    """
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        super().__init__(template, n)
+        assert template.widths is not None and template.scaling is not None
+        self._scales = _laplace_scales(template.epsilon, template.sensitivity,
+                                       template.scaling)
+        if template.secure:
+            self._grid_scales = _grid_laplace_scales(template.epsilon, template.widths,
+                                                     self._scales, self._clamp.G)
+
+    @property
+    def privacy_event(self) -> PrivacyEvent:
+        """What a release of this plan spends: a pure ``epsilon``-DP release."""
+        return PureEvent(self._template.epsilon)
+
+    def _generator(self, rng: Any) -> Any:
+        return V.check_secure_rng(rng) if self._template.secure else V.check_rng(rng)
+
+    def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
+        stat = list(self._statistic())
+        if self._template.secure:
+            Y = [Fraction(int(S)) + int(discrete_laplace(sj, rng=gen))
+                 for S, sj in zip(self._total, self._grid_scales)]
+            return noisy_estimate([y * u for y, u in zip(Y, self._unit)], np.zeros(self._d))
+        return noisy_estimate(stat, gen.laplace(0.0, 1.0, size=self._d) * self._scales)
 
 
 class _GridSum(Accumulator):
@@ -892,6 +964,50 @@ def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsil
         return _GridClampedSum(_finish_template(_clamped_grid_template(template), stat, share),
                                nn)
     return _ClampedSum(_finish_template(template, stat, share), nn)
+
+
+def shaped_laplace_accumulator(widths: ArrayLike, *, epsilon: float, n: int | None = None,
+                               secure: bool = False, statistic: str = "sum") -> Accumulator:
+    """The empty accumulator of the shaped Laplace mechanism
+    (:func:`dpsum.mechanisms.shaped_laplace_mechanism`) on the box
+    ``[-widths/2, widths/2]``, replace-one; ``n``, ``secure`` and
+    ``statistic`` as in :func:`gaussian_data_accumulator`.
+
+    Examples
+    --------
+    >>> acc = shaped_laplace_accumulator([1.0, 8.0], epsilon=1.0)
+    >>> r = acc.update([[0.2, 5.0]]).merge(acc.update([[-0.1, 0.3]])).release(rng=0)
+    >>> r.mechanism, [round(float(s), 6) for s in r.noise_std / 2**0.5]
+    (<Mechanism.SHAPED_LAPLACE: 'shaped laplace'>, [5.0, 10.0])
+    """
+    eps = V.check_epsilon(epsilon, scalar=True)
+    width = V.check_vector(widths, "widths", None, positive=True)
+    secure_ = V.check_bool(secure, "secure")
+    stat = _statistic_choice(statistic, Neighbouring.REPLACE)
+    nn = _row_count(n, Neighbouring.REPLACE)
+    if np.any(width < _MIN_WIDTH):
+        raise ValueError("widths must be at least 2^-1021 (about 4.5e-308) in every "
+                         "coordinate, so that the half-widths are exact; rescale the data")
+    with np.errstate(over="ignore", under="ignore"):   # an overflow is refused below
+        b = width ** (-1.0 / 3.0)
+        S = float(np.sum(width * b))
+        scales = S / (eps * b)
+    if not (math.isfinite(S) and np.all(np.isfinite(scales)) and np.all(scales > 0)):
+        raise ValueError("the noise scale sum(widths^(2/3)) widths^(1/3) / epsilon overflows "
+                         "or underflows: epsilon or widths is out of range")
+    template = Release(
+        estimate=np.zeros(width.size), noise_std=math.sqrt(2.0) * scales, scaling=b,
+        clip_norm=None, epsilon=eps, delta=0.0, neighbouring=Neighbouring.REPLACE,
+        sigma_opt=math.sqrt(2.0) / eps, sensitivity=S, mechanism=Mechanism.SHAPED_LAPLACE,
+        calibration=Calibration.LAPLACE, widths=width, lower=-width / 2.0, upper=width / 2.0,
+        statistic=stat)
+    if secure_:
+        G = make_clamp_plan(width / 2.0, None).G
+        s = _grid_laplace_scales(eps, width, _laplace_scales(eps, S, b), G)
+        std = np.array([discrete_laplace_std(sj) * math.ldexp(1.0, int(Gj))
+                        for sj, Gj in zip(s, G)])
+        template = dataclasses.replace(template, secure=True, noise_std=std)
+    return _ShapedLaplaceSum(template, nn)
 
 
 def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
