@@ -13,22 +13,21 @@ is not finite (NaN or infinite input, or overflow) are flagged and left to
 the NumPy kernel's per-row path.
 
 numba is optional (``pip install "dpsum[fast]"``): without it, or with
-``DPSUM_KERNEL=numpy`` in the environment, the NumPy kernel runs.
+``DPSUM_KERNEL=numpy`` in the environment, the NumPy kernel runs. The compiled
+code releases the GIL and runs on ``DPSUM_THREADS`` threads (default: every
+core the process may use), each on its own contiguous tiles of rows.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-numba: Any
-try:                                   # the optional extra
-    import numba
-except ImportError:                    # pragma: no cover - exercised without the extra
-    numba = None
+numba: Any = None                      # imported on first use: import dpsum stays light
 
 #: Upper limit on the re-check iterations (as in dpsum.kernels._rows).
 _MAX_RECHECKS = 64
@@ -38,16 +37,24 @@ _ROUNDER = 1.5 * 2.0 ** 52
 
 def available() -> bool:
     """Whether the compiled kernel runs (numba installed and not switched off)."""
-    return numba is not None and os.environ.get("DPSUM_KERNEL", "") != "numpy"
+    global numba
+    if os.environ.get("DPSUM_KERNEL", "") == "numpy":
+        return False
+    if numba is None:
+        try:
+            import numba as nb
+        except ImportError:            # pragma: no cover - exercised without the extra
+            return False
+        numba = nb
+    return True
 
 
 def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
                C_n: float, shrink: float, upper_factor: float, scale: float,
                tile_rows: int, out: np.ndarray, hard: np.ndarray,
-               clipped: np.ndarray) -> None:  # pragma: no cover - compiled
+               clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
     n, d = X.shape
-    tiles = out.shape[0]
-    for tile in numba.prange(tiles):
+    for tile in range(first, last):
         start = tile * tile_rows
         stop = min(n, start + tile_rows)
         t = np.empty(d)
@@ -99,9 +106,49 @@ _compiled: Any = None
 def _kernel() -> Any:
     global _compiled
     if _compiled is None:
-        _compiled = numba.njit(parallel=True, error_model="numpy", cache=True,
-                               nogil=True)(_tile_sums)
+        if not available():
+            raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
+        _compiled = numba.njit(error_model="numpy", cache=True, nogil=True)(_tile_sums)
     return _compiled
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:             # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _run_tiles(kernel: Any, tiles: int, *args: Any) -> None:
+    """Run ``kernel(*args, first, last)`` over ``tiles`` tiles, split into
+    contiguous ranges on the machine's cores (the compiled code releases the
+    GIL; each range writes its own rows of the outputs). The integers do not
+    depend on the split: each tile's sum is exact."""
+    k = min(tiles, threads())
+    if k <= 1:
+        kernel(*args, 0, tiles)
+        return
+    bounds = [tiles * i // k for i in range(k + 1)]
+    with ThreadPoolExecutor(max_workers=k) as pool:
+        list(pool.map(lambda ab: kernel(*args, ab[0], ab[1]), zip(bounds, bounds[1:])))
+
+
+_THREADS: list[int] = []
+
+
+def threads() -> int:
+    """The threads the compiled kernels use: ``DPSUM_THREADS`` or every core."""
+    if not _THREADS:
+        env = os.environ.get("DPSUM_THREADS", "")
+        _THREADS.append(int(env) if env.isdigit() and int(env) > 0 else _cores())
+    return _THREADS[0]
+
+
+def set_threads(k: int | None) -> None:
+    """Use ``k`` threads (None: the default of :func:`threads`); for benchmarks."""
+    _THREADS.clear()
+    if k is not None:
+        _THREADS.append(int(k))
 
 
 def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
@@ -136,8 +183,8 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
         out = np.zeros((tiles, d))
         hard = np.zeros(m, dtype=np.bool_)
         clipped = np.zeros(tiles, dtype=np.int64)
-        kernel(block, center, b_n, plan.C_n, plan.shrink,
-               upper_factor, scale, tile_rows, out, hard, clipped)
+        _run_tiles(kernel, tiles, block, center, b_n, plan.C_n, plan.shrink,
+                   upper_factor, scale, tile_rows, out, hard, clipped)
         chunk = out.astype(np.int64).sum(axis=0)    # exact: below 2^62
         total = total + np.array([int(v) for v in chunk], dtype=object)
         n_clipped += int(clipped.sum())
@@ -149,10 +196,10 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
 
 def _clamp_tiles(X: np.ndarray, mid: np.ndarray, inner: np.ndarray, up1: np.ndarray,
                  up2: np.ndarray, lower: np.ndarray, upper: np.ndarray, tile_rows: int,
-                 out: np.ndarray, counts: np.ndarray) -> None:  # pragma: no cover - compiled
+                 out: np.ndarray, counts: np.ndarray, first: int,
+                 last: int) -> None:  # pragma: no cover - compiled
     n, d = X.shape
-    tiles = out.shape[0]
-    for tile in numba.prange(tiles):
+    for tile in range(first, last):
         start = tile * tile_rows
         stop = min(n, start + tile_rows)
         acc = np.zeros(d)
@@ -187,7 +234,9 @@ def accumulate_clamped(X: np.ndarray, plan: Any) -> tuple[np.ndarray, int, int, 
     a value was not finite (the caller refuses the data then)."""
     global _compiled_clamp
     if _compiled_clamp is None:
-        _compiled_clamp = numba.njit(parallel=True, error_model="numpy", cache=True,
+        if not available():
+            raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
+        _compiled_clamp = numba.njit(error_model="numpy", cache=True,
                                      nogil=True)(_clamp_tiles)
     n, d = X.shape
     neg = -np.asarray(plan.G, dtype=np.int64)
@@ -205,7 +254,7 @@ def accumulate_clamped(X: np.ndarray, plan: Any) -> tuple[np.ndarray, int, int, 
         tiles = -(-block.shape[0] // tile_rows)
         out = np.zeros((tiles, d))
         counts = np.zeros((tiles, 3), dtype=np.int64)
-        _compiled_clamp(block, *args, tile_rows, out, counts)
+        _run_tiles(_compiled_clamp, tiles, block, *args, tile_rows, out, counts)
         chunk = out.astype(np.int64).sum(axis=0)
         total = total + np.array([int(v) for v in chunk], dtype=object)
         c = counts.sum(axis=0)
