@@ -842,27 +842,27 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): a figure without a caption (+5 more)',
         '07_lower_bounds':
             'issue 41 (book front): a figure without a caption (+1 more)',
-        '08_clipping_without_a_model':
+        '09_clipping_without_a_model':
             'issue 42 (book back): a figure without a caption (+5 more)',
-        '09_gaussian_data':
+        '10_gaussian_data':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        '10_bernstein_bound':
+        '11_bernstein_bound':
             'issue 42 (book back): a figure without a caption (+1 more)',
-        '11_choosing_scaling':
+        '12_choosing_scaling':
             'issue 42 (book back): a figure without a caption (+5 more)',
-        '12_private_pipeline':
+        '13_private_pipeline':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        '13_accuracy':
+        '14_accuracy':
             'issue 42 (book back): a figure without a caption (+7 more)',
-        '14_case_study':
+        '15_case_study':
             'issue 42 (book back): a figure without a caption (+5 more)',
-        '15_dp_sgd':
+        '16_dp_sgd':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        '16_binary_sums':
+        '17_binary_sums':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        '17_auditing':
+        '18_auditing':
             'issue 42 (book back): a figure without a caption (+5 more)',
-        '18_floating_point':
+        '19_floating_point':
             'issue 42 (book back): a figure without a caption (+3 more)',
         'a_at_scale':
             'issue 41 (book front): a figure without a caption (+3 more)',
@@ -885,33 +885,33 @@ PENDING: dict[str, dict[str, str]] = {
         '07_lower_bounds':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.2 (+1 '
             'more)',
-        '08_clipping_without_a_model':
+        '09_clipping_without_a_model':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 0.75 (+1 '
             'more)',
-        '09_gaussian_data':
+        '10_gaussian_data':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 0.632',
-        '10_bernstein_bound':
+        '11_bernstein_bound':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 26% (+3 '
             'more)',
-        '11_choosing_scaling':
+        '12_choosing_scaling':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.455, '
             '1.5364 (+1 more)',
-        '12_private_pipeline':
+        '13_private_pipeline':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.629, '
             '0.014 (+4 more)',
-        '13_accuracy':
+        '14_accuracy':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.975, '
             '1.8 (+1 more)',
-        '14_case_study':
+        '15_case_study':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 60% (+1 '
             'more)',
-        '15_dp_sgd':
+        '16_dp_sgd':
             'issue 42 (book back): 3 number(s) neither glued nor printed by a cell: 7.5, 6.9,'
             ' 1.5 (+1 more)',
-        '17_auditing':
+        '18_auditing':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.0105, '
             '0.475 (+1 more)',
-        '18_floating_point':
+        '19_floating_point':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 95%',
         'b2_generalized_chi_square':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 1.1',
@@ -931,11 +931,11 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): no NumPy implementation of the mechanism',
         '06_elliptical_gaussian':
             'issue 41 (book front): no NumPy implementation of the mechanism',
-        '08_clipping_without_a_model':
+        '09_clipping_without_a_model':
             'issue 42 (book back): no NumPy implementation of the mechanism',
-        '09_gaussian_data':
+        '10_gaussian_data':
             'issue 42 (book back): no NumPy implementation of the mechanism',
-        '16_binary_sums':
+        '17_binary_sums':
             'issue 42 (book back): no NumPy implementation of the mechanism',
     },
     'implement_and_audit': {
@@ -947,14 +947,14 @@ PENDING: dict[str, dict[str, str]] = {
         '03_composition':
             "issue 41 (book front): exercise 'composition-ex-2' is easy after 'composition-"
             "ex-1', medium",
-        '14_case_study':
+        '15_case_study':
             "issue 42 (book back): exercise 'case-study-ex-2' is medium after 'case-study-"
             "ex-1', hard",
-        '16_binary_sums':
+        '17_binary_sums':
             "issue 42 (book back): exercise 'binary-ex-2' is easy after 'binary-ex-1', medium",
-        '17_auditing':
+        '18_auditing':
             "issue 42 (book back): exercise 'audit-ex-2' is easy after 'audit-ex-1', medium",
-        '18_floating_point':
+        '19_floating_point':
             "issue 42 (book back): exercise 'fp-ex-2' is easy after 'fp-ex-1', medium",
     },
     'research_log': {
@@ -963,23 +963,23 @@ PENDING: dict[str, dict[str, str]] = {
             'more)',
         '07_lower_bounds':
             "issue 41 (book front): the source(s) ('the sources') is research log",
-        '09_gaussian_data':
+        '10_gaussian_data':
             "issue 42 (book back): the report ('the research report') is research log (+1 "
             'more)',
-        '10_bernstein_bound':
+        '11_bernstein_bound':
             "issue 42 (book back): the source(s) ('the source') is research log",
-        '11_choosing_scaling':
+        '12_choosing_scaling':
             "issue 42 (book back): a chapter-style anchor ('ch6-best-scaling') is research "
             'log (+7 more)',
-        '12_private_pipeline':
+        '13_private_pipeline':
             "issue 42 (book back): an erratum ('errata') is research log (+1 more)",
-        '13_accuracy':
+        '14_accuracy':
             "issue 42 (book back): the report ('The research report') is research log (+2 "
             'more)',
-        '14_case_study':
+        '15_case_study':
             "issue 42 (book back): the first edition ('first edition') is research log (+1 "
             'more)',
-        '18_floating_point':
+        '19_floating_point':
             "issue 42 (book back): the source(s) ('The sources') is research log",
         'a_at_scale':
             "issue 41 (book front): an issue name ('issue 552') is research log",
