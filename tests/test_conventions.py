@@ -22,6 +22,7 @@ from dpsum_book.conventions import (BOOK, MECHANISM_CHAPTERS, NUMPY_MECHANISM_CH
                                     PENDING, RULES, Cell, Page, chapter_key, dpsum_names,
                                     label_pages,
                                     load_page, pages, problems, quoted_numbers, rules_for,
+                                    set_figure_caption,
                                     source_label_patterns, wrong_page_refs)
 
 PAGES = [load_page(p) for p in pages()]
@@ -214,6 +215,22 @@ def test_rule3_captions():
     assert len(problems(glue_bare, "captions")) == 1
     figure_unnamed = _page(("markdown", "```{figure} a.png\nA caption.\n```"))
     assert len(problems(figure_unnamed, "captions")) == 1
+
+
+def test_rule3_set_figure_caption(tmp_path):
+    import json
+    nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"},
+                    {"cell_type": "code", "metadata": {}, "source": "plot()",
+                     "outputs": _figure_output(), "execution_count": 1}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "03_toy.ipynb"
+    path.write_text(json.dumps(nb))
+    assert len(problems(load_page(path), "captions")) == 2
+    set_figure_caption(path, 1, "fig-toy-plot", "The plot.")
+    assert problems(load_page(path), "captions") == []
+    for bad in ((0, "fig-x", "c"), (1, "x", "c"), (1, "fig-x", " ")):
+        with pytest.raises(ValueError):
+            set_figure_caption(path, *bad)
 
 
 def _exercise(label, title):

@@ -1,8 +1,12 @@
 """The book's chapter conventions (shared/DESIGN.md, "Chapter conventions"), measured.
 
 Each rule is a function from a page to a list of problems, each naming the
-cell it is in; ``tests/test_conventions.py`` runs every rule on every page
-and holds the list of chapters still excused from some rules. Run as a
+cell it is in; ``tests/test_conventions.py`` runs every rule on every page.
+The third edition's book-wide rules 1-5 are :func:`check_research_log`,
+:func:`check_glued_numbers`, :func:`check_captions` (the mechanism: cell
+metadata ``mystnb.figure``, written by :func:`set_figure_caption`),
+:func:`check_exercise_order` and :func:`check_numpy_mechanism`; the pages
+that do not meet a rule yet are listed in :data:`PENDING`. Run as a
 module, it prints the per-chapter figures::
 
     python -m dpsum_book.conventions            # every page of book/
@@ -28,8 +32,8 @@ from dpsum_book.style import MAX_WIDTH_PX
 
 __all__ = [
     "BOOK", "Cell", "MECHANISM_CHAPTERS", "PENDING", "Page", "RULES", "figures",
-    "label_pages", "load_page", "pages", "problems", "rules_for", "source_label_patterns",
-    "wrong_page_refs",
+    "label_pages", "load_page", "pages", "problems", "rules_for", "set_figure_caption",
+    "source_label_patterns", "wrong_page_refs",
 ]
 
 #: the book's directory (this distribution lives in ``book/helpers``)
@@ -663,6 +667,37 @@ def check_captions(page: Page) -> list[str]:
             if not re.search(r"^:name:\s*\S", body, re.M):
                 probs.append(f"{c.where}: a {{{m.group('kind')}}} without a :name:")
     return probs
+
+
+def set_figure_caption(path: str | Path, index: int, name: str, caption: str) -> None:
+    """Give the figure of cell ``index`` of a notebook its number and caption.
+
+    Writes ``{"mystnb": {"figure": {"name": name, "caption": caption}}}`` into
+    the cell's metadata (rule 3's mechanism), in the layout Jupyter writes,
+    without re-executing anything. Refer to the figure as {numref}`name`.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.ipynb`` notebook.
+    index : int
+        The index of the code cell that draws the figure.
+    name : str
+        The figure's target, ``fig-<chapter>-<what>``.
+    caption : str
+        One paragraph of MyST markdown.
+    """
+    path = Path(path)
+    if not name.startswith("fig-"):
+        raise ValueError(f"name must start with 'fig-', got {name!r}")
+    if not caption.strip():
+        raise ValueError("caption must not be empty")
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    if not 0 <= index < len(nb["cells"]) or nb["cells"][index]["cell_type"] != "code":
+        raise ValueError(f"index must name a code cell of {path.name}, got {index}")
+    meta = nb["cells"][index].setdefault("metadata", {})
+    meta.setdefault("mystnb", {})["figure"] = {"name": name, "caption": caption}
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def check_exercise_order(page: Page) -> list[str]:
