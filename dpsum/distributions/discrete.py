@@ -145,7 +145,7 @@ def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = ()
     """Exact samples of the discrete Gaussian ``N_Z(0, sigma^2)``.
 
     The pmf is ``exp(-x^2 / (2 sigma^2)) / sum_y exp(-y^2 / (2 sigma^2))`` on the
-    integers. Sampling follows Canonne, Kamath and Steinke (2020, the Gaussian-data mechanism):
+    integers. Sampling follows Canonne, Kamath and Steinke (2020):
     discrete Laplace proposals accepted with Bernoulli(exp(-gamma)) trials, all
     in exact integer arithmetic, so the output has exactly this distribution
     (given uniform random integers).
@@ -216,7 +216,7 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
     """Exact samples of the discrete Laplace distribution of scale ``tau``.
 
     The pmf is ``(1 - r) / (1 + r) r^|x|`` on the integers, ``r = exp(-1/tau)``.
-    Sampling follows Canonne, Kamath and Steinke (2020, the Elliptical Gaussian mechanism) with
+    Sampling follows Canonne, Kamath and Steinke (2020) with
     ``tau = t / s`` in lowest terms, in exact integer arithmetic, so the output
     has exactly this distribution (given uniform random integers).
 

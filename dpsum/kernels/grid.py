@@ -12,7 +12,7 @@ and floating-point sums altogether:
    so the sum does not depend on the order of the rows and moves by exactly
    the contribution of the changed row;
 3. the noise is an exact discrete Gaussian on the integers (Canonne, Kamath
-   and Steinke 2020, the Gaussian-data mechanism), drawn with rational arithmetic from a
+   and Steinke 2020), drawn with rational arithmetic from a
    cryptographically secure source (``os.urandom``);
 4. its privacy is the discrete Gaussian's: ``rho = Delta^2 / (2 sigma^2)``
    zero-concentrated DP (CKS, Theorem 14) converted to ``(epsilon, delta)``

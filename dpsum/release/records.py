@@ -59,9 +59,9 @@ class Mechanism(_StrEnum):
     GAUSSIAN_ANALYTIC = "gaussian (analytic)"
     #: the Gaussian mechanism with the classic calibration (:prf:ref:`gaussian-thm-classic`).
     GAUSSIAN_CLASSIC = "gaussian (classic)"
-    #: the Elliptical Gaussian mechanism, the Elliptical Gaussian mechanism.
+    #: the Elliptical Gaussian mechanism (a box known in advance).
     ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
-    #: the Gaussian-data mechanism, the Elliptical Gaussian mechanism for Gaussian data.
+    #: the Gaussian-data mechanism (clipping in a scaled space for Gaussian data).
     GAUSSIAN_DATA = "gaussian data"
     #: The isotropic clipping baseline.
     CLIPPED_GAUSSIAN = "clipped gaussian"
