@@ -60,21 +60,11 @@ from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
 __all__ = [
-    "bernstein_max_t",
-    "bernstein_tail_threshold",
     "bernstein_tail_bound",
     "bernstein_clip_radius",
-    "bernstein_error_max_log_n",
-    "bernstein_error_condition_holds",
-    "bernstein_error_clip_radius_squared",
     "bernstein_error_bound",
     "chebyshev_clip_radius",
-    "chebyshev_clip_probability",
-    "bernstein_alpha",
-    "laurent_massart_threshold",
     "laurent_massart_clip_radius",
-    "SMALLEST_MOMENT_CONSTANT",
-    "BERNSTEIN_MOMENT_CONSTANT",
 ]
 
 #: The moment constant of the Bernstein tail lemma: the moment condition of

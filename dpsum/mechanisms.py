@@ -75,7 +75,6 @@ from dpsum.release.records import (
 )
 
 __all__ = [
-    "CLIPPED_FRACTION_WARNING",
     "gaussian_mechanism",
     "laplace_mechanism",
     "shaped_laplace_mechanism",

@@ -113,8 +113,6 @@ __all__ = [
     "SessionBudget",
     "SubsampledGaussianEvent",
     "ZCDPEvent",
-    "as_session",
-    "charge",
     "plan_budget",
 ]
 

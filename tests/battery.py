@@ -372,11 +372,6 @@ NOT_DRIVEN: dict[str, str] = {
     "PublicInputWarning": "a warning category, raised by the library, never called",
     "Accumulator": "abstract base: built by the three *_accumulator functions (driven); "
                    "its update, merge and release are driven as methods",
-    # '<step> on validated inputs': the internals private_mean composes,
-    # each behind a public function that validates and is driven
-    "center_step": "private_center on validated inputs (private_center is driven)",
-    "scales_step": "private_scales on validated inputs (private_scales is driven)",
-    "norm_quantile_step": "private_norm_quantile on validated inputs (driven)",
 }
 
 
