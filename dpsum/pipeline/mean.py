@@ -87,7 +87,6 @@ from dpsum.privacy.composition import (
     bounded_range_step,
     compose,
     gaussian_step,
-    mixed_gaussian_multiplier,
     zcdp_gaussian_multiplier,
     zcdp_rho,
 )
@@ -420,6 +419,16 @@ def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None,
     return _rho_in_range(_zcdp_rho(float(eps), float(dlt)), "epsilon (with delta)"), eps, dlt
 
 
+#: Relative margin under the stated total budget: the steps are calibrated
+#: to ``rho (1 - _SPEND_MARGIN)``. The float shares sum to 1 within a few
+#: units in the last place and each multiplier ``1 / sqrt(2 share rho)`` or
+#: parameter ``sqrt(8 share rho / k)`` is within a few more of its exact
+#: value; ``2^-40`` (about ``9e-13``) covers all of them a thousand times,
+#: so the exact zCDP spend of the steps that ran, on every path, is at most
+#: the stated ``rho``.
+_SPEND_MARGIN = 2.0 ** -40
+
+
 #: The pipeline's total zCDP budget lies in [1e-250, 1e250]: it is split into
 #: shares (some far below 1) whose noise multipliers 1 / sqrt(2 share rho)
 #: must be positive normal floats.
@@ -537,6 +546,13 @@ def _last_step_sensitivity(C: float, n: int, d: int, relation: Neighbouring,
     return sens if secure else sens * _rounding_charge(n, d, relation)
 
 
+def _box_wins(near_noisy: float, n_eff: float) -> bool:
+    """The whole-vector center's decision, post-processing of the noisy count
+    of rows within the break-even distance: the box unless more than half
+    the rows are within it."""
+    return near_noisy <= 0.5 * n_eff
+
+
 def _exp_epsilon(rho_step: float, count: int) -> float:
     """Per-mechanism parameter of ``count`` exponential mechanisms spending ``rho_step``."""
     return math.sqrt(8.0 * rho_step / count)
@@ -652,7 +668,11 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
          diagnostics: Any = True) -> PipelineRelease:
-    total, eps, dlt = _total_rho(epsilon, delta, rho)
+    stated, _, dlt = _total_rho(epsilon, delta, rho)
+    # every step is calibrated to its share of a budget a hair below the
+    # stated one, so that the rounding of the shares, the multipliers and the
+    # parameters never makes the exact total exceed it (``_SPEND_MARGIN``)
+    total = stated * (1.0 - _SPEND_MARGIN)
     relation = Neighbouring.parse(neighbouring)
     rule = Scaling.parse(scaling, "scaling")
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
@@ -741,7 +761,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     # 1. the center
     if mode == "box":
         return _box_release(ctx, relation, total, split.mean, steps, count, n_eff,
-                            s_count, statistic, split, p, eps, dlt, gen)
+                            s_count, statistic, split, p, dlt, gen)
     if mode == "coordinate":
         eps_c = _exp_epsilon(split.center * total, d)
         center = center_step(data, eps_c, lo, hi, du, gen)
@@ -767,9 +787,9 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         near = int(np.count_nonzero(row_norms(data, mid, None) <= r_star))
         near_noisy = float(near + _gaussian_noise(gen, s_dec))
         steps.append(gaussian_step("decision", s_dec))
-        if near_noisy <= 0.5 * n_eff:
+        if _box_wins(near_noisy, n_eff):
             return _box_release(ctx, relation, total, rest, steps, count, n_eff,
-                                s_count, statistic, split, p, eps, dlt, gen)
+                                s_count, statistic, split, p, dlt, gen)
         radius = radius_step(center, scalar_share, "center")
         moves = 0
         while True:
@@ -871,7 +891,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             scales: np.ndarray | None, b: np.ndarray, C: float, p: float, count: float,
             n_eff: float, s_count: float, relation: Neighbouring, statistic: str,
             split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
-            strategy: str, exact: bool = False, *, ctx: _Context,
+            strategy: str, *, ctx: _Context,
             unit: np.ndarray | None = None, extra: dict | None = None) -> PipelineRelease:
     # post-processing of released values, saturated at the largest float
     # (the same function whatever the data)
@@ -888,8 +908,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
     estimate, noise_std = _saturate(estimate), _saturate(noise_std)
     guarantee = None
     if dlt is not None:
-        guarantee = (compose(tuple(steps), delta=dlt, method="exact") if exact
-                     else _compose_zcdp(tuple(steps), dlt))
+        guarantee = _compose_zcdp(tuple(steps), dlt)
     used = 0.0
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
@@ -904,8 +923,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
 
 def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
                  n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
-                 eps: float | None, dlt: float | None,
-                 gen: np.random.Generator) -> PipelineRelease:
+                 dlt: float | None, gen: np.random.Generator) -> PipelineRelease:
     """The box as the model: the Elliptical Gaussian mechanism's clamped sum.
 
     Coordinate ``j`` of ``x - m`` (``m`` the box's midpoint) is clamped to
@@ -914,11 +932,11 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     radius 1/2, so this is a clipped sum with ``C = 1/2`` and scaling
     ``b / w`` (sensitivity 1 under replace-one, 1/2 under add-remove).
 
-    With an ``(epsilon, delta)`` budget the noise is calibrated by the exact
-    composition of the steps that ran (the pure exponential-mechanism steps,
-    the Gaussian count and this Gaussian sum; ``compose(method="exact")``),
-    which is tighter than the zCDP conversion, and the guarantee is that
-    composition.
+    The noise is calibrated in zCDP like every other path: this step spends
+    ``share`` of the total ``rho``, whatever the budget's form. (The exact
+    composition of an ``(epsilon, delta)`` remainder would spend more than
+    ``rho`` here, and since the path is chosen from a private count, only a
+    bound that holds on every path bounds the mixture.)
 
     With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
     in the same scaled space (a row inside the box is unchanged, a row outside
@@ -936,21 +954,10 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     widths = hi - lo
     mid = lo + 0.5 * widths
     b = elliptical_scaling(widths) / widths
+    # calibrated in zCDP like every other path: the path is chosen from a
+    # private count, and only a bound that holds on every path (here, the
+    # total rho) is a bound for the mixture
     s_mean = zcdp_gaussian_multiplier(share * total)
-    exact = eps is not None and dlt is not None
-    if exact:
-        pure = [st.epsilon for st in steps for _ in range(st.count)
-                if st.kind == "bounded-range"]
-        s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
-        # the Gaussian steps that ran before (the count, the decision) keep their noise
-        inv = 1.0 / s_all ** 2
-        for st in steps:
-            if st.kind == "gaussian" and st.noise_multiplier is not None:
-                inv -= st.count / st.noise_multiplier ** 2
-        if split.diagnostics > 0:          # the diagnostics' Gaussian step runs after this one
-            inv -= 1.0 / zcdp_gaussian_multiplier(split.diagnostics * total) ** 2
-        if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
-            s_mean = 1.0 / math.sqrt(inv)
     sens = clipped_sum_sensitivity(0.5, relation)
     if ctx.secure or relation is Neighbouring.ADD_REMOVE:
         # add-remove (n private): the exact sum of last_step, clipping at 1/2
@@ -971,7 +978,7 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
     extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
     return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
-                   relation, statistic, box_split, steps, dlt, "box", exact, ctx=ctx,
+                   relation, statistic, box_split, steps, dlt, "box", ctx=ctx,
                    unit=unit, extra=extra)
 
 
@@ -1112,8 +1119,12 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
        isotropically (no spread, scales or clip steps) with fewer moves; if
        even one move does not fit with reliable radii, rule 3;
     3. otherwise the *box*: the Elliptical Gaussian mechanism on the box,
-       with an ``(epsilon, delta)`` budget calibrated by the exact
-       composition of the steps that ran.
+       its noise calibrated in zCDP like every other path's.
+
+    Every path spends at most the stated ``rho`` in zCDP terms (the steps
+    are calibrated to shares of ``rho`` a relative ``2^-40`` below it, so that
+    no rounding makes the exact total exceed it); an ``(epsilon, delta)``
+    budget is the largest ``rho`` that converts to it.
 
     Each fallback warns and is recorded in ``release.strategy``. With
     ``scaling="scaled"`` or ``"isotropic"`` the coordinate-wise center always
