@@ -166,8 +166,9 @@ class BinaryRelease(V.Record):
         The raw private output: the number of 1-reports (randomized response),
         the noisy count ``k + Binomial(n, p)`` (binomial noise), or the sampled
         count if it reached the threshold and 0 otherwise (sample-and-threshold).
-    n : int
-        The number of users (public under replace-one).
+    n : int or None
+        The number of users: public under replace-one, None under add-remove
+        (where it is private and not recorded).
     epsilon, delta : float
         The privacy guarantee (``delta = 0`` for randomized response).
     mechanism : BinaryMechanism
@@ -181,7 +182,8 @@ class BinaryRelease(V.Record):
         The threshold ``tau`` of sample-and-threshold (the count is released
         when it is ``>= tau``, i.e. ``>= ceil(tau)``), None otherwise.
     neighbouring : dpsum.privacy.Neighbouring
-        The neighbouring relation of the guarantee (replace-one).
+        The neighbouring relation of the guarantee: replace-one, or add-remove
+        for :func:`sample_and_threshold` asked for it (then ``n`` is None).
 
     Examples
     --------
@@ -192,7 +194,7 @@ class BinaryRelease(V.Record):
 
     estimate: float
     output: int
-    n: int
+    n: int | None
     epsilon: float
     delta: float
     mechanism: BinaryMechanism
@@ -205,7 +207,17 @@ class BinaryRelease(V.Record):
         object.__setattr__(self, "estimate", V.record_scalar(self.estimate, "estimate"))
         object.__setattr__(self, "output", V.record_scalar(self.output, "output", low=0,
                                                            integer=True))
-        object.__setattr__(self, "n", V.record_scalar(self.n, "n", low=1, integer=True))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+        # n is public under replace-one only: recorded there, never under add-remove
+        addrm = self.neighbouring is Neighbouring.ADD_REMOVE
+        if addrm and self.n is not None:
+            raise ValueError("n must be None under add-remove neighbouring (the number of "
+                             "users is private there)")
+        if addrm and self.mechanism is not BinaryMechanism.SAMPLE_AND_THRESHOLD:
+            raise ValueError("neighbouring must be replace-one for this mechanism: its "
+                             "estimate needs the public number of users n")
+        object.__setattr__(self, "n", V.record_scalar(self.n, "n", low=1, integer=True,
+                                                      optional=addrm))
         object.__setattr__(self, "epsilon", V.check_epsilon(self.epsilon, scalar=True))
         object.__setattr__(self, "delta", V.check_delta(self.delta, allow_zero=True,
                                                         scalar=True))
@@ -213,7 +225,6 @@ class BinaryRelease(V.Record):
                                                                 low=0.0, high=1.0))
         object.__setattr__(self, "threshold", V.record_scalar(self.threshold, "threshold",
                                                               low=0.0, optional=True))
-        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
 
     @property
     def released(self) -> bool:
@@ -265,7 +276,7 @@ class BinaryRelease(V.Record):
 
 def _check_k(k: Any, n: Any) -> Any:
     kk = _check_int(k, "k")
-    if np.any(np.asarray(kk) > n):
+    if n is not None and np.any(np.asarray(kk) > n):
         raise ValueError(f"k must be at most n = {n}, got {V.describe(k)}")
     return kk
 
@@ -1005,6 +1016,7 @@ def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *
 
 def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                          p: float | None = None, threshold: float | None = None,
+                         neighbouring: Neighbouring | str = "replace",
                          rng: RandomLike = None) -> BinaryRelease:
     """Sample-and-threshold (Bharadwaj and Cormode 2022) for a binary sum.
 
@@ -1033,6 +1045,11 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
         Sampling probability, at most ``epsilon / threshold``.
     threshold : float, optional
         Release threshold, at least ``3 + ln(1/delta)``.
+    neighbouring : {"replace", "add-remove"}
+        The relation the record states. The guarantee holds under both (only
+        the ones are sampled, and a user's bit moves the count by at most
+        one); under add-remove the number of users is private, so the record
+        leaves ``n`` out (None) and no bits at all is data like any other.
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
@@ -1072,21 +1089,23 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                 f"{'given' if threshold is not None else 'from delta: 3 + ln(1/delta)'}), "
                 f"got {V.describe(p)}"
             )
-    x = V.check_bits(bits)
+    relation = Neighbouring.parse(neighbouring)
+    addrm = relation is Neighbouring.ADD_REMOVE
+    x = V.check_bits(bits, empty=addrm)
     gen = V.check_rng(rng)
-    n = int(x.shape[0])
     k = int(np.count_nonzero(x))
     sampled = int(gen.binomial(k, pp))
     output = sampled if sampled >= tau else 0
     return BinaryRelease(
         estimate=float(sample_threshold_estimate(output, pp)),
         output=output,
-        n=n,
+        n=None if addrm else int(x.shape[0]),
         epsilon=eps,
         delta=dlt,
         mechanism=BinaryMechanism.SAMPLE_AND_THRESHOLD,
         probability=pp,
         threshold=float(tau),
+        neighbouring=relation,
     )
 
 
@@ -1194,7 +1213,15 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     if not isinstance(release, BinaryRelease):
         raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")
     half = float(V.check_probability(beta, "beta", scalar=True)) / 2.0
-    y, n = int(release.output), int(release.n)
+    y = int(release.output)
+    if release.n is not None:
+        n = int(release.n)
+    else:
+        # add-remove (sample-and-threshold): no public n bounds k; Pr_k[Y <= y]
+        # falls to 0 as k grows, so a finite public cap holds the interval
+        n = 1
+        while _count_tails(release, n, y)[0] > half:
+            n *= 2
 
     def first(pred: Any) -> int:
         """Smallest k in [0, n + 1] with pred(k) true, for pred monotone false -> true."""

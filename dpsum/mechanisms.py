@@ -103,7 +103,9 @@ def _dataset(X: Any) -> tuple[Any, int | None, int, tuple | None]:
         data = dask_engine.check_matrix(X)
         return data, dask_engine.row_count(data), int(data.shape[1]), None
     if V.column_labels(X) is not None:
-        arr, labels = V.as_dataset(X, "X")
+        # no rows is accepted here as for an array; _public_rows refuses it
+        # under replace-one (under add-remove it is data like any other)
+        arr, labels = V.as_dataset(X, "X", empty_rows=True)
         return arr, int(arr.shape[0]), int(arr.shape[1]), labels
     arr = V.as_real_array(X, "X")
     if arr.ndim != 2 or arr.shape[1] == 0:

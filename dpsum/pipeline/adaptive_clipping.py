@@ -109,10 +109,10 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
         raise ValueError(f"count_noise must be at most 1e300, got {V.describe(count_noise)}")
     m_public = None if rows is None else V.check_positive(rows, "rows", scalar=True)
     gen = V.check_rng(rng)
-    data = V.check_data_matrix(X)
+    # with a public rows (add-remove: the batch size is private), an empty
+    # batch is data like any other; without, the row count is public
+    data = V.check_data_matrix(X, empty_rows=m_public is not None)
     m = float(data.shape[0]) if m_public is None else float(m_public)
-    if m == 0:
-        raise ValueError("X has no rows and rows is not given")
     count = float(np.count_nonzero(row_norms(data, None, None) <= C))
     fraction = (count + gen.normal(0.0, s)) / m
     # saturated to the positive normal floats: an overflow or underflow of the

@@ -683,10 +683,14 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if budget is not None:
         split = _with_diagnostics(_user_budget(budget, relation, rule), diag_)
     columns = V.column_labels(X)
+    # under add-remove the empty dataset is data like any other (a one-row
+    # dataset is its neighbour): it gets a release of the same shape
     if columns is not None:
-        data, columns = V.as_dataset(X, "X")          # column by column: errors name a column
+        # column by column: errors name a column
+        data, columns = V.as_dataset(X, "X", empty_rows=True)
     else:
-        data = V.check_data_matrix(X, finite=False)
+        data = V.check_data_matrix(X, finite=False, empty_rows=True)
+    V.require_rows(data.shape[0], relation is Neighbouring.REPLACE)
     n, d = data.shape
     lo, hi = check_domain(lower, upper, d)
     # public, before the data: the noise of any step is at most about
