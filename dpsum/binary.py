@@ -856,8 +856,19 @@ def _st_parameters(epsilon: Any, delta: Any, p: Any, threshold: Any) -> Any:
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     tau = sample_threshold_tau(dlt) if threshold is None else V.check_positive(threshold, "threshold")
-    pp = eps / tau if p is None else V.check_probability(p, "p")
+    pp = _default_p(eps, tau) if p is None else V.check_probability(p, "p")
     return pp, tau
+
+
+def _default_p(eps: float, tau: float) -> float:
+    """The default sampling probability ``epsilon / threshold``, refused (naming
+    epsilon) when it underflows to 0."""
+    pp = eps / tau
+    if not pp > 0:
+        raise ValueError(f"epsilon is too small for sample-and-threshold: the sampling "
+                         f"probability epsilon / threshold underflows to 0, got "
+                         f"{V.describe(eps)}")
+    return pp
 
 
 def _int_threshold(tau: float) -> int:
@@ -1078,7 +1089,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                 f"threshold must be at least 3 + ln(1/delta) = {tau_min:.6g}, got {V.describe(threshold)}"
             )
     if p is None:
-        pp = eps / tau
+        pp = _default_p(eps, tau)
     else:
         pp = V.check_probability(p, "p")
         if np.ndim(pp):

@@ -325,7 +325,9 @@ def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
     # sqrt(t sqrt(8 sum s^4) + sum s^2) = s_max sqrt(t sqrt(8 r4) + r2): no
     # underflow or overflow of the squares, whatever the scale of s
     pw = _Powers(s)
-    return pw.s_max * math.sqrt(t * math.sqrt(8.0 * pw.r4) + pw.r2)
+    return V.representable(pw.s_max * math.sqrt(t * math.sqrt(8.0 * pw.r4) + pw.r2),
+                           "stds (times scaling)", "the clip radius",
+                           "the scaled stds must be well below 1e308")
 
 
 # ------------------------------------------------------ the Bernstein error bound
@@ -740,4 +742,6 @@ def laurent_massart_clip_radius(stds: ArrayLike, clip_probability: float,
     ell = -math.log(p)
     # relative to s_max, so that nothing underflows (an underflowing sum of
     # squares would return 0, which is not an upper bound) or overflows
-    return pw.s_max * math.sqrt(pw.r2 + 2.0 * math.sqrt(ell * pw.r4) + 2.0 * ell)
+    return V.representable(pw.s_max * math.sqrt(pw.r2 + 2.0 * math.sqrt(ell * pw.r4) + 2.0 * ell),
+                           "stds (times scaling)", "the clip radius",
+                           "the scaled stds must be well below 1e308")

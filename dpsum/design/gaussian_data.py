@@ -196,8 +196,9 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
                              "when the number of rows n is known)")
         nn = V.check_integer(n, "n")
         if nn < 2:
-            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2 rows; "
-                             "pass clip_probability explicitly")
+            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2 rows, "
+                             "and n (the number of rows of X) is 1; pass clip_probability "
+                             "explicitly")
         p = 1.0 / nn
     else:
         p = V.check_probability(clip_probability, "clip_probability", scalar=True)

@@ -319,6 +319,11 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
     return np.sqrt(np.exp(res.x - res.x.max()))
 
 
+#: Largest ratio of the stds :func:`error_optimal_scaling` searches over (its
+#: families raise the ratio to powers up to 2).
+_MAX_STD_RATIO = 1e100
+
+
 def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: str = "tilted",
                           exact: bool = False, max_iter: int = 100) -> np.ndarray:
     """The scaling ``b`` that minimises the Gaussian-data mechanism's expected error
@@ -381,11 +386,19 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     >>> bool(F(b) <= F(gaussian_data_scaling(stds)))
     True
     """
-    sigma = _positive_vector(stds, "stds")
+    given = _positive_vector(stds, "stds")
     p = V.check_probability(clip_probability, "clip_probability", scalar=True)
     family = V.check_choice(family, "family", _FAMILIES)
     max_iter = V.check_integer(max_iter, "max_iter")
     exact = V.check_bool(exact, "exact")
+    # the problem is scale-free (b(c sigma) = b(sigma) / c): it is solved for
+    # sigma / max(sigma), where only the ratio of the stds can be extreme
+    top = float(given.max())
+    if not top / float(given.min()) <= _MAX_STD_RATIO:
+        raise ValueError(f"stds must have a ratio of largest to smallest at most "
+                         f"{_MAX_STD_RATIO:g}: beyond it the searched scalings are not "
+                         "finite floats")
+    sigma = given / top
     exact_F = _make_objective(sigma, p, True)
     F = _make_objective(sigma, p, exact=False)
     candidates = []
@@ -412,4 +425,9 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
         b = _normalise(_minimise_all(sigma, p, best, max_iter), sigma)
         if exact_F(b) < min(values):
             best = b
-    return _normalise(best, sigma)
+    out = _normalise(best, sigma) / top
+    if not np.all((out >= np.finfo(np.float64).tiny) & np.isfinite(out)):
+        raise ValueError("stds: out of the representable range, the scaling b (with "
+                         "sum_j (b_j stds_j)^2 = 1) is not a positive normal float; "
+                         "rescale the stds")
+    return out

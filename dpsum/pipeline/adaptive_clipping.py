@@ -83,7 +83,7 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
     count_noise : float
         ``s > 0``: the standard deviation of the noise on the count.
     rows : float, optional
-        The public denominator ``m > 0``; default ``n``, the number of rows,
+        The public denominator ``m >= 1``; default ``n``, the number of rows,
         which is public under replace-one. Under add-remove pass the expected
         batch size.
     rng : numpy.random.Generator, int or None
@@ -102,12 +102,16 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
     (True, 10.0)
     """
     C = V.check_positive(clip_radius, "clip_radius", scalar=True)
-    gamma = V.check_open_interval(target_quantile, "target_quantile")
+    gamma = V.check_open_interval(target_quantile, "target_quantile", scalar=True)
     eta = V.check_positive(learning_rate, "learning_rate", scalar=True)
     s = V.check_positive(count_noise, "count_noise", scalar=True)
     if s > 1e300:      # a draw must stay finite whatever the count (no data-dependent overflow)
         raise ValueError(f"count_noise must be at most 1e300, got {V.describe(count_noise)}")
     m_public = None if rows is None else V.check_positive(rows, "rows", scalar=True)
+    if m_public is not None and m_public < 1:
+        # an expected number of rows below one: the noisy fraction could overflow
+        raise ValueError(f"rows must be at least 1 (the public expected number of rows), "
+                         f"got {V.describe(rows)}")
     gen = V.check_rng(rng)
     # with a public rows (add-remove: the batch size is private), an empty
     # batch is data like any other; without, the row count is public

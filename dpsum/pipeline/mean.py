@@ -390,8 +390,17 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
     p = V.check_probability(clip_probability, "clip_probability", scalar=True)
     if p == 0.5:
         return float(r)
-    weights = (b * s) ** 2
-    radius = r * _quantile_ratio((weights / weights.max()).tobytes(), float(p))
+    with np.errstate(over="ignore", under="ignore"):
+        bs = b * s
+        top = float(np.max(bs))
+        rel = bs / top
+    if not (math.isfinite(top) and top > 0
+            and float(np.min(rel)) ** 2 >= float(np.finfo(np.float64).tiny)):
+        raise ValueError("scales and scaling: out of the representable range, the model's "
+                         "weights (scales * scaling)^2 relative to the largest are not "
+                         "normal floats; each product must be finite, positive and within a "
+                         "factor 1.5e154 of the largest")
+    radius = r * _quantile_ratio((rel ** 2).tobytes(), float(p))
     return float(V.representable(radius, "median_norm", "the clip radius",
                                  "median_norm times the quantile ratio exceeds 1.8e308"))
 

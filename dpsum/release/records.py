@@ -1018,6 +1018,7 @@ def _jsonable(x: Any) -> Any:
 
 
 def _to_dict(rel: Any, beta: float) -> dict:
+    beta = float(V.check_probability(beta, "beta", scalar=True))  # with or without intervals
     out: dict = {
         "mechanism": str(rel.mechanism) if isinstance(rel, Release) else f"private_{rel.statistic}",
         "statistic": rel.statistic,
@@ -1053,6 +1054,7 @@ def _to_pandas(rel: Any, beta: float) -> Any:
         import pandas as pd
     except ImportError:
         raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    beta = float(V.check_probability(beta, "beta", scalar=True))
     data = {"estimate": np.asarray(rel.estimate, dtype=float),
             "noise_std": np.asarray(rel.noise_std, dtype=float)}
     if _has_intervals(rel):
