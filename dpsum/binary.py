@@ -396,7 +396,7 @@ def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     nn = _check_int(n, "n", minimum=1)
-    out = V.check_real(output, "output")
+    out = _check_int(output, "output")             # a released count of 1-reports
     if np.ndim(nn):
         raise ValueError("n must be a scalar here")
     _check_estimable(eps, nn)
@@ -637,7 +637,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
     """
     nn = _check_int(n, "n", minimum=1)
     pp = V.check_probability(p, "p")
-    out = V.check_real(output, "output")           # a released count: real and finite
+    out = _check_int(output, "output")             # a released count: an integer >= 0
     est = out - nn * pp
     return V.scalar_or_array(est)
 
@@ -843,7 +843,7 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     300.0
     """
     pp = V.check_probability(p, "p")
-    out = V.check_positive(output, "output", allow_zero=True)   # a released count
+    out = _check_int(output, "output")             # a released count: an integer >= 0
     with np.errstate(over="ignore"):
         est = np.asarray(out) / pp
     V.representable(est, "p", "the estimate output / p", "p is too small for this output")

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))   # the battery module 
 
 import battery as B  # noqa: E402
 
-OUTCOMES = ("clear error", "finite result", "unnamed error", "other exception",
-            "non-finite result", "data read first", "data echoed")
+OUTCOMES = ("clear error", "correct result", "unnamed error", "other exception",
+            "non-finite result", "silent", "data read first", "data echoed")
 
 
 def main() -> None:

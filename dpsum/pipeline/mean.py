@@ -356,7 +356,19 @@ def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) ->
     """
     s = V.check_vector(scales, "scales", positive=True)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
-    return gaussian_data_scaling(s + lam * float(np.mean(s)))
+    with np.errstate(over="ignore"):
+        mean = float(np.mean(s))
+        if not math.isfinite(mean):      # the mean without overflow
+            top = float(np.max(s))
+            mean = top * float(np.mean(s / top))
+        regularised = s + lam * mean
+    try:
+        return gaussian_data_scaling(regularised)
+    except ValueError:
+        raise ValueError("scales (with regularization) is outside the representable range: "
+                         "the scaling of s + lambda mean(s) is not a positive normal float "
+                         "(the regularised scales must lie within about 1e-300 and 1e300)"
+                         ) from None
 
 
 def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: ArrayLike,

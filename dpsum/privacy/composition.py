@@ -261,7 +261,17 @@ def split_gaussian_multiplier(multiplier: float, weights: ArrayLike) -> np.ndarr
     w = np.atleast_1d(check_positive(weights, "weights"))
     if w.ndim != 1:
         raise ValueError("weights must be a 1-d sequence")
-    return s / np.sqrt(w / float(np.sum(w)))
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):
+        total = float(np.sum(w))
+        if not math.isfinite(total):        # the shares without overflow
+            top = float(np.max(w))
+            share = (w / top) / float(np.sum(w / top))
+        else:
+            share = w / total
+        out = s / np.sqrt(share)
+    return V.representable(out, "weights (with multiplier)", "the split multipliers",
+                           "the smallest weight's share of the total must stay a normal "
+                           "float and multiplier / sqrt(share) below 1.8e308")
 
 
 def gaussian_composition_delta(multipliers: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:

@@ -304,7 +304,7 @@ def _box_fields(rec: Any, d: int) -> dict:
 
 def _release_fields(rec: Release) -> dict:
     """The checked fields of a :class:`Release`, each error naming its field."""
-    estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
+    estimate = V.record_array(rec.estimate, "estimate", optional=False)
     noise_std = V.record_array(rec.noise_std, "noise_std", positive=True, optional=False)
     assert estimate is not None and noise_std is not None
     # the estimate has the noise's shape, after leading batch axes (the
@@ -809,7 +809,8 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     'the exact value'
     """
     V.check_record(release, "release", (Release, PipelineRelease))
-    b = float(V.check_probability(beta, "beta", scalar=True))
+    # beta is split in parts (noise, count or clipping loss): at least 1e-300
+    b = float(V.check_failure_probability(beta, "beta"))
     sim = V.check_bool(simultaneous, "simultaneous")
     est = np.asarray(release.estimate, dtype=float)
     m = est.size
@@ -825,8 +826,9 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
         assert release.lower is not None and release.upper is not None
         b_count = b / 10.0
         lo, hi = confidence_intervals(release, b - b_count, simultaneous=sim)
-        k_up = max(float(release.clip_count) + release.diagnostics_std * float(
-            ndtri(1.0 - b_count)), 0.0)
+        # the upper quantile from the lower tail: finite however small b_count
+        k_up = max(float(release.clip_count) - release.diagnostics_std * float(
+            ndtri(b_count)), 0.0)
         reach = np.maximum(release.upper - release.center, release.center - release.lower)
         loss = k_up * np.maximum(reach, 0.0)
         if stat == "mean":
@@ -901,7 +903,7 @@ def _guarantee(rel: Any) -> dict:
 
 def _pipeline_fields(rec: PipelineRelease) -> dict:
     """The checked fields of a :class:`PipelineRelease`, each error naming its field."""
-    estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
+    estimate = V.record_array(rec.estimate, "estimate", optional=False)
     assert estimate is not None
     d = estimate.size
     if estimate.ndim != 1:
