@@ -495,8 +495,11 @@ def _never_valid(label: str, baseline: Any, default: Any) -> bool:
 
 
 #: Arguments for which an infinite value is valid and an infinite result
-#: correct: an interval's end may be unbounded.
-ALLOW_INFINITE = {"Intervals": {"lower", "upper"}}
+#: correct: an interval's end may be unbounded, and a float release's
+#: estimate saturates to +-inf where its clipped sum overflows (the
+#: accumulator's rule, tests/test_battery.py).
+ALLOW_INFINITE = {"Intervals": {"lower", "upper"}, "Release": {"estimate"},
+                  "PipelineRelease": {"estimate"}}
 
 
 #: Arguments named like counts that take real values: a noisy count is a

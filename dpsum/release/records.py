@@ -304,7 +304,7 @@ def _box_fields(rec: Any, d: int) -> dict:
 
 def _release_fields(rec: Release) -> dict:
     """The checked fields of a :class:`Release`, each error naming its field."""
-    estimate = V.record_array(rec.estimate, "estimate", optional=False)
+    estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
     noise_std = V.record_array(rec.noise_std, "noise_std", positive=True, optional=False)
     assert estimate is not None and noise_std is not None
     # the estimate has the noise's shape, after leading batch axes (the
@@ -903,7 +903,7 @@ def _guarantee(rel: Any) -> dict:
 
 def _pipeline_fields(rec: PipelineRelease) -> dict:
     """The checked fields of a :class:`PipelineRelease`, each error naming its field."""
-    estimate = V.record_array(rec.estimate, "estimate", optional=False)
+    estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
     assert estimate is not None
     d = estimate.size
     if estimate.ndim != 1:
