@@ -309,11 +309,12 @@ _VARIANCE = {
 }
 
 
-def _bias(mechanism: BinaryMechanism, n: int, k: Any, p: float, threshold: float | None) -> Any:
+def _bias(mechanism: BinaryMechanism, n: int | None, k: Any, p: float,
+          threshold: float | None) -> Any:
     return _BIAS[mechanism](_check_k(k, n), p, threshold)
 
 
-def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
+def _variance(mechanism: BinaryMechanism, n: int | None, k: Any, p: float,
               threshold: float | None) -> Any:
     return _VARIANCE[mechanism](n, _check_k(k, n), p, threshold)
 
@@ -860,7 +861,7 @@ def _st_parameters(epsilon: Any, delta: Any, p: Any, threshold: Any) -> Any:
     return pp, tau
 
 
-def _default_p(eps: float, tau: float) -> float:
+def _default_p(eps: float, tau: Any) -> float:
     """The default sampling probability ``epsilon / threshold``, refused (naming
     epsilon) when it underflows to 0."""
     pp = eps / tau
@@ -1173,6 +1174,7 @@ def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
     if release.mechanism == "binomial":  # Y = k + Binomial(n, p)
         return float(stats.binom.cdf(y - k, n, p)), float(stats.binom.sf(y - k - 1, n, p))
     if release.mechanism == "randomized_response":  # Y = Binomial(k, q) + Binomial(n - k, 1 - q)
+        assert n is not None          # public for randomized response
         a = np.arange(k + 1)
         pa = stats.binom.pmf(a, k, p)
         le = float(np.dot(pa, stats.binom.cdf(y - a, n - k, 1.0 - p)))
