@@ -522,9 +522,13 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
     {'clipped_rows': 1}
     """
     acc = accumulator_for(release)
-    data, _, d, _ = _dataset(X)
+    data, n, d, _ = _dataset(X)
     if d != acc.d:
         raise ValueError(f"X must have {acc.d} columns, as the release, got {d}")
+    if release.n is not None and n is not None and n != release.n:
+        # replace-one: the release records its public number of rows
+        raise ValueError(f"X must have the release's n = {release.n} rows: the dataset the "
+                         "release was computed from")
     key = "clamped_values" if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN else "clipped_rows"
     return {key: _pass(data, acc).diagnostic_count}
 

@@ -258,7 +258,8 @@ def _baselines() -> dict[str, Any]:
         "confidence_ball": {"release": rel}, "confidence_intervals": {"release": rel},
         "data_intervals": {"release": rel},
         "release_error_bound": {"release": rel, "n": 40},
-        "release_diagnostics": {"release": rel},
+        "release_diagnostics": {"release": rel, "X": np.random.default_rng(0).normal(
+            0.0, [2.0, 1.0], size=(40, 2))},          # the release's own 40 rows
         "epsilon_lower_bound": {"release": _noisy_gaussian, "dataset": 0.0, "neighbour": 1.0,
                                 "delta": 0.0, "n_samples": 200, "alpha": 0.05},
         "simulate_audits": {"release": _noisy_gaussian, "dataset": 0.0, "neighbour": 1.0,

@@ -43,14 +43,21 @@ def test_to_dict_checks_beta_with_or_without_intervals(gd):
                 rel.to_pandas(bad)
 
 
-def test_release_diagnostics_of_no_rows_is_a_count_of_zero(gd):
-    # the diagnostics recount the rows given (not private, for study): no rows
-    # were clipped among none; the shape is checked, naming X
+def test_release_diagnostics_needs_the_release_s_dataset():
+    # replace-one: the release records n, and X must have that many rows
     clipped = dpsum.clipped_gaussian_mechanism(np.ones((5, 2)), epsilon=1.0, delta=1e-6,
                                                clip_norm=1.0, rng=0)
-    assert dpsum.release_diagnostics(np.empty((0, 2)), clipped) == {"clipped_rows": 0}
+    for X in (np.empty((0, 2)), np.ones((4, 2))):
+        with pytest.raises(ValueError, match="X must have the release's n = 5 rows"):
+            dpsum.release_diagnostics(X, clipped)
     with pytest.raises(ValueError, match="X"):
         dpsum.release_diagnostics(np.empty((0, 3)), clipped)
+    assert dpsum.release_diagnostics(np.full((5, 2), 3.0), clipped) == {"clipped_rows": 5}
+    # add-remove: no public n; the empty dataset (data like any other) has no
+    # clipped row (the diagnostics are not private: for study only)
+    addrm = dpsum.clipped_gaussian_mechanism(np.ones((5, 2)), epsilon=1.0, delta=1e-6,
+                                             clip_norm=1.0, neighbouring="add-remove", rng=0)
+    assert dpsum.release_diagnostics(np.empty((0, 2)), addrm) == {"clipped_rows": 0}
 
 
 def test_noise_norm_quantile_flattens_any_shape():
