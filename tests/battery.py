@@ -653,6 +653,74 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
     return counts, failures, coverage
 
 
+def _baseline_kwargs(func: Any, own: dict[str, Any]) -> dict[str, Any] | None:
+    """The baseline call of ``func`` (as :func:`run_bad_values` builds it), or
+    None when an argument is outside the table."""
+    kwargs: dict[str, Any] = {}
+    for p in inspect.signature(func).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in own:
+            if own[p.name] is not OMIT:
+                kwargs[p.name] = own[p.name]
+            continue
+        v = _valid(p.name)
+        if v is None and p.default is inspect.Parameter.empty:
+            return None
+        if v is not None:
+            kwargs[p.name] = v
+    if "rng" in inspect.signature(func).parameters and "rng" not in own:
+        kwargs["rng"] = 0
+    return kwargs
+
+
+def run_empty_neighbours() -> tuple[Counter, list[tuple[str, str]]]:
+    """Under add-remove the empty dataset and a one-row dataset are
+    neighbours: every public function with a data argument and a
+    ``neighbouring`` argument is called on both (its baseline's first row,
+    and no rows), under add-remove. Outcomes: ``both released``, ``both
+    refused`` (the same error: a public argument), or ``one neighbour only``
+    (an exception that depends on the data: a failure)."""
+    counts: Counter = Counter()
+    failures: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
+    baselines = _baselines()
+    for qual, func in _functions():
+        sig = inspect.signature(func)
+        # rows of data ("value" is a precomputed statistic, not rows)
+        data = [p for p in sig.parameters if p in DATA - {"value", "S"}]
+        if "neighbouring" not in sig.parameters or len(data) != 1:
+            continue
+        own_all = baselines.get(qual.rsplit(".", 1)[1], {})
+        for own in (own_all if isinstance(own_all, list) else [own_all]):
+            kwargs = _baseline_kwargs(func, own)
+            if kwargs is None:
+                continue
+            kwargs["neighbouring"] = "add-remove"
+            base = np.asarray(_fresh(kwargs[data[0]]))
+            outcomes = []
+            for rows in (base[:1], base[:0]):
+                args = {k: _fresh(v) for k, v in kwargs.items()}
+                args[data[0]] = rows
+                exc, _ = _attempt(func, args)
+                outcomes.append(None if exc is None else (type(exc), str(exc)))
+            if outcomes[0] is None and outcomes[1] is None:
+                counts["both released"] += 1
+            elif outcomes[0] == outcomes[1]:
+                counts["both refused"] += 1
+                refused.append((qual, str(outcomes[0])[:120]))
+            else:
+                counts["one neighbour only"] += 1
+                failures.append((qual, str(outcomes[1] or outcomes[0])[:120]))
+    REFUSED_BOTH[:] = refused
+    return counts, failures
+
+
+#: The last :func:`run_empty_neighbours`' calls refused on both neighbours
+#: (function, error), for the report.
+REFUSED_BOTH: list[tuple[str, str]] = []
+
+
 def _attempt(func: Any, args: dict[str, Any]) -> tuple[BaseException | None, Any]:
     try:
         return None, _call(func, args)
