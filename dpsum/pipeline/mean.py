@@ -1013,7 +1013,9 @@ _DOC_PARAMS = """
     X : array_like or pandas.DataFrame, shape (n, d)
         The private data; finite reals. A DataFrame's column labels are kept
         (``columns``, :meth:`~dpsum.release.PipelineRelease.to_pandas`); an
-        error names the column, never a row or a value.
+        error names the column, never a row or a value. Under add-remove
+        ``n = 0`` is data like any other (the release is noise of the same
+        shape); under replace-one ``X`` needs a row.
     lower, upper : float or array_like, shape (d,)
         A public box that should contain every row, known without looking at
         the data (a sensor's range, a plausible order of magnitude): scalars

@@ -160,7 +160,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     ----------
     values : array_like, shape (m,) or (m, k)
         One value per row (and column). ``+-inf`` is allowed and clamped;
-        NaN is refused.
+        NaN is refused. Under add-remove ``m = 0`` is data like any other.
     quantile : float
         The target ``q`` in [0, 1].
     epsilon : float
@@ -237,7 +237,9 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     epsilon : float
         Per-coordinate privacy parameter, > 0.
     lower, upper : float or array_like, shape (d,)
@@ -290,7 +292,9 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     center : array_like, shape (d,)
         The public (or privately released) center.
     epsilon : float
@@ -363,7 +367,9 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     quantile : float
         The target ``q`` in [0, 1]. Away from the top (``q = 1/2``, say) the
         mechanism is reliable even for small ``epsilon``; near ``q = 1`` the
