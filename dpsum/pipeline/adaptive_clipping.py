@@ -74,6 +74,8 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
     ----------
     X : array_like, shape (n, d)
         The rows (per-example gradients, say) of this release; finite reals.
+        With ``rows`` given it may have no rows (an empty Poisson batch is
+        data like any other); without, it needs one.
     clip_radius : float
         The current radius ``C > 0``; public (an earlier update's output).
     target_quantile : float
