@@ -320,6 +320,10 @@ class GeneralizedChiSquare:
             lam = np.zeros_like(w)
         else:
             lam = V.check_vector(noncentrality, "noncentrality", w.shape[0], nonnegative=True)
+            with np.errstate(over="ignore"):
+                if not float(np.sum(lam)) <= 1e300:
+                    raise ValueError("noncentrality must sum to at most 1e300: the law's "
+                                     "moments and series must stay finite floats")
         self._weights = np.array(w, dtype=np.float64)
         self._noncentrality = np.array(lam, dtype=np.float64)
         self._weights.setflags(write=False)

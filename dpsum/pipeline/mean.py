@@ -86,7 +86,6 @@ from dpsum.privacy.composition import (
     bounded_range_step,
     compose,
     gaussian_step,
-    mixed_gaussian_multiplier,
     zcdp_gaussian_multiplier,
     zcdp_rho,
 )
@@ -357,7 +356,19 @@ def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) ->
     """
     s = V.check_vector(scales, "scales", positive=True)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
-    return gaussian_data_scaling(s + lam * float(np.mean(s)))
+    with np.errstate(over="ignore"):
+        mean = float(np.mean(s))
+        if not math.isfinite(mean):      # the mean without overflow
+            top = float(np.max(s))
+            mean = top * float(np.mean(s / top))
+        regularised = s + lam * mean
+    try:
+        return gaussian_data_scaling(regularised)
+    except ValueError:
+        raise ValueError("scales (with regularization) is outside the representable range: "
+                         "the scaling of s + lambda mean(s) is not a positive normal float "
+                         "(the regularised scales must lie within about 1e-300 and 1e300)"
+                         ) from None
 
 
 def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: ArrayLike,
@@ -391,8 +402,17 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
     p = V.check_probability(clip_probability, "clip_probability", scalar=True)
     if p == 0.5:
         return float(r)
-    weights = (b * s) ** 2
-    radius = r * _quantile_ratio((weights / weights.max()).tobytes(), float(p))
+    with np.errstate(over="ignore", under="ignore"):
+        bs = b * s
+        top = float(np.max(bs))
+        rel = bs / top
+    if not (math.isfinite(top) and top > 0
+            and float(np.min(rel)) ** 2 >= float(np.finfo(np.float64).tiny)):
+        raise ValueError("scales and scaling: out of the representable range, the model's "
+                         "weights (scales * scaling)^2 relative to the largest are not "
+                         "normal floats; each product must be finite, positive and within a "
+                         "factor 1.5e154 of the largest")
+    radius = r * _quantile_ratio((rel ** 2).tobytes(), float(p))
     return float(V.representable(radius, "median_norm", "the clip radius",
                                  "median_norm times the quantile ratio exceeds 1.8e308"))
 
@@ -418,6 +438,16 @@ def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None,
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     return _rho_in_range(_zcdp_rho(float(eps), float(dlt)), "epsilon (with delta)"), eps, dlt
+
+
+#: Relative margin under the stated total budget: the steps are calibrated
+#: to ``rho (1 - _SPEND_MARGIN)``. The float shares sum to 1 within a few
+#: units in the last place and each multiplier ``1 / sqrt(2 share rho)`` or
+#: parameter ``sqrt(8 share rho / k)`` is within a few more of its exact
+#: value; ``2^-40`` (about ``9e-13``) covers all of them a thousand times,
+#: so the exact zCDP spend of the steps that ran, on every path, is at most
+#: the stated ``rho``.
+_SPEND_MARGIN = 2.0 ** -40
 
 
 #: The pipeline's total zCDP budget lies in [1e-250, 1e250]: it is split into
@@ -515,6 +545,13 @@ def _check_worst_case(lo: np.ndarray, hi: np.ndarray, n: int,
             "the worst-case clipped sum, about n * 64 ||upper - lower|| (and, in the scaled "
             "units, n * 2^32 d max(width) / min(width)), must stay below 2^1016 (about "
             "7e305); rescale the data and the box, or use widths of similar magnitude")
+
+
+def _box_wins(near_noisy: float, n_eff: float) -> bool:
+    """The whole-vector center's decision, post-processing of the noisy count
+    of rows within the break-even distance: the box unless more than half
+    the rows are within it."""
+    return near_noisy <= 0.5 * n_eff
 
 
 def _exp_epsilon(rho_step: float, count: int) -> float:
@@ -628,8 +665,12 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
          diagnostics: Any = True, session: Any = None) -> PipelineRelease:
-    total, eps, dlt = _total_rho(epsilon, delta, rho)
+    stated, _, dlt = _total_rho(epsilon, delta, rho)
     sess = as_session(session)
+    # every step is calibrated to its share of a budget a hair below the
+    # stated one, so that the rounding of the shares, the multipliers and the
+    # parameters never makes the exact total exceed it (``_SPEND_MARGIN``)
+    total = stated * (1.0 - _SPEND_MARGIN)
     relation = Neighbouring.parse(neighbouring)
     rule = Scaling.parse(scaling, "scaling")
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
@@ -640,10 +681,14 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if budget is not None:
         split = _with_diagnostics(_user_budget(budget, relation, rule), diag_)
     columns = V.column_labels(X)
+    # under add-remove the empty dataset is data like any other (a one-row
+    # dataset is its neighbour): it gets a release of the same shape
     if columns is not None:
-        data, columns = V.as_dataset(X, "X")          # column by column: errors name a column
+        # column by column: errors name a column
+        data, columns = V.as_dataset(X, "X", empty_rows=True)
     else:
-        data = V.check_data_matrix(X, finite=False)
+        data = V.check_data_matrix(X, finite=False, empty_rows=True)
+    V.require_rows(data.shape[0], relation is Neighbouring.REPLACE)
     n, d = data.shape
     lo, hi = check_domain(lower, upper, d)
     # public, before the data: the noise of any step is at most about
@@ -672,9 +717,9 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                      "many times a coordinate's scale. A box known in advance "
                      "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
     # every path spends at most rho in zCDP: one event, before the data's values
-    ctx.accounting = charge_session(sess, ZCDPEvent(total), mechanism=f"private_{statistic}",
+    ctx.accounting = charge_session(sess, ZCDPEvent(stated), mechanism=f"private_{statistic}",
                                     neighbouring=relation,
-                                    parameters={"rho": total, "d": d, "secure": secure_})
+                                    parameters={"rho": stated, "d": d, "secure": secure_})
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
 
@@ -719,7 +764,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     # 1. the center
     if mode == "box":
         return _box_release(ctx, relation, total, split.mean, steps, count, n_eff,
-                            s_count, statistic, split, p, eps, dlt, gen)
+                            s_count, statistic, split, p, dlt, gen)
     if mode == "coordinate":
         eps_c = _exp_epsilon(split.center * total, d)
         center = center_step(data, eps_c, lo, hi, du, gen)
@@ -745,9 +790,9 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         near = int(np.count_nonzero(row_norms(data, mid, None) <= r_star))
         near_noisy = float(near + _gaussian_noise(gen, s_dec))
         steps.append(gaussian_step("decision", s_dec))
-        if near_noisy <= 0.5 * n_eff:
+        if _box_wins(near_noisy, n_eff):
             return _box_release(ctx, relation, total, rest, steps, count, n_eff,
-                                s_count, statistic, split, p, eps, dlt, gen)
+                                s_count, statistic, split, p, dlt, gen)
         radius = radius_step(center, scalar_share, "center")
         moves = 0
         while True:
@@ -844,7 +889,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             scales: np.ndarray | None, b: np.ndarray, C: float, p: float, count: float,
             n_eff: float, s_count: float, relation: Neighbouring, statistic: str,
             split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
-            strategy: str, exact: bool = False, *, ctx: _Context,
+            strategy: str, *, ctx: _Context,
             unit: np.ndarray | None = None, extra: dict | None = None) -> PipelineRelease:
     # post-processing of released values, saturated at the largest float
     # (the same function whatever the data)
@@ -861,8 +906,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
     estimate, noise_std = _saturate(estimate), _saturate(noise_std)
     guarantee = None
     if dlt is not None:
-        guarantee = (compose(tuple(steps), delta=dlt, method="exact") if exact
-                     else _compose_zcdp(tuple(steps), dlt))
+        guarantee = _compose_zcdp(tuple(steps), dlt)
     used = 0.0
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
@@ -877,8 +921,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
 
 def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
                  n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
-                 eps: float | None, dlt: float | None,
-                 gen: np.random.Generator) -> PipelineRelease:
+                 dlt: float | None, gen: np.random.Generator) -> PipelineRelease:
     """The box as the model: the Elliptical Gaussian mechanism's clamped sum.
 
     Coordinate ``j`` of ``x - m`` (``m`` the box's midpoint) is clamped to
@@ -887,11 +930,11 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     radius 1/2, so this is a clipped sum with ``C = 1/2`` and scaling
     ``b / w`` (sensitivity 1 under replace-one, 1/2 under add-remove).
 
-    With an ``(epsilon, delta)`` budget the noise is calibrated by the exact
-    composition of the steps that ran (the pure exponential-mechanism steps,
-    the Gaussian count and this Gaussian sum; ``compose(method="exact")``),
-    which is tighter than the zCDP conversion, and the guarantee is that
-    composition.
+    The noise is calibrated in zCDP like every other path: this step spends
+    ``share`` of the total ``rho``, whatever the budget's form. (The exact
+    composition of an ``(epsilon, delta)`` remainder would spend more than
+    ``rho`` here, and since the path is chosen from a private count, only a
+    bound that holds on every path bounds the mixture.)
 
     With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
     in the same scaled space (a row inside the box is unchanged, a row outside
@@ -909,21 +952,10 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     widths = hi - lo
     mid = lo + 0.5 * widths
     b = elliptical_scaling(widths) / widths
+    # calibrated in zCDP like every other path: the path is chosen from a
+    # private count, and only a bound that holds on every path (here, the
+    # total rho) is a bound for the mixture
     s_mean = zcdp_gaussian_multiplier(share * total)
-    exact = eps is not None and dlt is not None
-    if exact:
-        pure = [st.epsilon for st in steps for _ in range(st.count)
-                if st.kind == "bounded-range"]
-        s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
-        # the Gaussian steps that ran before (the count, the decision) keep their noise
-        inv = 1.0 / s_all ** 2
-        for st in steps:
-            if st.kind == "gaussian" and st.noise_multiplier is not None:
-                inv -= st.count / st.noise_multiplier ** 2
-        if split.diagnostics > 0:          # the diagnostics' Gaussian step runs after this one
-            inv -= 1.0 / zcdp_gaussian_multiplier(split.diagnostics * total) ** 2
-        if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
-            s_mean = 1.0 / math.sqrt(inv)
     sens = clipped_sum_sensitivity(0.5, relation)
     # the exact sum of last_step, clipping at 1/2 in the scaled space (a row
     # inside the box is unchanged, a row outside is shrunk towards the midpoint)
@@ -934,7 +966,7 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
     extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
     return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
-                   relation, statistic, box_split, steps, dlt, "box", exact, ctx=ctx,
+                   relation, statistic, box_split, steps, dlt, "box", ctx=ctx,
                    unit=unit, extra=extra)
 
 
@@ -944,7 +976,9 @@ _DOC_PARAMS = """
     X : array_like or pandas.DataFrame, shape (n, d)
         The private data; finite reals. A DataFrame's column labels are kept
         (``columns``, :meth:`~dpsum.release.PipelineRelease.to_pandas`); an
-        error names the column, never a row or a value.
+        error names the column, never a row or a value. Under add-remove
+        ``n = 0`` is data like any other (the release is noise of the same
+        shape); under replace-one ``X`` needs a row.
     lower, upper : float or array_like, shape (d,)
         A public box that should contain every row, known without looking at
         the data (a sensor's range, a plausible order of magnitude): scalars
@@ -1082,8 +1116,12 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
        isotropically (no spread, scales or clip steps) with fewer moves; if
        even one move does not fit with reliable radii, rule 3;
     3. otherwise the *box*: the Elliptical Gaussian mechanism on the box,
-       with an ``(epsilon, delta)`` budget calibrated by the exact
-       composition of the steps that ran.
+       its noise calibrated in zCDP like every other path's.
+
+    Every path spends at most the stated ``rho`` in zCDP terms (the steps
+    are calibrated to shares of ``rho`` a relative ``2^-40`` below it, so that
+    no rounding makes the exact total exceed it); an ``(epsilon, delta)``
+    budget is the largest ``rho`` that converts to it.
 
     Each fallback warns and is recorded in ``release.strategy``. With
     ``scaling="scaled"`` or ``"isotropic"`` the coordinate-wise center always

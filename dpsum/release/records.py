@@ -822,7 +822,8 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     'the exact value'
     """
     V.check_record(release, "release", (Release, PipelineRelease))
-    b = float(V.check_probability(beta, "beta", scalar=True))
+    # beta is split in parts (noise, count or clipping loss): at least 1e-300
+    b = float(V.check_failure_probability(beta, "beta"))
     sim = V.check_bool(simultaneous, "simultaneous")
     est = np.asarray(release.estimate, dtype=float)
     m = est.size
@@ -838,8 +839,9 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
         assert release.lower is not None and release.upper is not None
         b_count = b / 10.0
         lo, hi = confidence_intervals(release, b - b_count, simultaneous=sim)
-        k_up = max(float(release.clip_count) + release.diagnostics_std * float(
-            ndtri(1.0 - b_count)), 0.0)
+        # the upper quantile from the lower tail: finite however small b_count
+        k_up = max(float(release.clip_count) - release.diagnostics_std * float(
+            ndtri(b_count)), 0.0)
         reach = np.maximum(release.upper - release.center, release.center - release.lower)
         loss = k_up * np.maximum(reach, 0.0)
         if stat == "mean":
@@ -1033,6 +1035,7 @@ def _jsonable(x: Any) -> Any:
 
 
 def _to_dict(rel: Any, beta: float) -> dict:
+    beta = float(V.check_probability(beta, "beta", scalar=True))  # with or without intervals
     out: dict = {
         "mechanism": str(rel.mechanism) if isinstance(rel, Release) else f"private_{rel.statistic}",
         "statistic": rel.statistic,
@@ -1069,6 +1072,7 @@ def _to_pandas(rel: Any, beta: float) -> Any:
         import pandas as pd
     except ImportError:
         raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    beta = float(V.check_probability(beta, "beta", scalar=True))
     data = {"estimate": np.asarray(rel.estimate, dtype=float),
             "noise_std": np.asarray(rel.noise_std, dtype=float)}
     if _has_intervals(rel):
