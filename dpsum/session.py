@@ -1172,13 +1172,18 @@ class BudgetPlan(V.Record):
 
 
 def _weights(releases: Any) -> np.ndarray:
-    if isinstance(releases, (int, np.integer)) and not isinstance(releases, bool):
+    """The releases' relative weights (largest 1): a count gives equal weights."""
+    if not isinstance(releases, (list, tuple, np.ndarray)):
         k = V.check_integer(releases, "releases")
         return np.ones(k)
-    w = np.atleast_1d(V.check_positive(releases, "releases"))
-    if w.ndim != 1:
+    w = np.asarray(V.check_positive(releases, "releases"), dtype=float)
+    if w.ndim != 1 or w.size == 0:
         raise ValueError("releases must be a count or a 1-d sequence of positive weights")
-    return np.asarray(w, dtype=float)
+    if not np.all(np.isfinite(w)) or float(np.min(w)) < 1e-12 * float(np.max(w)):
+        raise ValueError("releases must be finite weights within a factor 1e12 of each "
+                         "other (a release with a relatively tiny weight gets no budget)")
+    # only the ratios matter: scaled by the largest, the sum cannot overflow
+    return w / float(np.max(w))
 
 
 def plan_budget(budget: Session | tuple, releases: int | Sequence[float]) -> BudgetPlan:

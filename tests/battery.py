@@ -739,6 +739,8 @@ def run_empty_neighbours() -> tuple[Counter, list[tuple[str, str]]]:
             if kwargs is None:
                 continue
             kwargs["neighbouring"] = "add-remove"
+            if "session" in kwargs:       # the baseline's session is replace-one's
+                kwargs["session"] = None
             base = np.asarray(_fresh(kwargs[data[0]]))
             outcomes = []
             for rows in (base[:1], base[:0]):

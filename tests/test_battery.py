@@ -63,7 +63,9 @@ def test_no_rows_and_one_row_are_treated_alike_under_add_remove():
     # on the data: the empty dataset is released (or refused) like one row
     counts, failures = B.run_empty_neighbours()
     assert not failures, failures
-    assert counts["both released"] >= 10, counts
+    # the public functions that take rows and a neighbouring argument (the
+    # vector mechanisms, the pipeline and its private steps, sample-and-threshold)
+    assert counts["both released"] >= 9, counts
     # what both refuse is a public argument (the pipeline's (epsilon, delta)
     # baseline gives no share for the add-remove count)
     assert all("budget" in err for _, err in B.REFUSED_BOTH), B.REFUSED_BOTH
