@@ -268,7 +268,9 @@ def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: i
         scale = np.ldexp(1.0 / V.check_vector(unit, "unit", d, positive=True),
                          -max(min(k_exp, 2100), -2100))
     if not np.all(np.isfinite(scale)) or np.any(np.abs(h * scale) >= 2.0 ** 40):
-        raise ValueError("the grid is too fine for these widths: choose a larger K")
+        raise ValueError("half_widths / unit must stay below 2^40 grid units of 2^K in every "
+                         "coordinate (and unit / 2^K must be a float): choose a larger K, or "
+                         "rescale half_widths and unit")
     rows = max(1, _BLOCK_ELEMENTS // d)
     m0 = min(rows, max(n, 1))
     buf = np.empty((m0, d))
