@@ -109,6 +109,9 @@ RandomLike = Union[np.random.Generator, np.random.SeedSequence, int, None]
 _INTEGRAL_LIMIT = 2.0**63  # whole floats beyond this do not fit an int64
 _INT_LIMIT = 2**63         # integers (counts, sizes, seeds) must fit an int64
 
+#: The largest float64, where the package saturates instead of overflowing.
+FLOAT_MAX = float(np.finfo(np.float64).max)
+
 
 def describe(value: Any) -> str:
     """A short description of ``value`` for an error message.

@@ -466,10 +466,6 @@ class GeneralizedChiSquare:
         j = np.ceil(np.log2(np.maximum(radius * (2.0 / _RHO), 1e-300)))
         return np.minimum(np.maximum(j, 0), _NTHRESH).astype(int)  # _NTHRESH: no series
 
-    def _split_indices(self, j: np.ndarray) -> np.ndarray:
-        """Number of groups summed exactly (the rest go through the series) for each j."""
-        return self._splits[j]
-
     def _points_per_chunk(self) -> int:
         """How many points a batch may hold so that (points, groups) arrays stay small."""
         return max(1, _MAX_ELEMENTS // self._r.size)

@@ -42,6 +42,7 @@ from dpsum.kernels._rows import (
     _scaled_rows,
     _shrink_until_bounded,
     make_clip_plan,
+    rows_outside,
 )
 
 __all__ = [
@@ -69,7 +70,7 @@ GRID_CHARGE = 2.0 ** -20
 _U = 2.0 ** -53
 
 
-_FLOAT_MAX = np.finfo(np.float64).max
+_FLOAT_MAX = V.FLOAT_MAX
 
 
 # int64 block sums are flushed to Python integers before they could overflow
@@ -583,8 +584,7 @@ def accumulate_clamped(X: np.ndarray, plan: ClampPlan) -> tuple[np.ndarray, int,
             block = X[start:start + rows]
             m = block.shape[0]
             _raise_non_finite(block)
-            outside += int(np.count_nonzero(np.any((block < plan.lower)
-                                                   | (block > plan.upper), axis=1)))
+            outside += rows_outside(block, plan.lower, plan.upper)
             t = np.subtract(block, plan.mid, out=buf[:m])     # x - 0 is x exactly
             n_clamped += int(np.count_nonzero((t < -plan.inner) | (t > plan.inner)))
             np.clip(t, -plan.inner, plan.inner, out=t)

@@ -23,7 +23,6 @@ from dpsum.pipeline.mean import (
 )
 from dpsum.pipeline.quantiles import (
     MAD_TO_STD,
-    asinh_resolution,
     center_step,
     check_domain,
     exponential_quantile,

@@ -54,6 +54,7 @@ from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scal
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.kernels._exact import exact_noisy_clipped_sum
+from dpsum.kernels._rows import rows_outside
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
@@ -66,6 +67,7 @@ from dpsum.pipeline.adaptive import (
     heterogeneity,
     log_scale_noise_variance,
     prefer_scaled,
+    reliable_share,
     shrink_log_scales,
     vector_center_shares,
 )
@@ -246,8 +248,7 @@ def _default_split(nn: float, dd: int, total: float, relation: Neighbouring, sca
     du = quantile_sensitivity(0.5, relation)
 
     def reliable(margin: float) -> float:
-        eps = 4.0 * du * margin / max(nn, 1.0)
-        return dd * eps * eps / 8.0 / total
+        return reliable_share(margin, nn, dd, total, du)
 
     # a scalar quantile (radius, clip) is one mechanism: d = 1 in the same rule
     scalar = min(max(SCALAR_SHARE, reliable(SCALAR_MARGIN) / dd), MAX_COORDINATE_SHARE)
@@ -482,7 +483,7 @@ def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
     return gen.normal(0.0, 1.0, size=size) * std
 
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 
 
 #: The public worst case of the pipeline's clipped sums must stay below this
@@ -627,7 +628,7 @@ class _Context:
         s_diag = zcdp_gaussian_multiplier(split.diagnostics * self.total)
         std = s_diag * math.sqrt(2.0)
         data, lo, hi = self.data, self.lo, self.hi
-        outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+        outside = rows_outside(data, lo, hi)
         if self.secure:
             z = discrete_gaussian(std * std * (1 + 1e-12), size=2, rng=self.secure_gen)
             k_clip, k_out = float(clipped + int(z[0])), float(outside + int(z[1]))
@@ -745,7 +746,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if mode == "coordinate" and rule is not Scaling.ADAPTIVE and budget is None and \
             split.center >= MAX_COORDINATE_SHARE:
         ctx.warn(
-            "private_mean: too few rows for this budget for a reliable coordinate-wise "
+            f"{ctx.who}: too few rows for this budget for a reliable coordinate-wise "
             "center (its share is capped); the center may escape the data. "
             "scaling='adaptive' (the default) estimates it for the whole vector instead")
 
@@ -818,7 +819,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         strategy = "vector center"
         if relation is not Neighbouring.REPLACE or budget is not None:
             ctx.warn(
-                "private_mean: too few rows for this budget for a coordinate-wise center; "
+                f"{ctx.who}: too few rows for this budget for a coordinate-wise center; "
                 "the center was estimated for the whole vector at once (see "
                 "release.strategy)")
 
@@ -945,7 +946,7 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     on it), with Gaussian noise added exactly.
     """
     ctx.warn(
-        "private_mean: too few rows for this budget to improve on the public box; "
+        f"{ctx.who}: too few rows for this budget to improve on the public box; "
         "the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
         stacklevel=5)
     data, lo, hi = ctx.data, ctx.lo, ctx.hi
@@ -963,14 +964,30 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
                             0.0, 0.0, share, 0.0, split.diagnostics)
-    outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+    outside = rows_outside(data, lo, hi)
     extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
     return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
                    relation, statistic, box_split, steps, dlt, "box", ctx=ctx,
                    unit=unit, extra=extra)
 
 
-_DOC_PARAMS = """
+def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                 delta: float | None = None, rho: float | None = None,
+                 neighbouring: Neighbouring | str = "replace",
+                 budget: Mapping | None = None, scaling: str = "adaptive",
+                 clip_probability: float | None = None,
+                 regularization: float = REGULARIZATION, rng: Any = None,
+                 secure: bool = False, diagnostics: bool = True,
+                 session: Any = None) -> PipelineRelease:
+    """The private mean of the rows of ``X`` with no public data model.
+
+    Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
+    scales, the regularised scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`, a calibrated clip radius,
+    and the Gaussian-data mechanism's clipped sum with Gaussian noise, all under one budget.
+    The estimate is ``c + b^{-1} (T + noise) / n`` with ``T`` the clipped sum
+    of the scaled deviations ``(x_i - c) ⊙ b`` (``ñ`` for ``n`` under
+    add-remove).
+
     Parameters
     ----------
     X : array_like or pandas.DataFrame, shape (n, d)
@@ -1051,46 +1068,7 @@ _DOC_PARAMS = """
     PublicInputWarning
         Too few rows for a coordinate-wise centre (before anything is spent
         when ``n`` is public), a fallback, or the diagnostics above.
-"""
 
-
-def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
-                 delta: float | None = None, rho: float | None = None,
-                 neighbouring: Neighbouring | str = "replace",
-                 budget: Mapping | None = None, scaling: str = "adaptive",
-                 clip_probability: float | None = None,
-                 regularization: float = REGULARIZATION, rng: Any = None,
-                 secure: bool = False, diagnostics: bool = True,
-                 session: Any = None) -> PipelineRelease:
-    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
-                neighbouring=neighbouring, budget=budget, scaling=scaling,
-                clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
-
-
-def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
-                delta: float | None = None, rho: float | None = None,
-                neighbouring: Neighbouring | str = "replace",
-                budget: Mapping | None = None, scaling: str = "adaptive",
-                clip_probability: float | None = None,
-                regularization: float = REGULARIZATION, rng: Any = None,
-                secure: bool = False, diagnostics: bool = True,
-                session: Any = None) -> PipelineRelease:
-    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
-                neighbouring=neighbouring, budget=budget, scaling=scaling,
-                clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)
-
-
-private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.
-
-    Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
-    scales, the regularised scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`, a calibrated clip radius,
-    and the Gaussian-data mechanism's clipped sum with Gaussian noise, all under one budget.
-    The estimate is ``c + b^{-1} (T + noise) / n`` with ``T`` the clipped sum
-    of the scaled deviations ``(x_i - c) ⊙ b`` (``ñ`` for ``n`` under
-    add-remove).
-""" + _DOC_PARAMS + """
     Notes
     -----
     The rule for few rows or a small budget (``scaling="adaptive"``, the
@@ -1133,11 +1111,38 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     >>> r = private_mean(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
-"""
+    """
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
+                neighbouring=neighbouring, budget=budget, scaling=scaling,
+                clip_probability=clip_probability, regularization=regularization, rng=rng,
+                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
 
 
-private_sum.__doc__ = """The private sum of the rows of ``X`` with no public data model.
+def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                delta: float | None = None, rho: float | None = None,
+                neighbouring: Neighbouring | str = "replace",
+                budget: Mapping | None = None, scaling: str = "adaptive",
+                clip_probability: float | None = None,
+                regularization: float = REGULARIZATION, rng: Any = None,
+                secure: bool = False, diagnostics: bool = True,
+                session: Any = None) -> PipelineRelease:
+    """The private sum of the rows of ``X`` with no public data model.
 
     The same pipeline as :func:`private_mean`; the estimate is
     ``n c + b^{-1} (T + noise)`` (``ñ c + ...`` under add-remove).
-""" + _DOC_PARAMS
+
+    Parameters
+    ----------
+    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session
+        As for :func:`private_mean`.
+
+    Returns
+    -------
+    PipelineRelease
+        As for :func:`private_mean`, for the sum: its intervals cover the sum
+        of the clipped rows, ``data_intervals`` the data's sum.
+    """
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
+                neighbouring=neighbouring, budget=budget, scaling=scaling,
+                clip_probability=clip_probability, regularization=regularization, rng=rng,
+                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)

@@ -55,7 +55,6 @@ __all__ = [
     "quantile_sensitivity",
     "exponential_quantile",
     "check_domain",
-    "asinh_resolution",
     "private_center",
     "center_step",
     "private_scales",
@@ -222,12 +221,6 @@ def check_domain(lower: Any, upper: Any, d: int) -> tuple[np.ndarray, np.ndarray
                          "2^-992 (about 2e-299) in every coordinate, so that the asinh "
                          "resolution width * 2^-30 is a normal float; rescale the data")
     return lo, hi
-
-
-def asinh_resolution(lower: Any, upper: Any, d: int) -> np.ndarray:
-    """The resolution ``w = (upper - lower) 2^-30`` of :func:`private_center`'s scale."""
-    lo, hi = check_domain(lower, upper, d)
-    return (hi - lo) * ASINH_RESOLUTION
 
 
 def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,

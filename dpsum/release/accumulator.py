@@ -61,6 +61,7 @@ from dpsum.distributions.discrete import (
 )
 from dpsum._special import norm_plus
 from dpsum.kernels._exact import noisy_estimate
+from dpsum.kernels._rows import rows_outside
 from dpsum.kernels.grid import (
     EXACT_CHARGE,
     accumulate_clamped,
@@ -86,7 +87,7 @@ from dpsum.session import (
 )
 from dpsum.session import charge as charge_session
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 _MIN_WIDTH = 2.0 ** -1021        # widths / 2 is then a normal float, computed exactly
 
 __all__ = [
@@ -484,7 +485,7 @@ def _outside(block: np.ndarray, template: Release) -> int:
         lo, hi = mid - half, mid + half
     else:
         lo, hi = template.lower, template.upper
-    return int(np.count_nonzero(np.any((block < lo) | (block > hi), axis=1)))
+    return rows_outside(block, lo, hi)
 
 
 class _ClampedSum(Accumulator):
