@@ -39,7 +39,7 @@ Elliptical Gaussian) and path (float in memory, merged accumulator, dask,
 secure grid) two replace-one neighbouring datasets at extreme scales (rows
 and parameters from 1e-300 to 1e300, mixed huge and tiny columns, the
 changed row clipped in the opposite direction) are folded, and the movement
-of the pre-noise statistic (``Accumulator.private_sum``), in exact rational
+of the pre-noise statistic (``Accumulator.sum_before_noise``), in exact rational
 arithmetic, is divided by the declared sensitivity: the ratio must be at
 most 1. Under add-remove (the Gaussian-data mechanism with a nonzero centre,
 and the clipping baseline) the extreme row is added in front of the rows and
@@ -855,7 +855,7 @@ def neighbour_ratio(mechanism: str, path: str, X: np.ndarray, row: np.ndarray, s
         for data in (first, second):
             acc = _empty(mechanism, d, scale, data.shape[0], secure, stds, widths, relation)
             folded = _fold(acc, data, path)
-            stats.append(folded.private_sum())
+            stats.append(folded.sum_before_noise())
             rel = folded.release(rng=0)
             sens.append(rel.sensitivity)
         if relation != "replace" and sens[0] != sens[1]:

@@ -132,7 +132,7 @@ def test_clipped_sums_saturate_instead_of_overflowing(kind):
                                                clip_probability=0.01)
     for (path, a), (_, b) in zip(_paths(make, X), _paths(make, Y)):
         # the exact statistics (Fractions: no overflow) move by at most the sensitivity
-        Ta, Tb = a.private_sum(), b.private_sum()
+        Ta, Tb = a.sum_before_noise(), b.sum_before_noise()
         sens = a.release(rng=0).sensitivity
         assert abs(Fraction(Ta[0]) - Fraction(Tb[0])) <= Fraction(sens), path
         rel = b.release(rng=0)             # no exception for either neighbour
@@ -211,7 +211,7 @@ def test_the_exact_sum_moves_by_at_most_2C_on_adversarial_rows():
     rel = a.release(rng=0)
     assert rel.sensitivity == 2 * C
     K = rel_grid = None
-    moved = sum(Fraction(int(x) - int(y)) ** 2 for x, y in zip(a.private_sum(), b.private_sum()))
+    moved = sum(Fraction(int(x) - int(y)) ** 2 for x, y in zip(a.sum_before_noise(), b.sum_before_noise()))
     from dpsum.kernels.grid import EXACT_CHARGE, grid_exponent
     K = grid_exponent(C, d, EXACT_CHARGE)
     assert moved * Fraction(2) ** (2 * K) <= Fraction(rel.sensitivity) ** 2

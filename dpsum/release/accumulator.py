@@ -198,11 +198,13 @@ class Accumulator:
         (the Elliptical Gaussian mechanism) so far. **Not differentially private**: do not publish."""
         return self._count
 
-    def private_sum(self) -> np.ndarray:
-        """The accumulated statistic before noise: the clipped sum in the scaled
-        space (the Gaussian-data mechanism, clipping baseline) or the clamped sum (the Elliptical Gaussian mechanism);
-        on the grid path the exact integer sum (Python ints) in grid units.
-        **Private**: for tests and diagnostics only, never publish it."""
+    def sum_before_noise(self) -> np.ndarray:
+        """The accumulated statistic before noise, exactly: the clipped sum in
+        the scaled space (the Gaussian-data mechanism, clipping baseline) or
+        the clamped sum (the Elliptical Gaussian and shaped Laplace mechanisms)
+        as rationals (``Fraction``), on the grid path the integer sum (Python
+        ints) in grid units. **Not private**: it is the data's own sum, for
+        tests and checks only; never publish it."""
         return self._statistic()
 
     def _statistic(self) -> np.ndarray:

@@ -135,7 +135,10 @@ class Release(V.Record):
     mechanism : Mechanism
         The mechanism that produced the release (a ``str`` enum).
     center : numpy.ndarray or None
-        The public center ``c`` of the Gaussian-data mechanism (None when zero or unused).
+        The public point the rows are measured from (None when zero or
+        unused): the model's centre ``c`` for the Gaussian-data mechanism,
+        the box's midpoint ``(lower + upper) / 2`` for the Elliptical Gaussian
+        mechanism (its rows are clamped around it).
     clip_probability : float or None
         The clip probability ``p_C`` of the Gaussian-data mechanism (None otherwise).
     calibration : Calibration
