@@ -803,14 +803,7 @@ class Session:
         st = self._state
         with st.lock:
             rho, ea, da, k = st.rho_spent, st.eps_spent, st.delta_spent, st.entries
-        eps = dlt = None
-        if self._epsilon is not None:
-            ez, dz = 0.0, 0.0
-            if rho > 0 and self._delta_z is not None:
-                ez, dz = zcdp_epsilon(float(rho), self._delta_z), self._delta_z
-            eps, dlt = ez + float(ea), dz + float(da)
-        return SessionBudget(float(rho), self._rho_total, eps, dlt, float(ea), float(da), k,
-                             self._accounting())
+        return self._budget(rho, ea, da, k)
 
     def remaining(self) -> SessionBudget:
         """What is left: ``rho`` of the zCDP filter and the basic filter's
@@ -821,6 +814,12 @@ class Session:
             ea = max(self._eps_a - st.eps_spent, Fraction(0))
             da = max(self._delta_a - st.delta_spent, Fraction(0))
             k = st.entries
+        return self._budget(rho, ea, da, k)
+
+    def _budget(self, rho: Fraction, ea: Fraction, da: Fraction, k: int) -> SessionBudget:
+        """A budget in the session's terms: ``rho``, and with an ``(epsilon,
+        delta)`` total the zCDP part converted at its delta plus the basic
+        filter's ``(epsilon, delta)``."""
         eps = dlt = None
         if self._epsilon is not None:
             ez, dz = 0.0, 0.0

@@ -198,14 +198,19 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None 
     X = V.as_real_array(X, "X")
     if X.ndim != 2 or X.shape[1] == 0:
         raise ValueError(f"X must be 2-dimensional with at least one column, got shape {X.shape}")
-    n, d = X.shape
-    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    c = None if center is None else V.check_vector(center, "center", d)
-    if c is not None and not np.any(c):
-        c = None
-    plan, K, k = make_grid_plan(C, b, c, d, charge)
+    plan, K, k = _clip_plan(X, C, scaling, center, charge)
     S, n_clipped = accumulate_grid(X, plan, k)
     return S, K, n_clipped
+
+
+def _clip_plan(X: np.ndarray, C: float, scaling: ArrayLike | None, center: ArrayLike | None,
+               charge: float) -> tuple:
+    """The public functions' one argument check: ``scaling`` and ``center``
+    against ``X``'s columns, then :func:`make_grid_plan`."""
+    d = X.shape[1]
+    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
+    c = None if center is None else V.check_vector(center, "center", d)
+    return make_grid_plan(C, b, None if c is None or not np.any(c) else c, d, charge)
 
 
 def make_grid_plan(clip_norm: float, scaling: np.ndarray, center: np.ndarray | None, d: int,
@@ -434,11 +439,8 @@ def grid_rows(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None,
     X = V.as_real_array(X, "X")
     if X.ndim != 2 or X.shape[1] == 0:
         raise ValueError(f"X must be 2-dimensional with at least one column, got shape {X.shape}")
-    d = X.shape[1]
     C = float(V.check_positive(clip_norm, "clip_norm", scalar=True))
-    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    c = None if center is None else V.check_vector(center, "center", d)
-    plan, K, k = make_grid_plan(C, b, c, d, charge)
+    plan, K, k = _clip_plan(X, C, scaling, center, charge)
     out = np.empty(X.shape)
     sq_buf = np.empty(X.shape)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -497,12 +499,7 @@ def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None
     """
     X = V.check_data_matrix(X, finite=False)   # finiteness is checked in the pass
     C = float(V.check_positive(clip_norm, "clip_norm", scalar=True))
-    d = X.shape[1]
-    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    c = None if center is None else V.check_vector(center, "center", d)
-    if c is not None and not np.any(c):
-        c = None
-    plan, K, k = make_grid_plan(C, b, c, d, EXACT_CHARGE)
+    plan, K, k = _clip_plan(X, C, scaling, center, EXACT_CHARGE)
     S, n_clipped = accumulate_grid(X, plan, k)
     return _exact_to_float(S, K), n_clipped
 
