@@ -609,7 +609,11 @@ class _Context:
             self.warn(clipping_message(
                 self.who, "clipped", k_clip, expected, n_eff,
                 "the private scales or centre missed the data (too few rows, or heavy "
-                "tails); the estimate is biased towards the private centre"), stacklevel=5)
+                "tails); the estimate is biased towards the private centre, and "
+                "confidence_intervals cover the clipped rows' statistic, not the data's: "
+                "use data_intervals (they add the clipping loss, assuming every row lies in "
+                "the box), a larger budget, or elliptical_gaussian_mechanism on the box"),
+                stacklevel=5)
         return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
 
 
@@ -859,6 +863,10 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             if relation is Neighbouring.ADD_REMOVE:
                 noise_std = np.hypot(dev_std, s_count * center)
     estimate, noise_std = _saturate(estimate), _saturate(noise_std)
+    unprojected = None
+    if statistic == "mean":
+        # post-processing: the projection onto the public box (see _DOC_PARAMS)
+        unprojected, estimate = estimate, np.clip(estimate, ctx.lo, ctx.hi)
     guarantee = None
     if dlt is not None:
         guarantee = (compose(tuple(steps), delta=dlt, method="exact") if exact
@@ -872,7 +880,8 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
         neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
         strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
-        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting, **(extra or {}))
+        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting,
+        unprojected=unprojected, **(extra or {}))
 
 
 def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
@@ -1009,8 +1018,12 @@ _DOC_PARAMS = """
     PipelineRelease
         Its ``confidence_intervals`` cover the mean (sum) of the *clipped*
         rows; its ``data_intervals`` the data mean (sum), assuming every row
-        lies in the box. ``notes`` holds the warnings raised, ``strategy`` the
-        steps that ran.
+        lies in the box (refused when the private count of rows outside the
+        box contradicts that). A mean is projected onto the box
+        (post-processing; under that assumption the data mean lies in the box,
+        so the error can only fall); ``unprojected`` keeps the estimate before
+        the projection, around which ``confidence_intervals`` are centred.
+        ``notes`` holds the warnings raised, ``strategy`` the steps that ran.
 
     Warns
     -----

@@ -1,0 +1,152 @@
+"""Releases on realistic tables: default diagnostics that say what to do,
+means projected onto their box, intervals that say what they cover, and
+(the fast subset of benchmarks/realistic_tables.py) the pipeline against the
+box mechanism and its isotropic variant."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dpsum
+from dpsum.release import PublicInputWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _suite():
+    spec = importlib.util.spec_from_file_location("realistic_tables",
+                                                  ROOT / "benchmarks" / "realistic_tables.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ---------------------------------------------------------------------------
+# no silent trap: diagnostics on by default, warnings that say what to do
+# ---------------------------------------------------------------------------
+def test_gaussian_data_mechanism_warns_by_default_on_a_wrong_center():
+    X = np.random.default_rng(0).normal(5.0, 1.0, size=(2000, 3))
+    with pytest.warns(PublicInputWarning, match="Give a center and stds that fit"):
+        r = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0] * 3,
+                                          center=0, rng=1)
+    assert r.clip_count is not None and r.diagnostics_share > 0
+    assert any("data_intervals refuse" in note for note in r.notes)
+    assert "NOT the data sum" in r.summary()
+    with pytest.raises(ValueError, match="assumption these intervals rest on is false"):
+        r.data_intervals()
+
+
+def test_gaussian_data_mechanism_right_center_is_quiet_and_has_data_intervals():
+    X = np.random.default_rng(1).normal(5.0, 1.0, size=(2000, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PublicInputWarning)
+        r = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0] * 3,
+                                          center=5.0, rng=2)
+    assert "NOT the data" not in r.summary()
+    lo, hi = r.data_intervals()
+    assert np.all(lo < hi)
+
+
+def test_box_too_small_warns_by_default_and_opt_out_is_silent():
+    gen = np.random.default_rng(2)
+    X = np.clip(gen.lognormal(math.log(40_000), 1.0, size=(1000, 2)), 0, 1e6)
+    with pytest.warns(PublicInputWarning, match="Widen the box"):
+        r = dpsum.elliptical_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, lower=0,
+                                                upper=1000, statistic="mean", rng=3)
+    with pytest.raises(ValueError, match="false for these data"):
+        r.data_intervals()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PublicInputWarning)
+        q = dpsum.elliptical_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, lower=0,
+                                                upper=1000, statistic="mean", rng=3,
+                                                diagnostics=False)
+    assert q.clip_count is None and q.diagnostics_share == 0
+
+
+def test_clipping_mechanisms_default_diagnostics_follow_the_relation():
+    X = np.random.default_rng(3).normal(0.0, 1.0, size=(500, 2))
+    r = dpsum.clipped_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, clip_norm=5.0, rng=0)
+    assert r.clip_count is not None
+    # add-remove: n is private, nothing public to compare a count with: off
+    a = dpsum.clipped_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, clip_norm=5.0, rng=0,
+                                         neighbouring="add-remove")
+    assert a.clip_count is None
+    g = dpsum.gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[1.0, 1.0], center=0,
+                                      rng=0, neighbouring="add-remove", clip_probability=0.01)
+    assert g.clip_count is None
+
+
+def test_design_sampling_spread_is_no_alarm():
+    # 60 rows clipped with probability 0.3: the count's binomial spread is no alarm
+    stds = np.array([2.0, 1.0, 0.5])
+    gen = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PublicInputWarning)
+        for _ in range(50):
+            X = gen.normal(0.0, stds, size=(60, 3))
+            dpsum.gaussian_data_mechanism(X, epsilon=30.0, delta=1e-6, stds=stds,
+                                          clip_probability=0.3, rng=gen, center=0)
+
+
+# ---------------------------------------------------------------------------
+# estimates that respect the box
+# ---------------------------------------------------------------------------
+def test_box_mean_is_projected_and_never_worse():
+    gen = np.random.default_rng(4)
+    lo, hi = np.array([18.0] * 4), np.array([90.0] * 4)
+    worse = 0
+    covered = total = 0
+    runs = 400
+    for _ in range(runs):
+        X = np.clip(gen.normal(45, 15, size=(30, 4)), 18, 90)
+        r = dpsum.elliptical_gaussian_mechanism(X, epsilon=0.3, delta=1e-6, lower=lo, upper=hi,
+                                                statistic="mean", rng=gen)
+        m = X.mean(axis=0)
+        assert np.all((r.estimate >= lo) & (r.estimate <= hi))
+        np.testing.assert_array_equal(r.estimate, np.clip(r.unprojected, lo, hi))
+        worse += np.linalg.norm(r.estimate - m) > np.linalg.norm(r.unprojected - m)
+        a, b = r.confidence_intervals(0.1)
+        assert np.all((a >= lo) & (b <= hi) & (a <= r.estimate) & (r.estimate <= b))
+        covered += int(np.sum((a <= m) & (m <= b)))
+        total += m.size
+    assert worse == 0
+    # coverage of each coordinate at least 0.9, up to the sampling error of `total` draws
+    assert covered / total >= 0.9 - 3 * math.sqrt(0.09 / total)
+    assert "projected onto the box" in r.summary()
+    assert r.to_dict()["public"]["unprojected"] is not None
+
+
+def test_box_sum_is_not_projected():
+    X = np.random.default_rng(5).uniform(0, 1, size=(50, 2))
+    r = dpsum.elliptical_gaussian_mechanism(X, epsilon=1.0, delta=1e-6, lower=0, upper=1,
+                                            rng=0)
+    assert r.unprojected is None
+
+
+def test_pipeline_mean_is_projected_and_its_data_intervals_stay_in_the_box():
+    X = np.clip(np.random.default_rng(6).normal(45, 15, size=(300, 3)), 18, 90)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PublicInputWarning)
+        r = dpsum.private_mean(X, lower=18, upper=90, epsilon=0.2, delta=1e-6, rng=7)
+    assert r.unprojected is not None
+    np.testing.assert_array_equal(r.estimate, np.clip(r.unprojected, 18, 90))
+    lo, hi = r.data_intervals(0.05)
+    assert np.all((lo >= 18) & (hi <= 90) & (lo <= r.estimate) & (r.estimate <= hi))
+    # confidence_intervals (any dataset) are centred on the unprojected estimate
+    a, b = r.confidence_intervals(0.05)
+    np.testing.assert_allclose((a + b) / 2, r.unprojected, rtol=1e-12, atol=1e-9)
+
+
+def test_pipeline_data_intervals_refuse_when_rows_lie_outside_the_box():
+    X = np.random.default_rng(8).normal(500.0, 1.0, size=(5000, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PublicInputWarning)
+        r = dpsum.private_mean(X, lower=0, upper=100, epsilon=1.0, delta=1e-6, rng=9)
+    with pytest.raises(ValueError, match="outside the box"):
+        r.data_intervals()
