@@ -375,7 +375,8 @@ def _unprojected_field(rec: Any, estimate: np.ndarray) -> np.ndarray | None:
     return arr
 
 
-_STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean", "diagnostics")
+_STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean", "diagnostics",
+          "check")
 
 
 @dataclass(frozen=True)
@@ -388,7 +389,9 @@ class BudgetSplit(V.Record):
     with private scaling, ``spread`` (the median L1 norm of the adaptive
     choice between scaled and isotropic clipping) only with
     ``scaling="adaptive"``. ``center`` is the total of the center's steps
-    (several under the whole-vector center).
+    (several under the whole-vector center). ``check`` is the bias check's
+    share (the adaptive pipeline's private choice between clipping and the
+    box, taken from the mean's share).
     """
 
     count: float
@@ -399,6 +402,7 @@ class BudgetSplit(V.Record):
     mean: float
     spread: float = 0.0
     diagnostics: float = 0.0
+    check: float = 0.0
 
     def __post_init__(self) -> None:
         for name in _STEPS:
