@@ -76,7 +76,6 @@ from dpsum.release.records import (
 )
 
 __all__ = [
-    "CLIPPED_FRACTION_WARNING",
     "gaussian_mechanism",
     "laplace_mechanism",
     "shaped_laplace_mechanism",
@@ -109,7 +108,9 @@ def _dataset(X: Any) -> tuple[Any, int | None, int, tuple | None]:
         data = dask_engine.check_matrix(X)
         return data, dask_engine.row_count(data), int(data.shape[1]), None
     if V.column_labels(X) is not None:
-        arr, labels = V.as_dataset(X, "X")
+        # no rows is accepted here as for an array; _public_rows refuses it
+        # under replace-one (under add-remove it is data like any other)
+        arr, labels = V.as_dataset(X, "X", empty_rows=True)
         return arr, int(arr.shape[0]), int(arr.shape[1]), labels
     arr = V.as_real_array(X, "X")
     if arr.ndim != 2 or arr.shape[1] == 0:
@@ -633,9 +634,13 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
     {'clipped_rows': 1}
     """
     acc = accumulator_for(release)
-    data, _, d, _ = _dataset(X)
+    data, n, d, _ = _dataset(X)
     if d != acc.d:
         raise ValueError(f"X must have {acc.d} columns, as the release, got {d}")
+    if release.n is not None and n is not None and n != release.n:
+        # replace-one: the release records its public number of rows
+        raise ValueError(f"X must have the release's n = {release.n} rows: the dataset the "
+                         "release was computed from")
     key = "clamped_values" if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN else "clipped_rows"
     return {key: _pass(data, acc).diagnostic_count}
 

@@ -113,8 +113,6 @@ __all__ = [
     "SessionBudget",
     "SubsampledGaussianEvent",
     "ZCDPEvent",
-    "as_session",
-    "charge",
     "plan_budget",
 ]
 
@@ -805,14 +803,7 @@ class Session:
         st = self._state
         with st.lock:
             rho, ea, da, k = st.rho_spent, st.eps_spent, st.delta_spent, st.entries
-        eps = dlt = None
-        if self._epsilon is not None:
-            ez, dz = 0.0, 0.0
-            if rho > 0 and self._delta_z is not None:
-                ez, dz = zcdp_epsilon(float(rho), self._delta_z), self._delta_z
-            eps, dlt = ez + float(ea), dz + float(da)
-        return SessionBudget(float(rho), self._rho_total, eps, dlt, float(ea), float(da), k,
-                             self._accounting())
+        return self._budget(rho, ea, da, k)
 
     def remaining(self) -> SessionBudget:
         """What is left: ``rho`` of the zCDP filter and the basic filter's
@@ -823,6 +814,12 @@ class Session:
             ea = max(self._eps_a - st.eps_spent, Fraction(0))
             da = max(self._delta_a - st.delta_spent, Fraction(0))
             k = st.entries
+        return self._budget(rho, ea, da, k)
+
+    def _budget(self, rho: Fraction, ea: Fraction, da: Fraction, k: int) -> SessionBudget:
+        """A budget in the session's terms: ``rho``, and with an ``(epsilon,
+        delta)`` total the zCDP part converted at its delta plus the basic
+        filter's ``(epsilon, delta)``."""
         eps = dlt = None
         if self._epsilon is not None:
             ez, dz = 0.0, 0.0
@@ -1174,13 +1171,18 @@ class BudgetPlan(V.Record):
 
 
 def _weights(releases: Any) -> np.ndarray:
-    if isinstance(releases, (int, np.integer)) and not isinstance(releases, bool):
+    """The releases' relative weights (largest 1): a count gives equal weights."""
+    if not isinstance(releases, (list, tuple, np.ndarray)):
         k = V.check_integer(releases, "releases")
         return np.ones(k)
-    w = np.atleast_1d(V.check_positive(releases, "releases"))
-    if w.ndim != 1:
+    w = np.asarray(V.check_positive(releases, "releases"), dtype=float)
+    if w.ndim != 1 or w.size == 0:
         raise ValueError("releases must be a count or a 1-d sequence of positive weights")
-    return np.asarray(w, dtype=float)
+    if not np.all(np.isfinite(w)) or float(np.min(w)) < 1e-12 * float(np.max(w)):
+        raise ValueError("releases must be finite weights within a factor 1e12 of each "
+                         "other (a release with a relatively tiny weight gets no budget)")
+    # only the ratios matter: scaled by the largest, the sum cannot overflow
+    return w / float(np.max(w))
 
 
 def plan_budget(budget: Session | tuple, releases: int | Sequence[float]) -> BudgetPlan:

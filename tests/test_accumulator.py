@@ -76,7 +76,7 @@ def test_gaussian_data_accumulator_releases_the_in_memory_release(n, pieces, see
     assert same_release(merged.release(rng=seed), ref)
     # exact sums: another cut and order gives the same statistic exactly
     other = _fold(acc, X[::-1], _cuts(n, np.random.default_rng(seed + 2), 4), seed + 3)
-    assert np.array_equal(other.private_sum(), merged.private_sum())
+    assert np.array_equal(other.sum_before_noise(), merged.sum_before_noise())
 
 
 @pytest.mark.parametrize("relation", ["replace", "add-remove"])
@@ -126,7 +126,7 @@ def test_grid_accumulator_releases_exactly_the_in_memory_release(n, pieces, seed
     assert same_release(merged.release(rng=seed), ref)
     # integer sums: any other cut and order gives the same statistic exactly
     other = _fold(acc, X[::-1], _cuts(n, np.random.default_rng(seed + 2), 4), seed + 3)
-    assert np.array_equal(other.private_sum(), merged.private_sum())
+    assert np.array_equal(other.sum_before_noise(), merged.sum_before_noise())
 
 
 @pytest.mark.parametrize("relation", ["replace", "add-remove"])
@@ -177,7 +177,7 @@ def test_update_and_merge_return_new_accumulators():
     assert (one.rows, other.rows, both.rows) == (20, 30, 50)
     with pytest.raises(ValueError, match="count them twice"):
         one.merge(two)                          # two holds one's rows (issue 26, item 4)
-    assert np.array_equal(acc.private_sum(), np.zeros(4))
+    assert np.array_equal(acc.sum_before_noise(), np.zeros(4))
     assert acc.update(np.empty((0, 4))) is acc
 
 

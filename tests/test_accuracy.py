@@ -103,13 +103,13 @@ def _clipped_target(release, X, center=None):
 
 
 MECHANISMS = {
-    "Algorithm 1": (lambda rng: dpsum.gaussian_mechanism(DATA.sum(axis=0), epsilon=1.0, delta=1e-6,
+    "the Gaussian mechanism": (lambda rng: dpsum.gaussian_mechanism(DATA.sum(axis=0), epsilon=1.0, delta=1e-6,
                                                          sensitivity=2.0, rng=rng),
                     lambda rel: DATA.sum(axis=0)),
-    "Algorithm 2": (lambda rng: dpsum.elliptical_gaussian_mechanism(DATA, epsilon=1.0, delta=1e-6,
+    "the Elliptical Gaussian mechanism": (lambda rng: dpsum.elliptical_gaussian_mechanism(DATA, epsilon=1.0, delta=1e-6,
                                                                     lower=-0.5 * np.asarray(BOX), upper=0.5 * np.asarray(BOX), rng=rng),
                     lambda rel: np.clip(DATA, -BOX / 2, BOX / 2).sum(axis=0)),
-    "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6,
+    "the Gaussian-data mechanism": (lambda rng: dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6,
                                                               stds=STDS, clip_probability=0.05,
                                                               center=np.full(5, 0.2), rng=rng),
                     lambda rel: _clipped_target(rel, DATA, np.full(5, 0.2))),
@@ -148,10 +148,10 @@ def _alg3_grid_target(rel):
 
 
 SECURE = {
-    "Algorithm 1": (lambda rng: dpsum.gaussian_mechanism(
+    "the Gaussian mechanism": (lambda rng: dpsum.gaussian_mechanism(
         DATA.sum(axis=0), epsilon=1.0, delta=1e-6, sensitivity=2.0, secure=True, rng=rng),
         _alg1_grid_target),
-    "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(
+    "the Gaussian-data mechanism": (lambda rng: dpsum.gaussian_data_mechanism(
         DATA, epsilon=1.0, delta=1e-6, stds=STDS, secure=True, rng=rng, center=0), _alg3_grid_target),
 }
 
@@ -574,6 +574,6 @@ def test_pipeline_argument_errors():
     stripped = dataclasses.replace(rel, steps=())
     with pytest.raises(ValueError, match="steps"):
         records.confidence_ball(stripped, BETA)
-    # the total-error bound is for Algorithm 3 with a public model only
+    # the total-error bound is for the Gaussian-data mechanism with a public model only
     with pytest.raises(TypeError, match="release"):
         acc.release_error_bound(rel, BETA, stds=np.ones(3), n=3000)

@@ -70,7 +70,7 @@ def test_a_float_sum_moves_more_than_its_add_remove_sensitivity():
                                          neighbouring="add-remove")
     a, b = acc.update(X), acc.update(Y)
     # private_sum is the exact statistic (Fractions) on the float path
-    assert _moved2(a.private_sum(), b.private_sum()) <= 1
+    assert _moved2(a.sum_before_noise(), b.sum_before_noise()) <= 1
     assert a.release(rng=0).sensitivity == 1.0         # no charge needed
 
 
@@ -130,7 +130,7 @@ def test_adding_or_removing_an_extreme_row_moves_the_statistic_at_most_the_sensi
     bound = Fraction(sa.sensitivity)
     if path == "secure":                               # grid units
         bound /= Fraction(2) ** sa.grid_exponent
-    assert _moved2(a.private_sum(), b.private_sum()) <= bound * bound
+    assert _moved2(a.sum_before_noise(), b.sum_before_noise()) <= bound * bound
     assert np.all(np.isfinite(sa.estimate)) and np.all(np.isfinite(sb.estimate))
 
 
@@ -140,7 +140,7 @@ def test_every_path_gives_the_same_exact_statistic():
     rng = np.random.default_rng(5)
     X = rng.normal(0, 1, size=(2000, 3)) * 10.0 ** rng.uniform(-8, 8, size=(2000, 1))
     acc = _acc("gaussian data", 3, 1.0, False, np.array([1.0, -2.0, 1e5]))
-    stats = [list(_fold(acc.empty(), X, p).private_sum()) for p in ("float", "accumulator",
+    stats = [list(_fold(acc.empty(), X, p).sum_before_noise()) for p in ("float", "accumulator",
                                                                     "dask")]
     assert stats[0] == stats[1] == stats[2]
     releases = [_fold(acc.empty(), X, p).release(rng=3) for p in ("float", "dask")]
@@ -272,8 +272,8 @@ def test_the_replace_one_charge_does_not_depend_on_the_blocks():
             sens.add(parts.release(rng=0).sensitivity)
             # the exact merge: the statistic is the exact sum of the partials, rounded once
             a, b = acc.empty().update(data[pos]), acc.empty().update(data[~pos])
-            exact = [_q(x) + _q(y) for x, y in zip(a.private_sum(), b.private_sum())]
-            assert parts.private_sum().tolist() == [float(v) for v in exact]
+            exact = [_q(x) + _q(y) for x, y in zip(a.sum_before_noise(), b.sum_before_noise())]
+            assert parts.sum_before_noise().tolist() == [float(v) for v in exact]
         whole = acc.empty().update(X).release(rng=0)
         assert sens == {whole.sensitivity}
 
@@ -296,7 +296,7 @@ def test_the_pipelines_exact_sum_is_the_accumulators():
     # the accumulator clips at its own radius: compare at that radius
     C = acc.update(X[:1]).release(rng=0).clip_norm
     out, clipped = exact_noisy_clipped_sum(X, C, b, c, np.zeros(3))
-    stat = acc.update(X).private_sum()
+    stat = acc.update(X).sum_before_noise()
     offset = [len(X) * Fraction(float(bj)) * Fraction(float(cj)) for bj, cj in zip(b, c)]
     assert out.tolist() == [float((s - o) / Fraction(float(bj)))
                             for s, o, bj in zip(stat, offset, b)]

@@ -47,8 +47,32 @@ def test_bad_values_get_a_clear_error_or_a_finite_result():
     assert counts["clear error"] > 10000
     # never: data read before a parameter check, or a data value echoed
     assert counts["data read first"] == 0
+    assert counts["data echoed"] == 0
+    # the kernels are being rewritten for exact sums (their owner fixes these
+    # there); no other failure, and no new kind of kernel failure
+    pending = {(q, p) for q, p, _, _ in failures if (q, p) in PENDING_KERNELS}
+    rest = [f for f in failures if (f[0], f[1]) not in PENDING_KERNELS]
+    assert not rest, rest
+    assert sum(counts[o] for o in counts if o not in ("clear error", "correct result")) \
+        == len(failures)
+    assert pending <= PENDING_KERNELS
+
+
+def test_no_rows_and_one_row_are_treated_alike_under_add_remove():
+    # an exception on one add-remove neighbour only is an output that depends
+    # on the data: the empty dataset is released (or refused) like one row
+    counts, failures = B.run_empty_neighbours()
     assert not failures, failures
-    assert set(counts) <= {"clear error", "finite result"}, counts
+    # the public functions that take rows and a neighbouring argument (the
+    # vector mechanisms, the pipeline and its private steps, sample-and-threshold)
+    assert counts["both released"] >= 9, counts
+    # what both refuse is a public argument (the pipeline's (epsilon, delta)
+    # baseline gives no share for the add-remove count)
+    assert all("budget" in err for _, err in B.REFUSED_BOTH), B.REFUSED_BOTH
+
+
+#: Poor answers the battery may leave, each with its reason: none today.
+PENDING_KERNELS: set[tuple[str, str]] = set()
 
 
 @pytest.mark.parametrize("mechanism", B.MECHANISMS)
@@ -109,7 +133,7 @@ def test_clipped_sums_saturate_instead_of_overflowing(kind):
                                                clip_probability=0.01)
     for (path, a), (_, b) in zip(_paths(make, X), _paths(make, Y)):
         # the exact statistics (Fractions: no overflow) move by at most the sensitivity
-        Ta, Tb = a.private_sum(), b.private_sum()
+        Ta, Tb = a.sum_before_noise(), b.sum_before_noise()
         sens = a.release(rng=0).sensitivity
         assert abs(Fraction(Ta[0]) - Fraction(Tb[0])) <= Fraction(sens), path
         rel = b.release(rng=0)             # no exception for either neighbour
@@ -188,7 +212,7 @@ def test_the_exact_sum_moves_by_at_most_2C_on_adversarial_rows():
     rel = a.release(rng=0)
     assert rel.sensitivity == 2 * C
     K = rel_grid = None
-    moved = sum(Fraction(int(x) - int(y)) ** 2 for x, y in zip(a.private_sum(), b.private_sum()))
+    moved = sum(Fraction(int(x) - int(y)) ** 2 for x, y in zip(a.sum_before_noise(), b.sum_before_noise()))
     from dpsum.kernels.grid import EXACT_CHARGE, grid_exponent
     K = grid_exponent(C, d, EXACT_CHARGE)
     assert moved * Fraction(2) ** (2 * K) <= Fraction(rel.sensitivity) ** 2

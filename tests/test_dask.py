@@ -187,8 +187,8 @@ def test_the_reduction_is_deterministic_and_ships_only_accumulators(client):
     first, second = dpdask.accumulate(X, acc), dpdask.accumulate(X, acc, split_every=2)
     assert first.rows == second.rows == 3000
     # the same partials in another merge tree: exactly the same integers
-    assert np.array_equal(first.private_sum(), second.private_sum())
-    assert np.array_equal(dpdask.accumulate(X, acc).private_sum(), first.private_sum())
+    assert np.array_equal(first.sum_before_noise(), second.sum_before_noise())
+    assert np.array_equal(dpdask.accumulate(X, acc).sum_before_noise(), first.sum_before_noise())
     with pytest.raises(ValueError, match="split_every"):
         dpdask.accumulate(X, acc, split_every=1)
 

@@ -148,7 +148,7 @@ def test_any_split_into_blocks_gives_the_same_release(n, pieces, seed):
     for p in parts[1:]:
         total = total.merge(p)
     whole = acc.update(X)
-    assert np.array_equal(total.private_sum(), whole.private_sum())
+    assert np.array_equal(total.sum_before_noise(), whole.sum_before_noise())
     fresh = A.clipped_gaussian_accumulator(4, epsilon=1.0, delta=1e-6, clip_norm=3.0, n=n)
     assert same_release(total.release(rng=seed), fresh.update(X).release(rng=seed))
 
@@ -166,7 +166,7 @@ def test_worst_case_replace_one_neighbours_move_the_exact_sum_by_at_most_2C():
     Sa = A.clipped_gaussian_accumulator(d, epsilon=1, delta=1e-6, clip_norm=C).update(Xa)
     Sb = A.clipped_gaussian_accumulator(d, epsilon=1, delta=1e-6, clip_norm=C).update(Xb)
     gap = sum((Fraction(int(a) - int(b)) * Fraction(2) ** K) ** 2
-              for a, b in zip(Sa.private_sum(), Sb.private_sum()))
+              for a, b in zip(Sa.sum_before_noise(), Sb.sum_before_noise()))
     assert gap <= Fraction(2 * C) ** 2
     assert Sa.release(rng=1).sensitivity == 2 * C
 

@@ -1,4 +1,4 @@
-"""Mechanisms (Algorithms 1-3, clipping baseline), scalings and closed-form errors.
+"""Mechanisms (the three vector mechanisms, clipping baseline), scalings and closed-form errors.
 
 Monte Carlo tolerances: for R independent releases with per-coordinate noise
 standard deviations s_j, the mean of ``(estimate - target)_j / s_j`` is

@@ -137,7 +137,7 @@ def test_user_budget():
     iso = P.private_mean(X, lower=-50, upper=50, rho=1.0, scaling="isotropic",
                          budget={"center": 0.1, "clip": 0.05}, rng=6)
     assert iso.scales is None and np.all(iso.scaling == 1.0)
-    assert [st.name for st in iso.steps] == ["center", "clip", "check", "mean", "diagnostics"]
+    assert [st.name for st in iso.steps] == ["center", "clip", "mean", "diagnostics"]
 
 
 # ---------------------------------------------------------------------------
@@ -416,25 +416,6 @@ def test_small_data_strategies_spend_the_budget_exactly(n, d, half, relation, st
     assert r.strategy.startswith(strategy)
     assert sum(r.budget.as_dict().values()) == pytest.approx(1.0, rel=1e-12)
     assert r.guarantee.epsilon <= 1.0 * (1 + 1e-9)
-    if strategy == "box":
-        # the box's noise is calibrated by the exact composition: tighter than
-        # zCDP, so it spends more rho; an independent PLD accountant agrees
-        pld = pytest.importorskip("dp_accounting.pld.pld_privacy_accountant")
-        from dp_accounting.privacy_accountant import NeighboringRelation
-        acc = pld.PLDAccountant(NeighboringRelation.REPLACE_ONE if relation == "replace"
-                                else NeighboringRelation.ADD_OR_REMOVE_ONE)
-        for st in r.steps:
-            # dp_accounting's Gaussian under replace-one has sensitivity 2; dpsum's
-            # multiplier is relative to the relation's own sensitivity
-            k = 2.0 if relation == "replace" else 1.0
-            event = (dp_event.GaussianDpEvent(k * st.noise_multiplier) if st.kind == "gaussian"
-                     else dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(st.epsilon)), 2))
-            acc.compose(event, st.count)
-        # pure epsilon steps as two-bucket randomized response of the same
-        # epsilon: the worst case of epsilon-DP
-        assert acc.get_epsilon(1e-6) <= 1.0 * 1.02
-        assert r.rho >= zcdp_rho(1.0, 1e-6)
-        return
     # every step's rho, the recorded total and the (epsilon, delta) promise
     assert sum(st.rho for st in r.steps) == pytest.approx(zcdp_rho(1.0, 1e-6), rel=1e-9)
     independent = _rdp_epsilon(r.steps, 1e-6)

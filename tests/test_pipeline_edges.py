@@ -194,3 +194,11 @@ def test_vector_center_moves_are_noised_at_2_c_k(monkeypatch):
     for k, step in enumerate(moves):
         expected = step.noise_multiplier * 2.0 * radii[k]
         assert any(abs(s - expected) <= 1e-13 * expected for s in stds), (k, expected)
+
+
+def test_private_sum_warns_in_its_own_name():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.warns(UserWarning) as caught:
+        private_sum(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
+    messages = [str(w.message) for w in caught]
+    assert messages and all(m.startswith("private_sum:") for m in messages), messages

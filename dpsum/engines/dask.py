@@ -33,10 +33,6 @@ from dpsum import _validation as V
 from dpsum.release.accumulator import Accumulator
 
 __all__ = [
-    "SPLIT_EVERY",
-    "is_dask_array",
-    "check_matrix",
-    "row_count",
     "accumulate",
 ]
 

@@ -18,13 +18,9 @@ from dpsum.kernels.grid import (
 )
 
 __all__ = [
-    "EXACT_CHARGE",
-    "GRID_CHARGE",
     "clamped_sum",
     "clipped_sum",
     "grid_clamped_sum",
     "grid_clipped_sum",
-    "grid_exponent",
     "grid_rows",
-    "round_to_grid",
 ]

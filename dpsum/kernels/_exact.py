@@ -23,9 +23,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from dpsum import _validation as V
 from dpsum.kernels.grid import EXACT_CHARGE, accumulate_grid, make_grid_plan
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 _MAX = Fraction(_FLOAT_MAX)
 
 

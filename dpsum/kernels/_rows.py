@@ -170,6 +170,13 @@ def _hard_row(x: np.ndarray, plan: ClipPlan) -> tuple[np.ndarray, bool]:
     return v * phi[0] * (1.0 - 2 * _U), True
 
 
+def rows_outside(block: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> int:
+    """The rows of ``block`` with a value outside ``[lower, upper]``: the one
+    count the diagnostics of every box (the mechanisms', the pipeline's) use.
+    **Not private.**"""
+    return int(np.count_nonzero(np.any((block < lower) | (block > upper), axis=1)))
+
+
 def _raise_non_finite(block: np.ndarray) -> None:
     """Raise the data-validation error if ``block`` holds NaN or inf."""
     if not np.all(np.isfinite(block)):

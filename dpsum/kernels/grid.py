@@ -12,7 +12,7 @@ and floating-point sums altogether:
    so the sum does not depend on the order of the rows and moves by exactly
    the contribution of the changed row;
 3. the noise is an exact discrete Gaussian on the integers (Canonne, Kamath
-   and Steinke 2020, the Gaussian-data mechanism), drawn with rational arithmetic from a
+   and Steinke 2020), drawn with rational arithmetic from a
    cryptographically secure source (``os.urandom``);
 4. its privacy is the discrete Gaussian's: ``rho = Delta^2 / (2 sigma^2)``
    zero-concentrated DP (CKS, Theorem 14) converted to ``(epsilon, delta)``
@@ -42,6 +42,7 @@ from dpsum.kernels._rows import (
     _scaled_rows,
     _shrink_until_bounded,
     make_clip_plan,
+    rows_outside,
 )
 
 __all__ = [
@@ -69,7 +70,7 @@ GRID_CHARGE = 2.0 ** -20
 _U = 2.0 ** -53
 
 
-_FLOAT_MAX = np.finfo(np.float64).max
+_FLOAT_MAX = V.FLOAT_MAX
 
 
 # int64 block sums are flushed to Python integers before they could overflow
@@ -197,14 +198,19 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None 
     X = V.as_real_array(X, "X")
     if X.ndim != 2 or X.shape[1] == 0:
         raise ValueError(f"X must be 2-dimensional with at least one column, got shape {X.shape}")
-    n, d = X.shape
-    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    c = None if center is None else V.check_vector(center, "center", d)
-    if c is not None and not np.any(c):
-        c = None
-    plan, K, k = make_grid_plan(C, b, c, d, charge)
+    plan, K, k = _clip_plan(X, C, scaling, center, charge)
     S, n_clipped = accumulate_grid(X, plan, k)
     return S, K, n_clipped
+
+
+def _clip_plan(X: np.ndarray, C: float, scaling: ArrayLike | None, center: ArrayLike | None,
+               charge: float) -> tuple:
+    """The public functions' one argument check: ``scaling`` and ``center``
+    against ``X``'s columns, then :func:`make_grid_plan`."""
+    d = X.shape[1]
+    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
+    c = None if center is None else V.check_vector(center, "center", d)
+    return make_grid_plan(C, b, None if c is None or not np.any(c) else c, d, charge)
 
 
 def make_grid_plan(clip_norm: float, scaling: np.ndarray, center: np.ndarray | None, d: int,
@@ -268,7 +274,9 @@ def grid_clamped_sum(X: ArrayLike, half_widths: ArrayLike, unit: ArrayLike, K: i
         scale = np.ldexp(1.0 / V.check_vector(unit, "unit", d, positive=True),
                          -max(min(k_exp, 2100), -2100))
     if not np.all(np.isfinite(scale)) or np.any(np.abs(h * scale) >= 2.0 ** 40):
-        raise ValueError("the grid is too fine for these widths: choose a larger K")
+        raise ValueError("half_widths / unit must stay below 2^40 grid units of 2^K in every "
+                         "coordinate (and unit / 2^K must be a float): choose a larger K, or "
+                         "rescale half_widths and unit")
     rows = max(1, _BLOCK_ELEMENTS // d)
     m0 = min(rows, max(n, 1))
     buf = np.empty((m0, d))
@@ -431,11 +439,8 @@ def grid_rows(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None,
     X = V.as_real_array(X, "X")
     if X.ndim != 2 or X.shape[1] == 0:
         raise ValueError(f"X must be 2-dimensional with at least one column, got shape {X.shape}")
-    d = X.shape[1]
     C = float(V.check_positive(clip_norm, "clip_norm", scalar=True))
-    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    c = None if center is None else V.check_vector(center, "center", d)
-    plan, K, k = make_grid_plan(C, b, c, d, charge)
+    plan, K, k = _clip_plan(X, C, scaling, center, charge)
     out = np.empty(X.shape)
     sq_buf = np.empty(X.shape)
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -494,12 +499,7 @@ def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None
     """
     X = V.check_data_matrix(X, finite=False)   # finiteness is checked in the pass
     C = float(V.check_positive(clip_norm, "clip_norm", scalar=True))
-    d = X.shape[1]
-    b = np.ones(d) if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
-    c = None if center is None else V.check_vector(center, "center", d)
-    if c is not None and not np.any(c):
-        c = None
-    plan, K, k = make_grid_plan(C, b, c, d, EXACT_CHARGE)
+    plan, K, k = _clip_plan(X, C, scaling, center, EXACT_CHARGE)
     S, n_clipped = accumulate_grid(X, plan, k)
     return _exact_to_float(S, K), n_clipped
 
@@ -581,8 +581,7 @@ def accumulate_clamped(X: np.ndarray, plan: ClampPlan) -> tuple[np.ndarray, int,
             block = X[start:start + rows]
             m = block.shape[0]
             _raise_non_finite(block)
-            outside += int(np.count_nonzero(np.any((block < plan.lower)
-                                                   | (block > plan.upper), axis=1)))
+            outside += rows_outside(block, plan.lower, plan.upper)
             t = np.subtract(block, plan.mid, out=buf[:m])     # x - 0 is x exactly
             n_clamped += int(np.count_nonzero((t < -plan.inner) | (t > plan.inner)))
             np.clip(t, -plan.inner, plan.inner, out=t)

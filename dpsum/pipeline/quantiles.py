@@ -55,7 +55,6 @@ __all__ = [
     "quantile_sensitivity",
     "exponential_quantile",
     "check_domain",
-    "asinh_resolution",
     "private_center",
     "center_step",
     "private_scales",
@@ -162,7 +161,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     ----------
     values : array_like, shape (m,) or (m, k)
         One value per row (and column). ``+-inf`` is allowed and clamped;
-        NaN is refused.
+        NaN is refused. Under add-remove ``m = 0`` is data like any other.
     quantile : float
         The target ``q`` in [0, 1].
     epsilon : float
@@ -194,7 +193,9 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     q = _quantile(quantile)
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    arr = V.check_finite_array(values, "values", finite=False)
+    # no rows is data under add-remove (the empty dataset has a one-row neighbour)
+    arr = V.check_finite_array(values, "values", finite=False,
+                               empty_rows=relation is Neighbouring.ADD_REMOVE)
     if arr.ndim not in (1, 2):
         raise ValueError(f"values must be 1- or 2-dimensional, got shape {arr.shape}")
     flat = arr.ndim == 1
@@ -222,12 +223,6 @@ def check_domain(lower: Any, upper: Any, d: int) -> tuple[np.ndarray, np.ndarray
     return lo, hi
 
 
-def asinh_resolution(lower: Any, upper: Any, d: int) -> np.ndarray:
-    """The resolution ``w = (upper - lower) 2^-30`` of :func:`private_center`'s scale."""
-    lo, hi = check_domain(lower, upper, d)
-    return (hi - lo) * ASINH_RESOLUTION
-
-
 def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
                    neighbouring: Neighbouring | str = "replace", rng: Any=None,
                    session: Any = None) -> np.ndarray:
@@ -246,7 +241,9 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     epsilon : float
         Per-coordinate privacy parameter, > 0.
     lower, upper : float or array_like, shape (d,)
@@ -266,7 +263,7 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    data = V.check_data_matrix(X, finite=False)
+    data = _dataset(X, relation)
     lo, hi = check_domain(lower, upper, data.shape[1])
     gen = V.check_rng(rng)
     charge_session(as_session(session), BoundedRangeEvent(eps, data.shape[1]),
@@ -307,7 +304,9 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     center : array_like, shape (d,)
         The public (or privately released) center.
     epsilon : float
@@ -329,7 +328,7 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    data = V.check_data_matrix(X, finite=False)
+    data = _dataset(X, relation)
     d = data.shape[1]
     c = V.check_vector(center, "center", d)
     lo, hi = V.check_box(V.check_positive(min_scale, "min_scale"),
@@ -388,7 +387,9 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     quantile : float
         The target ``q`` in [0, 1]. Away from the top (``q = 1/2``, say) the
         mechanism is reliable even for small ``epsilon``; near ``q = 1`` the
@@ -435,11 +436,20 @@ def _norm_quantile_inputs(X: ArrayLike, quantile: float, epsilon: float, lower: 
     hi = V.check_positive(upper, "upper", scalar=True)
     if not lo < hi:
         raise ValueError("lower must be < upper")
-    data = V.check_data_matrix(X, finite=False)
+    data = _dataset(X, relation)
     d = data.shape[1]
     c = None if center is None else V.check_vector(center, "center", d)
     b = None if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
     return q, eps, quantile_sensitivity(q, relation), lo, hi, data, c, b
+
+
+def _dataset(X: Any, relation: Neighbouring) -> np.ndarray:
+    """``X``'s type and shape (not its values): under add-remove the empty
+    dataset is data like any other (its release is noise, of the same
+    shape); under replace-one it has no neighbour and is refused."""
+    data = V.check_data_matrix(X, finite=False, empty_rows=True)
+    V.require_rows(data.shape[0], relation is Neighbouring.REPLACE)
+    return data
 
 
 def _require_finite(data: np.ndarray) -> None:

@@ -61,6 +61,7 @@ from dpsum.distributions.discrete import (
 )
 from dpsum._special import norm_plus
 from dpsum.kernels._exact import noisy_estimate
+from dpsum.kernels._rows import rows_outside
 from dpsum.kernels.grid import (
     EXACT_CHARGE,
     accumulate_clamped,
@@ -86,7 +87,7 @@ from dpsum.session import (
 )
 from dpsum.session import charge as charge_session
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 _MIN_WIDTH = 2.0 ** -1021        # widths / 2 is then a normal float, computed exactly
 
 __all__ = [
@@ -197,11 +198,13 @@ class Accumulator:
         (the Elliptical Gaussian mechanism) so far. **Not differentially private**: do not publish."""
         return self._count
 
-    def private_sum(self) -> np.ndarray:
-        """The accumulated statistic before noise: the clipped sum in the scaled
-        space (the Gaussian-data mechanism, clipping baseline) or the clamped sum (the Elliptical Gaussian mechanism);
-        on the grid path the exact integer sum (Python ints) in grid units.
-        **Private**: for tests and diagnostics only, never publish it."""
+    def sum_before_noise(self) -> np.ndarray:
+        """The accumulated statistic before noise, exactly: the clipped sum in
+        the scaled space (the Gaussian-data mechanism, clipping baseline) or
+        the clamped sum (the Elliptical Gaussian and shaped Laplace mechanisms)
+        as rationals (``Fraction``), on the grid path the integer sum (Python
+        ints) in grid units. **Not private**: it is the data's own sum, for
+        tests and checks only; never publish it."""
         return self._statistic()
 
     def _statistic(self) -> np.ndarray:
@@ -484,7 +487,7 @@ def _outside(block: np.ndarray, template: Release) -> int:
         lo, hi = mid - half, mid + half
     else:
         lo, hi = template.lower, template.upper
-    return int(np.count_nonzero(np.any((block < lo) | (block > hi), axis=1)))
+    return rows_outside(block, lo, hi)
 
 
 class _ClampedSum(Accumulator):

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 
 
 def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: float,

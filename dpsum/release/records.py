@@ -60,9 +60,9 @@ class Mechanism(_StrEnum):
     GAUSSIAN_ANALYTIC = "gaussian (analytic)"
     #: the Gaussian mechanism with the classic calibration (:prf:ref:`gaussian-thm-classic`).
     GAUSSIAN_CLASSIC = "gaussian (classic)"
-    #: the Elliptical Gaussian mechanism, the Elliptical Gaussian mechanism.
+    #: the Elliptical Gaussian mechanism (a box known in advance).
     ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
-    #: the Gaussian-data mechanism, the Elliptical Gaussian mechanism for Gaussian data.
+    #: the Gaussian-data mechanism (clipping in a scaled space for Gaussian data).
     GAUSSIAN_DATA = "gaussian data"
     #: The isotropic clipping baseline.
     CLIPPED_GAUSSIAN = "clipped gaussian"
@@ -136,7 +136,10 @@ class Release(V.Record):
     mechanism : Mechanism
         The mechanism that produced the release (a ``str`` enum).
     center : numpy.ndarray or None
-        The public center ``c`` of the Gaussian-data mechanism (None when zero or unused).
+        The public point the rows are measured from (None when zero or
+        unused): the model's centre ``c`` for the Gaussian-data mechanism,
+        the box's midpoint ``(lower + upper) / 2`` for the Elliptical Gaussian
+        mechanism (its rows are clamped around it).
     clip_probability : float or None
         The clip probability ``p_C`` of the Gaussian-data mechanism (None otherwise).
     calibration : Calibration
@@ -895,7 +898,8 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     'the exact value'
     """
     V.check_record(release, "release", (Release, PipelineRelease))
-    b = float(V.check_probability(beta, "beta", scalar=True))
+    # beta is split in parts (noise, count or clipping loss): at least 1e-300
+    b = float(V.check_failure_probability(beta, "beta"))
     sim = V.check_bool(simultaneous, "simultaneous")
     est = np.asarray(release.estimate, dtype=float)
     m = est.size
@@ -916,8 +920,9 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
                              "box (from public knowledge, not from X) and release again")
         b_count = b / 10.0
         lo, hi = confidence_intervals(release, b - b_count, simultaneous=sim)
-        k_up = max(float(release.clip_count) + release.diagnostics_std * float(
-            ndtri(1.0 - b_count)), 0.0)
+        # the upper quantile from the lower tail: finite however small b_count
+        k_up = max(float(release.clip_count) - release.diagnostics_std * float(
+            ndtri(b_count)), 0.0)
         reach = np.maximum(release.upper - release.center, release.center - release.lower)
         loss = k_up * np.maximum(reach, 0.0)
         if stat == "mean":
@@ -1131,6 +1136,7 @@ def _jsonable(x: Any) -> Any:
 
 
 def _to_dict(rel: Any, beta: float) -> dict:
+    beta = float(V.check_probability(beta, "beta", scalar=True))  # with or without intervals
     out: dict = {
         "mechanism": str(rel.mechanism) if isinstance(rel, Release) else f"private_{rel.statistic}",
         "statistic": rel.statistic,
@@ -1167,6 +1173,7 @@ def _to_pandas(rel: Any, beta: float) -> Any:
         import pandas as pd
     except ImportError:
         raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    beta = float(V.check_probability(beta, "beta", scalar=True))
     data = {"estimate": np.asarray(rel.estimate, dtype=float),
             "noise_std": np.asarray(rel.noise_std, dtype=float)}
     if _has_intervals(rel):
