@@ -372,7 +372,7 @@ def _release_fields(rec: Release) -> dict:
 
 def _unprojected_field(rec: Any, estimate: np.ndarray) -> np.ndarray | None:
     """``unprojected``: the estimate's shape, and only with a box."""
-    arr = V.record_array(rec.unprojected, "unprojected", finite=False, shape=estimate.shape)
+    arr = V.record_array(rec.unprojected, "unprojected", shape=estimate.shape)
     if arr is not None and (rec.lower is None or rec.upper is None):
         raise ValueError("unprojected needs the box lower, upper it was projected onto")
     return arr
