@@ -888,7 +888,11 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
       rows is at most the private count plus ``z sigma`` (``beta / 10`` spent
       on it).
 
-    The clipping baseline (no model, no box) has none: ``ValueError``.
+    The clipping baseline (no model, no box) has none: ``ValueError``. Nor
+    has a release whose private diagnostic count contradicts the assumption
+    (far more rows clipped, or outside the box, than the design expected;
+    the private pipeline: rows outside the box): ``ValueError`` saying so.
+    A mean projected onto its box keeps its intervals inside the box.
 
     Examples
     --------
@@ -937,7 +941,8 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
                          level=1 - b, simultaneous=sim, columns=release.columns,
                          assumption="every row lies in the box [lower, upper]")
     rel = require_gaussian_noise(release, laplace=True)
-    if clipping_bites(rel):
+    if rel.mechanism in (Mechanism.ELLIPTICAL_GAUSSIAN, Mechanism.GAUSSIAN_DATA) and \
+            clipping_bites(rel):
         raise ValueError(
             "release's private diagnostic count says far more rows were clipped (or lie "
             "outside the box) than its design expected, so the assumption these intervals "
