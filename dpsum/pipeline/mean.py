@@ -22,6 +22,11 @@ bounds every coordinate, they run these steps, each private:
 5. ``clip`` — the median norm of the scaled rows, extrapolated to the clip
    probability with the generalized chi-square model of the estimated scales
    (:func:`calibrated_clip_radius`);
+5b. ``check`` (``scaling="adaptive"``, the default split) — the bias check
+   (:func:`_bias_check`): a private, exactly summed bound on how far clipping
+   at ``C`` moves the rows decides, as post-processing, between the clipped
+   sum and the box's Elliptical Gaussian mechanism (the book's appendix
+   :ref:`The private pipeline's design <a2-pipeline-design>`);
 6. ``mean`` — the Gaussian-data mechanism's clipped sum with Gaussian noise, calibrated to
    what is left of the budget.
 
@@ -1232,6 +1237,15 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     are calibrated to shares of ``rho`` a relative ``2^-40`` below it, so that
     no rounding makes the exact total exceed it); an ``(epsilon, delta)``
     budget is the largest ``rho`` that converts to it.
+
+    4. after the clip radius, the *bias check*: a Gaussian release (share
+       between 0.02 and 0.1 of ``rho``, taken from the mean's) of the rows'
+       total clipping displacement, each row's capped at the box's diameter
+       and summed exactly; when it says, beyond its noise, that clipping's
+       bias and noise exceed the box's error, the release is the box's
+       (strategy ``"box (bias check)"``). On skewed or heavy-tailed columns,
+       where the model's clip radius leaves a bias that does not fall with
+       ``n``, this makes the error fall like the box's.
 
     Each fallback warns and is recorded in ``release.strategy``. With
     ``scaling="scaled"`` or ``"isotropic"`` the coordinate-wise center always
