@@ -66,6 +66,7 @@ from dpsum.release.accumulator import (
 )
 from dpsum.release.discrete_noise import secure_gaussian, secure_laplace
 from dpsum.release.records import (
+    CLIPPED_FRACTION,
     Calibration,
     Mechanism,
     PublicInputWarning,
@@ -87,7 +88,7 @@ __all__ = [
 
 #: Without a data model, the clipping baseline's diagnostics warn when clearly
 #: more than this fraction of the rows were clipped.
-CLIPPED_FRACTION_WARNING = 0.05
+CLIPPED_FRACTION_WARNING = CLIPPED_FRACTION
 
 
 #: The smallest normal float: noise levels below it are refused.
@@ -132,6 +133,34 @@ def _finish(rel: Release, columns: tuple | None, who: str, expected_fraction: fl
         warnings.warn(msg, PublicInputWarning, stacklevel=3)
         rel = dataclasses.replace(rel, notes=rel.notes + (msg,))
     return rel
+
+
+def _diagnostics_on(diagnostics: Any, relation: Neighbouring) -> bool | float:
+    """The ``diagnostics`` argument of a mechanism that clips or clamps: None
+    (the default) is on under replace-one, where the count is compared with
+    the design's expectation for the public ``n``, and off under add-remove,
+    where ``n`` is private and there is nothing public to compare it with
+    (:func:`dpsum.private_mean` releases a private count for that)."""
+    if diagnostics is None:
+        return relation is Neighbouring.REPLACE
+    return diagnostics
+
+
+def _project_onto_box(rel: Release) -> Release:
+    """Project a released mean onto its public box (post-processing).
+
+    The mean of rows clamped to the box ``[lower, upper]`` lies in the box,
+    and the box is convex, so the Euclidean projection (coordinate-wise
+    clamping) never moves the estimate further from it: the error can only
+    fall. The unprojected estimate is kept in ``release.unprojected`` (it is
+    unbiased for the clamped mean; the projected one is not), and the
+    confidence intervals are intersected with the box
+    (:func:`dpsum.release.confidence_intervals`).
+    """
+    if rel.lower is None or rel.upper is None:
+        return rel
+    est = np.asarray(rel.estimate, dtype=float)
+    return dataclasses.replace(rel, estimate=np.clip(est, rel.lower, rel.upper), unprojected=est)
 
 
 def _public_rows(n: int | None, relation: Neighbouring) -> int | None:
@@ -283,7 +312,7 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
 def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   lower: ArrayLike, upper: ArrayLike, rng: RandomLike = None,
                                   secure: bool = False, statistic: str = "sum",
-                                  diagnostics: bool | float = False,
+                                  diagnostics: bool | float | None = None,
                                   session: Any = None) -> Release:
     """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
     in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
@@ -323,11 +352,15 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     statistic : {"sum", "mean"}
         Release the sum, or the mean (the sum, its noise and its intervals
         divided by the public ``n``).
-    diagnostics : bool or float
-        Off by default. True (or a share in (0, 1); True is
-        ``dpsum.release.DIAGNOSTICS_SHARE`` (0.02)) spends that share of
-        the budget on a private count of the rows outside the box
-        (``release.clip_count``), and warns when it is clearly above 0.
+    diagnostics : bool, float or None
+        On by default (None is True here: the relation is replace-one). True
+        (or a share in (0, 1); True is ``dpsum.release.DIAGNOSTICS_SHARE``
+        (0.02)) spends that share of the budget, inside the stated
+        ``epsilon`` and ``delta``, on a private count of the rows outside the
+        box (``release.clip_count``), and warns
+        (:class:`~dpsum.release.PublicInputWarning`, saying what to do) when
+        it is clearly above 0; :func:`~dpsum.release.data_intervals` then
+        refuse. False turns it off.
 
     session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
@@ -339,7 +372,10 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     -------
     Release
         ``lower``, ``upper`` and ``widths`` record the box; ``scaling`` is the
-        optimal ``b``. Its intervals cover the sum of the clamped rows; its
+        optimal ``b``. A mean is projected onto the box (post-processing that
+        never increases its error: the clamped mean lies in the box), its
+        intervals intersected with the box; ``unprojected`` keeps the
+        unbiased estimate. Its intervals cover the sum of the clamped rows; its
         :meth:`~dpsum.release.Release.data_intervals` the data sum, assuming every row lies
         in the box.
 
@@ -358,13 +394,18 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     acc = elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
                                           n=_public_rows(n, Neighbouring.REPLACE),
                                           secure=secure_, statistic=statistic,
-                                          diagnostics=diagnostics)
+                                          diagnostics=_diagnostics_on(diagnostics,
+                                                                      Neighbouring.REPLACE))
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
     rel = _pass(data, acc).release(gen, session=sess)
+    if rel.statistic == "mean":
+        rel = _project_onto_box(rel)
     return _finish(rel, columns, "elliptical_gaussian_mechanism", 0.0, "outside the box",
                    "the box [lower, upper] probably does not contain the data; the estimate is "
-                   "biased towards the box. Widen the box (from public knowledge, not from X)")
+                   "biased towards the box, and data_intervals refuse. Widen the box (from "
+                   "public knowledge, not from X), or use dpsum.private_mean, which clips "
+                   "around a private centre instead of clamping to the box")
 
 
 def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds: ArrayLike,
@@ -373,7 +414,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             scaling: str | ArrayLike = "scaled",
                             neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                             secure: bool = False, statistic: str = "sum",
-                            diagnostics: bool | float = False,
+                            diagnostics: bool | float | None = None,
                             session: Any = None) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
     known scales (:prf:ref:`gaussian-data-alg-clipped`).
@@ -428,13 +469,18 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     statistic : {"sum", "mean"}
         Release the sum, or the mean (divided by the public ``n``;
         replace-one only, since ``n`` is private under add-remove).
-    diagnostics : bool or float
-        Off by default. True (or a share in (0, 1)) spends that share of the
-        budget on a private count of the clipped rows
-        (``release.clip_count``) and warns
-        (:class:`~dpsum.release.PublicInputWarning`) when it is far
-        above the design's ``n p_C``: a wrong ``center`` or ``stds``.
-        Replace-one only.
+    diagnostics : bool, float or None
+        None (the default) is on under replace-one and off under add-remove.
+        True (or a share in (0, 1)) spends that share of the budget, inside
+        the stated ``epsilon`` and ``delta``, on a private count of the
+        clipped rows (``release.clip_count``) and warns
+        (:class:`~dpsum.release.PublicInputWarning`, saying what to do) when
+        it is far above the design's ``n p_C``: a wrong ``center`` or
+        ``stds``; :func:`~dpsum.release.data_intervals` then refuse.
+        Replace-one only: under add-remove ``n`` is private, so there is no
+        public expectation to compare the count with
+        (:func:`dpsum.private_mean` releases a private count for that).
+        False turns it off.
 
     session : dpsum.session.Session, optional
         The analysis's budget: the release is charged to it, and refused if it
@@ -473,20 +519,23 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     acc = gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
                                     clip_probability=clip_probability, n=nn, scaling=scaling,
                                     neighbouring=relation, secure=secure_, statistic=statistic,
-                                    diagnostics=diagnostics)
+                                    diagnostics=_diagnostics_on(diagnostics, relation))
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
                    "the public center or stds are probably wrong for these data (a centre "
                    "far from the data or scales too small); the estimate is biased towards "
-                   "n * center")
+                   "the center, its confidence_intervals cover the clipped rows' statistic, "
+                   "not the data's, and data_intervals refuse. Give a center and stds that "
+                   "fit the data (from public knowledge, not from X), or use "
+                   "dpsum.private_mean, which estimates them privately")
 
 
 def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, clip_norm: float,
                                neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                                secure: bool = False, statistic: str = "sum",
-                               diagnostics: bool | float = False,
+                               diagnostics: bool | float | None = None,
                                session: Any = None) -> Release:
     """Isotropic clipping: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
@@ -512,8 +561,9 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         Take the grid path (as in :func:`gaussian_data_mechanism`).
     statistic : {"sum", "mean"}
         As in :func:`gaussian_data_mechanism`.
-    diagnostics : bool or float
-        As in :func:`gaussian_data_mechanism`; with no data model the warning
+    diagnostics : bool, float or None
+        As in :func:`gaussian_data_mechanism` (on by default under
+        replace-one); with no data model the warning
         comes when clearly more than :data:`~dpsum.mechanisms.CLIPPED_FRACTION_WARNING` of the
         rows were clipped.
 
@@ -543,13 +593,15 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     acc = clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
                                        neighbouring=relation, n=_public_rows(n, relation),
                                        secure=secure_, statistic=statistic,
-                                       diagnostics=diagnostics)
+                                       diagnostics=_diagnostics_on(diagnostics, relation))
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
                    "clipped", "clip_norm is probably too small for these data; the estimate "
-                   "is biased towards 0")
+                   "is biased towards 0 and its confidence_intervals cover the clipped rows' "
+                   "statistic, not the data's. Raise clip_norm (from public knowledge, not "
+                   "from X), or use dpsum.private_mean, which chooses its radius privately")
 
 
 def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:

@@ -68,7 +68,7 @@ def test_gaussian_data_accumulator_releases_the_in_memory_release(n, pieces, see
     center = CENTER if centred else 0
     p = 1e-3 if relation == "add-remove" else None
     kw = dict(epsilon=EPS, delta=DELTA, center=center, clip_probability=p,
-              neighbouring=relation)
+              neighbouring=relation, diagnostics=False)   # the accumulator's default
     ref = gaussian_data_mechanism(X, stds=STDS, rng=seed, **kw)
     acc = A.gaussian_data_accumulator(STDS, n=n if relation == "replace" else None, **kw)
     cuts = _cuts(n, np.random.default_rng(seed), pieces)
@@ -83,7 +83,7 @@ def test_gaussian_data_accumulator_releases_the_in_memory_release(n, pieces, see
 def test_clipped_accumulator_releases_the_in_memory_release(relation):
     X = _data(5000, 3)
     ref = clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=2.0,
-                                     neighbouring=relation, rng=11)
+                                     neighbouring=relation, rng=11, diagnostics=False)
     acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
                                          neighbouring=relation)
     cuts = [0, 1, 1700, 1701, 4999, 5000]
@@ -96,7 +96,8 @@ def test_clipped_accumulator_releases_the_in_memory_release(relation):
 
 def test_elliptical_accumulator_releases_the_in_memory_release():
     X = _data(4000, 5)
-    ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-WIDTHS / 2, upper=WIDTHS / 2, rng=3)
+    ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-WIDTHS / 2, upper=WIDTHS / 2, rng=3,
+                                        diagnostics=False)
     acc = A.elliptical_gaussian_accumulator(-WIDTHS / 2, WIDTHS / 2, epsilon=EPS, delta=DELTA, n=4000)
     cuts = [0, 999, 2000, 2001, 4000]
     total = _fold(acc, X, cuts, 9)
@@ -117,7 +118,7 @@ def test_grid_accumulator_releases_exactly_the_in_memory_release(n, pieces, seed
     center = CENTER if centred else 0
     p = 1e-3 if relation == "add-remove" else None
     kw = dict(epsilon=EPS, delta=DELTA, center=center, clip_probability=p,
-              neighbouring=relation, secure=True)
+              neighbouring=relation, secure=True, diagnostics=False)
     ref = gaussian_data_mechanism(X, stds=STDS, rng=seed, **kw)
     acc = A.gaussian_data_accumulator(STDS, n=n if relation == "replace" else None, **kw)
     cuts = _cuts(n, np.random.default_rng(seed), pieces)
@@ -133,14 +134,14 @@ def test_grid_clipped_and_elliptical_accumulators_release_exactly(relation):
     X = _data(3000, 12)
     cuts = [0, 1, 1200, 2999, 3000]
     ref = clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=2.0,
-                                     neighbouring=relation, rng=4, secure=True)
+                                     neighbouring=relation, rng=4, secure=True, diagnostics=False)
     acc = A.clipped_gaussian_accumulator(4, epsilon=EPS, delta=DELTA, clip_norm=2.0,
                                          neighbouring=relation, secure=True)
     assert same_release(_fold(acc, X, cuts, 1).release(rng=4), ref)
     assert ref.secure and ref.calibration == "discrete gaussian (zCDP)"
     if relation == "replace":
         ref = elliptical_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, lower=-WIDTHS / 2, upper=WIDTHS / 2, rng=4,
-                                            secure=True)
+                                            secure=True, diagnostics=False)
         acc = A.elliptical_gaussian_accumulator(-WIDTHS / 2, WIDTHS / 2, epsilon=EPS, delta=DELTA, secure=True)
         total = _fold(acc, X, cuts, 2)
         assert same_release(total.release(rng=4), ref)

@@ -6,7 +6,8 @@ spread), so the release is rho-zCDP only if *every* path spends at most rho:
 a maximum over paths, or a path accounted in another currency (the box's old
 exact composition of an (epsilon, delta) remainder spent up to 1.17 rho),
 is not a bound for the mixture. Each path is forced here (the seams
-``_center_mode``, ``prefer_scaled``, ``_box_wins`` and ``VECTOR_STOP`` of
+``_center_mode``, ``prefer_scaled``, ``_box_wins``, ``VECTOR_STOP`` and the
+bias check's ``_prefer_box`` of
 :mod:`dpsum.pipeline.mean`) and the zCDP of the steps that ran is summed
 exactly (Fractions of the recorded floats: ``1/(2 s^2)`` per Gaussian step,
 ``epsilon^2/8`` per bounded-range step) and compared with the stated rho.
@@ -29,7 +30,9 @@ BUDGETS = ([{"epsilon": e, "delta": d} for e in (0.1, 0.3, 1.0, 3.0) for d in (1
 RELATIONS = ("replace", "add-remove")
 SIZES = ((1, 1), (30, 3), (400, 8))
 
-#: path -> (scaling, forced center mode, prefer scaled, box wins, stop at once)
+#: path -> (scaling, forced center mode, prefer scaled, box wins, stop at once
+#: [, the bias check prefers the box]; the check is forced to clipping
+#: unless the path says otherwise)
 PATHS = {
     "coordinate, scaled": ("scaled", None, None, None, None),
     "coordinate, isotropic": ("isotropic", None, None, None, None),
@@ -39,6 +42,9 @@ PATHS = {
     "vector, one move, isotropic": ("adaptive", "vector", False, False, True),
     "vector, then the box": ("adaptive", "vector", None, True, None),
     "box": ("adaptive", "box", None, None, None),
+    "coordinate, then the bias check's box": ("adaptive", "coordinate", True, None, None,
+                                              True),
+    "vector, then the bias check's box": ("adaptive", "vector", False, False, True, True),
 }
 
 
@@ -59,7 +65,8 @@ def stated_rho(budget: dict) -> Fraction:
     return Fraction(float(zcdp_rho(budget["epsilon"], budget["delta"])))
 
 
-def _force(monkeypatch, mode, prefer, box, stop) -> None:
+def _force(monkeypatch, mode, prefer, box, stop, check=False) -> None:
+    monkeypatch.setattr(M, "_prefer_box", lambda *a: check)
     if mode is not None:
         monkeypatch.setattr(M, "_center_mode", lambda *a: mode)
     if prefer is not None:
@@ -72,8 +79,8 @@ def _force(monkeypatch, mode, prefer, box, stop) -> None:
 
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_every_path_spends_at_most_the_stated_rho(path, monkeypatch):
-    scaling, mode, prefer, box, stop = PATHS[path]
-    _force(monkeypatch, mode, prefer, box, stop)
+    scaling, mode, prefer, box, stop, *check = PATHS[path]
+    _force(monkeypatch, mode, prefer, box, stop, *check)
     seen = set()
     for k, (budget, relation, (n, d)) in enumerate(
             itertools.product(BUDGETS, RELATIONS, SIZES)):
@@ -104,6 +111,8 @@ def test_every_path_spends_at_most_the_stated_rho(path, monkeypatch):
         "vector, one move, isotropic": {"vector center, isotropic", "box"},
         "vector, then the box": {"box"},
         "box": {"box"},
+        "coordinate, then the bias check's box": {"box (bias check)"},
+        "vector, then the bias check's box": {"box (bias check)", "box"},
     }[path]
     # the forced path ran (every strategy it can end in but the split's own box)
     assert seen <= want and (want - {"box"} or {"box"}) <= seen, (path, seen)

@@ -27,7 +27,7 @@ def _releases():
                                                     lower=[-2.0, -1.0, -0.5], upper=[2.0, 1.0, 0.5], rng=1),
         "gaussian-data": gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds,
                                                  center=[0.1, 0.2, 0.3], scaling=scaling,
-                                                 rng=1),
+                                                 rng=1, diagnostics=False),
         "clipped": clipped_gaussian_mechanism(X, epsilon=EPS, delta=DELTA, clip_norm=2.0,
                                               rng=1),
     }

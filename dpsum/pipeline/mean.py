@@ -22,6 +22,11 @@ bounds every coordinate, they run these steps, each private:
 5. ``clip`` — the median norm of the scaled rows, extrapolated to the clip
    probability with the generalized chi-square model of the estimated scales
    (:func:`calibrated_clip_radius`);
+5b. ``check`` (``scaling="adaptive"``, the default split) — the bias check
+   (:func:`_bias_check`): a private, exactly summed bound on how far clipping
+   at ``C`` moves the rows decides, as post-processing, between the clipped
+   sum and the box's Elliptical Gaussian mechanism (the book's appendix
+   :ref:`The private pipeline's design <a2-pipeline-design>`);
 6. ``mean`` — the Gaussian-data mechanism's clipped sum with Gaussian noise, calibrated to
    what is left of the budget.
 
@@ -48,6 +53,7 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import ndtri
 
 from dpsum import _validation as V
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
@@ -160,6 +166,17 @@ REGULARIZATION = 0.1
 #: The scale step searches median absolute deviations up to this multiple of
 #: the private median norm.
 RADIUS_MARGIN = 1.25
+
+
+#: The bias check's share of ``rho`` (taken from the mean's) lies in this
+#: range: inside it, the share that makes the check's noise (on the clipping
+#: displacement of the mean) as large as the box mechanism's own error
+#: (:func:`_check_share`).
+CHECK_SHARE_RANGE = (0.02, 0.1)
+
+#: The bias check's per-row terms are quantised to ``2^-CHECK_BITS`` of the
+#: box diameter and summed exactly as integers.
+CHECK_BITS = 20
 
 
 # density of log|Z| at its median log(Phi^{-1}(3/4)), Z standard normal:
@@ -647,8 +664,104 @@ class _Context:
             self.warn(clipping_message(
                 self.who, "clipped", k_clip, expected, n_eff,
                 "the private scales or centre missed the data (too few rows, or heavy "
-                "tails); the estimate is biased towards the private centre"), stacklevel=5)
+                "tails); the estimate is biased towards the private centre, and "
+                "confidence_intervals cover the clipped rows' statistic, not the data's: "
+                "use data_intervals (they add the clipping loss, assuming every row lies in "
+                "the box), a larger budget, or elliptical_gaussian_mechanism on the box"),
+                stacklevel=5)
         return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
+
+
+def _box_noise_norm(widths: np.ndarray, relation: Neighbouring) -> float:
+    """``sqrt(sum_j (Delta / b_j)^2)`` of the box path (the Elliptical Gaussian
+    mechanism on the box, :func:`_box_release`): its noise's L2 norm on the
+    sum per unit noise multiplier. A public function of the box."""
+    b = elliptical_scaling(widths) / widths
+    return _norm(clipped_sum_sensitivity(0.5, relation) / b)
+
+
+def _check_share(widths: np.ndarray, relation: Neighbouring, mean_share: float) -> float:
+    """The bias check's share of ``rho``: ``mean_share (D / K)^2`` (``D`` the
+    box's diameter, the check's sensitivity; ``K`` :func:`_box_noise_norm`),
+    so that the check's noise on the displacement is about the box's error,
+    clamped to :data:`CHECK_SHARE_RANGE`. Public."""
+    lo, hi = CHECK_SHARE_RANGE
+    ratio = _norm(widths) / _box_noise_norm(widths, relation)
+    return float(min(max(mean_share * ratio * ratio, lo), hi))
+
+
+def _bias_check(ctx: _Context, relation: Neighbouring, total: float, share: float,
+                rest: float, C: float, b: np.ndarray, center: np.ndarray, n_eff: float,
+                steps: list[PrivacyStep], gen: Any) -> bool:
+    """The bias check: whether the box (:func:`_box_release`) is predicted to
+    beat clipping at ``C`` around ``center`` in the scaling ``b``. True for the box.
+
+    The clipping displacement of row ``i`` in the data's units is
+    ``r_i = (1 - min(1, C / ||x̂_i||)) ||x_i - c||`` (``x̂_i = (x_i - c) ⊙ b``), and
+    the clipping bias of the mean has norm at most ``sum_i r_i / n``. Each term
+    is capped at the box's diameter ``D`` and quantised down to the grid
+    ``D 2^-CHECK_BITS``, so that it is an integer in ``[0, 2^CHECK_BITS]``
+    computed from its own row only; the integers are summed exactly, and
+    Gaussian noise (exact discrete Gaussian with ``secure=True``) of scale
+    ``s 2^CHECK_BITS`` is added, ``s`` the zCDP multiplier of
+    ``share * rho``: a Gaussian mechanism of sensitivity ``2^CHECK_BITS``
+    under either relation (one term in ``[0, 2^CHECK_BITS]`` changes, appears
+    or disappears), ``share * rho``-zCDP. Only the decision is used (and
+    released, as the strategy): post-processing of the noisy sum, of
+    public quantities and of earlier private outputs (``C``, ``b``, ``c``,
+    ``ñ``). The mean then gets ``rest`` of ``rho`` on either path, so every
+    path spends the same total.
+
+    The rule: the box when ``bias^2 + v_clip > v_box``, with ``bias`` the
+    noisy bound (at least 0) over ``ñ``, and ``v_clip``, ``v_box`` the two
+    paths' expected squared noise on the mean at the share ``rest``.
+    """
+    data, lo, hi = ctx.data, ctx.lo, ctx.hi
+    widths = hi - lo
+    D = _norm(widths)
+    scaled = row_norms(data, center, b)
+    dist = row_norms(data, center, None)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        factor = np.where(scaled > C, 1.0 - C / scaled, 0.0)
+        r = np.minimum(np.where(np.isnan(factor * dist), D, factor * dist), D)
+    units = np.floor(r / D * 2.0 ** CHECK_BITS).astype(np.int64)
+    units = np.clip(units, 0, 2 ** CHECK_BITS)
+    S = int(np.sum(units, dtype=np.int64))
+    s_chk = zcdp_gaussian_multiplier(share * total)
+    sigma = s_chk * 2.0 ** CHECK_BITS
+    if ctx.secure:
+        noisy = float(S + int(discrete_gaussian(sigma * sigma * (1 + 1e-12),
+                                                rng=ctx.secure_gen)))
+    else:
+        noisy = float(S + _gaussian_noise(gen, sigma))
+    steps.append(gaussian_step("check", s_chk))
+    # everything relative to the box path's noise norm (no overflow: the
+    # ratios are compared, and n cancels)
+    s_rest = zcdp_gaussian_multiplier(rest * total)
+    k_box = _box_noise_norm(widths, relation)
+    with np.errstate(over="ignore"):
+        unit = math.ldexp(D / k_box, -CHECK_BITS) / s_rest   # one integer unit
+        clip_ratio = _norm(clipped_sum_sensitivity(C, relation) / b) / k_box
+        return _prefer_box(noisy * unit, sigma * unit, clip_ratio * clip_ratio, 1.0)
+
+
+#: The bias check risks at most this fraction of the clipping path's noise
+#: variance on a wrong switch to the box (:func:`_prefer_box`).
+CHECK_RISK = 0.25
+
+
+def _prefer_box(bias: float, bias_std: float, v_clip: float, v_box: float) -> bool:
+    """The bias check's rule (post-processing): the box when its expected
+    squared error ``v_box`` is below clipping's noise ``v_clip`` alone, or
+    when the noisy bias bound ``bias`` (noise std ``bias_std``) exceeds
+    ``sqrt(v_box - v_clip)`` by ``z`` standard deviations, with ``z`` the
+    ``1 - CHECK_RISK v_clip / v_box`` normal quantile: a switch to a box far
+    worse than clipping must be rare enough that its expected cost,
+    ``Pr[switch] v_box``, stays below ``CHECK_RISK v_clip``."""
+    if not v_box > v_clip:
+        return True
+    z = float(ndtri(1.0 - CHECK_RISK * v_clip / v_box))
+    return bool(bias - z * bias_std > math.sqrt(v_box - v_clip))
 
 
 def _with_diagnostics(split: BudgetSplit, on: bool) -> BudgetSplit:
@@ -875,6 +988,18 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
             steps.append(bounded_range_step("clip", eps_k))
         strategy += ", isotropic"
     C = calibrated_clip_radius(median_norm, model, b, p)
+    if rule is Scaling.ADAPTIVE and budget is None:
+        # 5b. the bias check: the box when clipping at C is predicted, from a
+        # private bound on its displacement, to lose to it
+        chk = _check_share(hi - lo, relation, mean_share)
+        mean_share -= chk
+        split = dataclasses.replace(split, mean=mean_share, check=chk)
+        if _bias_check(ctx, relation, total, chk, mean_share, C, b, center, n_eff, steps,
+                       gen):
+            return _box_release(ctx, relation, total, mean_share, steps, count, n_eff,
+                                s_count, statistic, split, p, dlt, gen,
+                                reason="the private bias check predicts that clipping "
+                                       "loses to the public box for these data")
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * total)
     sens = clipped_sum_sensitivity(C, relation)
@@ -905,6 +1030,10 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             if relation is Neighbouring.ADD_REMOVE:
                 noise_std = np.hypot(dev_std, s_count * center)
     estimate, noise_std = _saturate(estimate), _saturate(noise_std)
+    unprojected = None
+    if statistic == "mean":
+        # post-processing: the projection onto the public box (see _DOC_PARAMS)
+        unprojected, estimate = estimate, np.clip(estimate, ctx.lo, ctx.hi)
     guarantee = None
     if dlt is not None:
         guarantee = _compose_zcdp(tuple(steps), dlt)
@@ -917,12 +1046,14 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
         neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
         strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
-        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting, **(extra or {}))
+        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting,
+        unprojected=unprojected, **(extra or {}))
 
 
 def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
                  n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
-                 dlt: float | None, gen: np.random.Generator) -> PipelineRelease:
+                 dlt: float | None, gen: np.random.Generator,
+                 reason: str | None = None) -> PipelineRelease:
     """The box as the model: the Elliptical Gaussian mechanism's clamped sum.
 
     Coordinate ``j`` of ``x - m`` (``m`` the box's midpoint) is clamped to
@@ -946,8 +1077,8 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     on it), with Gaussian noise added exactly.
     """
     ctx.warn(
-        f"{ctx.who}: too few rows for this budget to improve on the public box; "
-        "the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
+        f"{ctx.who}: {reason or 'too few rows for this budget to improve on the public box'}"
+        "; the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
         stacklevel=5)
     data, lo, hi = ctx.data, ctx.lo, ctx.hi
     widths = hi - lo
@@ -962,12 +1093,14 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     # inside the box is unchanged, a row outside is shrunk towards the midpoint)
     noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
-    box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
-                            0.0, 0.0, share, 0.0, split.diagnostics)
+    box_split = BudgetSplit(split.count,
+                            1.0 - split.count - share - split.diagnostics - split.check, 0.0,
+                            0.0, 0.0, share, 0.0, split.diagnostics, split.check)
     outside = rows_outside(data, lo, hi)
     extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
     return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
-                   relation, statistic, box_split, steps, dlt, "box", ctx=ctx,
+                   relation, statistic, box_split, steps, dlt,
+                   "box" if reason is None else "box (bias check)", ctx=ctx,
                    unit=unit, extra=extra)
 
 
@@ -1060,8 +1193,12 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     PipelineRelease
         Its ``confidence_intervals`` cover the mean (sum) of the *clipped*
         rows; its ``data_intervals`` the data mean (sum), assuming every row
-        lies in the box. ``notes`` holds the warnings raised, ``strategy`` the
-        steps that ran.
+        lies in the box (refused when the private count of rows outside the
+        box contradicts that). A mean is projected onto the box
+        (post-processing; under that assumption the data mean lies in the box,
+        so the error can only fall); ``unprojected`` keeps the estimate before
+        the projection, around which ``confidence_intervals`` are centred.
+        ``notes`` holds the warnings raised, ``strategy`` the steps that ran.
 
     Warns
     -----
@@ -1100,6 +1237,15 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     are calibrated to shares of ``rho`` a relative ``2^-40`` below it, so that
     no rounding makes the exact total exceed it); an ``(epsilon, delta)``
     budget is the largest ``rho`` that converts to it.
+
+    4. after the clip radius, the *bias check*: a Gaussian release (share
+       between 0.02 and 0.1 of ``rho``, taken from the mean's) of the rows'
+       total clipping displacement, each row's capped at the box's diameter
+       and summed exactly; when it says, beyond its noise, that clipping's
+       bias and noise exceed the box's error, the release is the box's
+       (strategy ``"box (bias check)"``). On skewed or heavy-tailed columns,
+       where the model's clip radius leaves a bias that does not fall with
+       ``n``, this makes the error fall like the box's.
 
     Each fallback warns and is recorded in ``release.strategy``. With
     ``scaling="scaled"`` or ``"isotropic"`` the coordinate-wise center always
