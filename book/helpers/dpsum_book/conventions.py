@@ -887,8 +887,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 42 (book back): a figure without a caption (+5 more)',
         '13_private_pipeline':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        '15_case_study':
-            'issue 42 (book back): a figure without a caption (+5 more)',
         'a_at_scale':
             'issue 41 (book front): a figure without a caption (+3 more)',
         'b1_gaussian_calibration':
@@ -921,9 +919,6 @@ PENDING: dict[str, dict[str, str]] = {
         '13_private_pipeline':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.629, '
             '0.014 (+4 more)',
-        '15_case_study':
-            'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 60% (+1 '
-            'more)',
         'b2_generalized_chi_square':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 1.1',
         'c2_reproducing_evaluations':
@@ -942,11 +937,6 @@ PENDING: dict[str, dict[str, str]] = {
         '10_gaussian_data':
             'issue 42 (book back): no NumPy implementation of the mechanism',
     },
-    'exercise_order': {
-        '15_case_study':
-            "issue 42 (book back): exercise 'case-study-ex-2' is medium after 'case-study-"
-            "ex-1', hard",
-    },
     'research_log': {
         '06_elliptical_gaussian':
             "issue 41 (book front): the report ('the research report') is research log (+1 "
@@ -963,9 +953,6 @@ PENDING: dict[str, dict[str, str]] = {
             'log (+7 more)',
         '13_private_pipeline':
             "issue 42 (book back): an erratum ('errata') is research log (+1 more)",
-        '15_case_study':
-            "issue 42 (book back): the first edition ('first edition') is research log (+1 "
-            'more)',
         'a_at_scale':
             "issue 41 (book front): an issue name ('issue 552') is research log",
         'bibliography':
