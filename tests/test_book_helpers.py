@@ -476,7 +476,7 @@ def test_audit_power_rows_and_merge():
 def test_size_row_counts_false_alarms_below_the_binomial_tolerance():
     (row,) = ap.size_rows(200)
     assert row["rejections"] <= stats.binom.ppf(1 - 1e-6, 200, row["exact_size"])
-    assert row["exact_size"] <= row["alpha"]
+    assert row["exact_size"] <= row["beta"]
 
 
 # ------------------------------------------------- Laplace noise (chapter 4)

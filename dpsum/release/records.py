@@ -643,11 +643,11 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     (:prf:ref:`accuracy-thm-noise`). For the Laplace mechanism (noise of scale
     ``noise_std / sqrt(2)``) the half-width is ``scale ln(1/beta)``, exact in the
     same way. For a release of the grid path (``secure=True``) the protected
-    quantity is the statistic rounded to the grid, the noise is ``u_j Z_j`` with
-    ``Z_j`` discrete Gaussian of scale ``sigma``, and the half-width is
-    ``u_j ceil(sigma z)``: at least ``1 - beta``, since
-    ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``
-    (:prf:ref:`accuracy-prop-grid`).
+    quantity is the statistic rounded to the grid, the noise is ``q_j Y_j`` with
+    ``q_j`` the grid step and ``Y_j`` discrete Gaussian of scale ``tau_Z``, and the
+    half-width is ``q_j ceil(tau_Z z)``: at least ``1 - beta``, since
+    ``Pr[|Y| > r] <= 2 Phi(-r / tau_Z)`` at integers ``r``
+    (:ref:`accuracy-ex-grid`).
 
     **The private pipeline** (a :class:`~dpsum.release.PipelineRelease` of
     :func:`~dpsum.pipeline.private_sum` or :func:`~dpsum.pipeline.private_mean`).
@@ -765,9 +765,9 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
     Its radius is :func:`noise_norm_quantile` of the release's noise, so it
     covers the protected sum with probability exactly ``1 - beta`` for every
     dataset (:prf:ref:`accuracy-thm-noise`). For a release of the grid path the
-    radius is that quantile plus ``||u||``, the norm of one grid unit per
+    radius is that quantile plus ``||q||``, the norm of one grid step per
     coordinate, and the coverage at least ``1 - beta``
-    (:prf:ref:`accuracy-prop-grid`).
+    (:ref:`accuracy-ex-grid`).
 
     For the private pipeline (a :class:`~dpsum.release.PipelineRelease`) the
     ball covers the sum or mean of the clipped rows, ``theta`` of

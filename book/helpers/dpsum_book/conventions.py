@@ -887,18 +887,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 42 (book back): a figure without a caption (+5 more)',
         '13_private_pipeline':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        '14_accuracy':
-            'issue 42 (book back): a figure without a caption (+7 more)',
-        '15_case_study':
-            'issue 42 (book back): a figure without a caption (+5 more)',
-        '16_dp_sgd':
-            'issue 42 (book back): a figure without a caption (+3 more)',
-        '17_binary_sums':
-            'issue 42 (book back): a figure without a caption (+3 more)',
-        '18_auditing':
-            'issue 42 (book back): a figure without a caption (+5 more)',
-        '19_floating_point':
-            'issue 42 (book back): a figure without a caption (+3 more)',
         'a_at_scale':
             'issue 41 (book front): a figure without a caption (+3 more)',
         'b1_gaussian_calibration':
@@ -931,20 +919,6 @@ PENDING: dict[str, dict[str, str]] = {
         '13_private_pipeline':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.629, '
             '0.014 (+4 more)',
-        '14_accuracy':
-            'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.975, '
-            '1.8 (+1 more)',
-        '15_case_study':
-            'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 60% (+1 '
-            'more)',
-        '16_dp_sgd':
-            'issue 42 (book back): 3 number(s) neither glued nor printed by a cell: 7.5, 6.9,'
-            ' 1.5 (+1 more)',
-        '18_auditing':
-            'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.0105, '
-            '0.475 (+1 more)',
-        '19_floating_point':
-            'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 95%',
         'b2_generalized_chi_square':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 1.1',
         'c2_reproducing_evaluations':
@@ -962,19 +936,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 42 (book back): no NumPy implementation of the mechanism',
         '10_gaussian_data':
             'issue 42 (book back): no NumPy implementation of the mechanism',
-        '17_binary_sums':
-            'issue 42 (book back): no NumPy implementation of the mechanism',
-    },
-    'exercise_order': {
-        '15_case_study':
-            "issue 42 (book back): exercise 'case-study-ex-2' is medium after 'case-study-"
-            "ex-1', hard",
-        '17_binary_sums':
-            "issue 42 (book back): exercise 'binary-ex-2' is easy after 'binary-ex-1', medium",
-        '18_auditing':
-            "issue 42 (book back): exercise 'audit-ex-2' is easy after 'audit-ex-1', medium",
-        '19_floating_point':
-            "issue 42 (book back): exercise 'fp-ex-2' is easy after 'fp-ex-1', medium",
     },
     'research_log': {
         '06_elliptical_gaussian':
@@ -992,14 +953,6 @@ PENDING: dict[str, dict[str, str]] = {
             'log (+7 more)',
         '13_private_pipeline':
             "issue 42 (book back): an erratum ('errata') is research log (+1 more)",
-        '14_accuracy':
-            "issue 42 (book back): the report ('The research report') is research log (+2 "
-            'more)',
-        '15_case_study':
-            "issue 42 (book back): the first edition ('first edition') is research log (+1 "
-            'more)',
-        '19_floating_point':
-            "issue 42 (book back): the source(s) ('The sources') is research log",
         'a_at_scale':
             "issue 41 (book front): an issue name ('issue 552') is research log",
         'bibliography':
