@@ -899,12 +899,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 42 (book back): a figure without a caption (+5 more)',
         '19_floating_point':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        'a_at_scale':
-            'issue 41 (book front): a figure without a caption (+3 more)',
-        'b1_gaussian_calibration':
-            'issue 41 (book front): a figure without a caption (+1 more)',
-        'b2_generalized_chi_square':
-            'issue 41 (book front): a figure without a caption (+1 more)',
         'c2_reproducing_evaluations':
             'issue 41 (book front): a figure without a caption (+3 more)',
     },
@@ -945,8 +939,6 @@ PENDING: dict[str, dict[str, str]] = {
             '0.475 (+1 more)',
         '19_floating_point':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 95%',
-        'b2_generalized_chi_square':
-            'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 1.1',
         'c2_reproducing_evaluations':
             'issue 41 (book front): 8 number(s) neither glued nor printed by a cell: 0.4505, '
             '0.0026, 0.4494, 0.0025, 7.07, 0.35 ... (+1 more)',
@@ -1000,10 +992,6 @@ PENDING: dict[str, dict[str, str]] = {
             'more)',
         '19_floating_point':
             "issue 42 (book back): the source(s) ('The sources') is research log",
-        'a_at_scale':
-            "issue 41 (book front): an issue name ('issue 552') is research log",
-        'bibliography':
-            "issue 41 (book front): the source(s) ('the sources') is research log",
         'c2_reproducing_evaluations':
             "issue 41 (book front): an erratum ('errata') is research log (+2 more)",
         'notation':
