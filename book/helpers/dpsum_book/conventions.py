@@ -899,8 +899,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 42 (book back): a figure without a caption (+5 more)',
         '19_floating_point':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        'c2_reproducing_evaluations':
-            'issue 41 (book front): a figure without a caption (+3 more)',
     },
     'glued_numbers': {
         '02_gaussian_mechanism':
@@ -939,9 +937,6 @@ PENDING: dict[str, dict[str, str]] = {
             '0.475 (+1 more)',
         '19_floating_point':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 95%',
-        'c2_reproducing_evaluations':
-            'issue 41 (book front): 8 number(s) neither glued nor printed by a cell: 0.4505, '
-            '0.0026, 0.4494, 0.0025, 7.07, 0.35 ... (+1 more)',
     },
     'numpy_mechanism': {
         '02_gaussian_mechanism':
@@ -992,8 +987,6 @@ PENDING: dict[str, dict[str, str]] = {
             'more)',
         '19_floating_point':
             "issue 42 (book back): the source(s) ('The sources') is research log",
-        'c2_reproducing_evaluations':
-            "issue 41 (book front): an erratum ('errata') is research log (+2 more)",
         'notation':
             "issue 41 (book front): an earlier draft ('earlier drafts') is research log",
     },
