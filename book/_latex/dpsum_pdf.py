@@ -9,6 +9,15 @@ cross-references ("Proposition 2.2.1"). After the build, the parts of
 (``secnumdepth`` -1); the part captioned "Appendices" starts LaTeX's
 ``\\appendix`` (chapters A, B, ...); numbered parts keep the class's numbering.
 
+LaTeX build, the API page: the HTML book documents every public name in
+full (signature, parameters, examples), which in print took a third of the
+PDF. In the LaTeX build each object description of ``book/api`` (and every
+method or attribute inside it) becomes one line: its dotted name and the
+first sentence of its documentation (:func:`summarise_descriptions`). The
+line keeps the description's targets, so every cross-reference from the
+chapters still lands on it; the page's ``{only} latex`` note points to the
+HTML book for the rest.
+
 HTML build: ``make pdf`` writes ``_build/latex/dpsum.pdf``. When the HTML book
 is built and that file exists, it is copied next to the pages (``dpsum.pdf``
 at the root of the HTML output) and the template variable ``dpsum_pdf`` is
@@ -22,11 +31,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging
 
 PDF_NAME = "dpsum.pdf"
+#: the page whose object descriptions the PDF summarises
+API_DOC = "book/api"
 _PART = re.compile(r"^\\part\{.*\}\s*$", re.M)
 _logger = logging.getLogger(__name__)
 
@@ -86,7 +99,86 @@ def _number_parts(app: Sphinx, exception: Exception | None) -> None:
         path.write_text(new, encoding="utf-8")
 
 
+def _first_sentence(paragraph: nodes.paragraph) -> list[nodes.Node]:
+    """Copies of the inline nodes of ``paragraph`` up to its first full stop."""
+    out: list[nodes.Node] = []
+    for child in paragraph.children:
+        if isinstance(child, nodes.Text):
+            text = str(child)
+            cut = re.search(r"\.(\s|$)", text)
+            if cut:
+                out.append(nodes.Text(text[:cut.start() + 1]))
+                return out
+        out.append(child.deepcopy())
+    return out
+
+
+def _name(desc: addnodes.desc) -> str:
+    for sig in desc.findall(addnodes.desc_signature):
+        module, full = sig.get("module"), sig.get("fullname")
+        if full:
+            return f"{module}.{full}" if module else full
+    return desc.astext().split("(")[0].strip()
+
+
+def summary_lines(desc: addnodes.desc) -> list[nodes.list_item]:
+    """One list item per object described in ``desc`` (itself, then its members).
+
+    Each item holds a target with the ids of the object's signatures, its
+    dotted name as literal text and the first sentence of its first
+    paragraph.
+    """
+    items = []
+    for node in [desc, *desc.findall(addnodes.desc, include_self=False)]:
+        ids = [i for sig in node.children if isinstance(sig, addnodes.desc_signature)
+               for i in sig["ids"]]
+        para = nodes.paragraph()
+        if ids:
+            para += nodes.target("", "", ids=ids)
+        para += nodes.literal(text=_name(node))
+        content = next((c for c in node.children if isinstance(c, addnodes.desc_content)), None)
+        first = next((c for c in content.children if isinstance(c, nodes.paragraph)), None) \
+            if content is not None else None
+        if first is not None:
+            para += nodes.Text(" \N{EM DASH} ")
+            para.extend(_first_sentence(first))
+        items.append(nodes.list_item("", para))
+    return items
+
+
+def summarise_descriptions(tree: nodes.Element) -> int:
+    """Replace every outermost object description under ``tree`` by its summary lines.
+
+    Returns the number of lines written. Module and section text stays.
+    """
+    outer = [d for d in tree.findall(addnodes.desc)
+             if not any(isinstance(a, addnodes.desc) for a in _ancestors(d))]
+    count = 0
+    for desc in outer:
+        items = summary_lines(desc)
+        count += len(items)
+        desc.replace_self(nodes.bullet_list("", *items, bullet="-", classes=["dpsum-api-summary"]))
+    return count
+
+
+def _ancestors(node: nodes.Node):
+    parent = node.parent
+    while parent is not None:
+        yield parent
+        parent = parent.parent
+
+
+def _summarise_api(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    if app.builder.format != "latex":
+        return
+    for part in doctree.findall(addnodes.start_of_file):
+        if part.get("docname") == API_DOC:
+            lines = summarise_descriptions(part)
+            _logger.info("dpsum_pdf: %s summarised in %d lines", API_DOC, lines)
+
+
 def setup(app: Sphinx) -> dict[str, object]:
     app.connect("config-inited", _link_pdf)
+    app.connect("doctree-resolved", _summarise_api)
     app.connect("build-finished", _number_parts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
