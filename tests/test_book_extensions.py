@@ -39,15 +39,18 @@ def test_each_description_and_member_becomes_one_line_with_its_ids():
                   nodes.Text(". Then more.")])
     section = nodes.section("", nodes.title(text="Release a sum"),
                             nodes.paragraph(text="Section text stays."), cls, func)
-    assert summarise_descriptions(section) == 3
+    section.insert(2, addnodes.index(entries=[]))     # index entries before an object
+    assert summarise_descriptions(section) == 2
     assert not list(section.findall(addnodes.desc))
+    assert len(list(section.findall(nodes.bullet_list))) == 1   # adjacent lines: one list
     lines = [item.astext() for item in section.findall(nodes.list_item)]
     assert lines == [
-        "dpsum.release.Release \N{EM DASH} A release and its noise.",
-        "dpsum.release.Release.confidence_ball \N{EM DASH} A ball that holds the sum.",
+        "dpsum.release.Release \N{EM DASH} A release and its noise. "
+        "Members: confidence_ball.",
         "dpsum.mechanisms.gaussian_mechanism \N{EM DASH} Release x with noise of scale "
         r"\sigma.",
     ]
+    assert len(list(section.findall(addnodes.index))) == 1
     ids = [t["ids"] for t in section.findall(nodes.target)]
     assert ids == [["dpsum.release.Release"], ["dpsum.release.Release.confidence_ball"],
                    ["dpsum.mechanisms.gaussian_mechanism"]]
@@ -75,3 +78,18 @@ def test_each_script_is_kept_once_in_order():
                _JavaScript("_static/doctools.js", priority=800)]
     kept = unique_scripts(scripts)
     assert kept == [scripts[0], scripts[1], scripts[2], scripts[4]]
+
+
+def test_a_signature_without_a_full_name_gives_its_text_on_one_line():
+    sig = addnodes.desc_signature("", "", ids=[])
+    sig += addnodes.desc_name(text="epsilon, delta")
+    content = addnodes.desc_content()
+    content += nodes.paragraph(text="The privacy guarantee.")
+    desc = addnodes.desc(objtype="attribute", domain="py")
+    desc += sig
+    desc += content
+    tree = nodes.section("", desc)
+    assert summarise_descriptions(tree) == 1
+    assert [i.astext() for i in tree.findall(nodes.list_item)] == [
+        "epsilon, delta \N{EM DASH} The privacy guarantee."]
+    assert not list(tree.findall(nodes.target))
