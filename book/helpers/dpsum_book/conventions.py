@@ -887,14 +887,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 42 (book back): a figure without a caption (+5 more)',
         '13_private_pipeline':
             'issue 42 (book back): a figure without a caption (+3 more)',
-        'a_at_scale':
-            'issue 41 (book front): a figure without a caption (+3 more)',
-        'b1_gaussian_calibration':
-            'issue 41 (book front): a figure without a caption (+1 more)',
-        'b2_generalized_chi_square':
-            'issue 41 (book front): a figure without a caption (+1 more)',
-        'c2_reproducing_evaluations':
-            'issue 41 (book front): a figure without a caption (+3 more)',
     },
     'glued_numbers': {
         '02_gaussian_mechanism':
@@ -919,11 +911,6 @@ PENDING: dict[str, dict[str, str]] = {
         '13_private_pipeline':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.629, '
             '0.014 (+4 more)',
-        'b2_generalized_chi_square':
-            'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 1.1',
-        'c2_reproducing_evaluations':
-            'issue 41 (book front): 8 number(s) neither glued nor printed by a cell: 0.4505, '
-            '0.0026, 0.4494, 0.0025, 7.07, 0.35 ... (+1 more)',
     },
     'numpy_mechanism': {
         '02_gaussian_mechanism':
@@ -953,12 +940,6 @@ PENDING: dict[str, dict[str, str]] = {
             'log (+7 more)',
         '13_private_pipeline':
             "issue 42 (book back): an erratum ('errata') is research log (+1 more)",
-        'a_at_scale':
-            "issue 41 (book front): an issue name ('issue 552') is research log",
-        'bibliography':
-            "issue 41 (book front): the source(s) ('the sources') is research log",
-        'c2_reproducing_evaluations':
-            "issue 41 (book front): an erratum ('errata') is research log (+2 more)",
         'notation':
             "issue 41 (book front): an earlier draft ('earlier drafts') is research log",
     },
