@@ -155,7 +155,7 @@ def grid_clipped_sum(X: np.ndarray, clip_norm: float, scaling: ArrayLike | None 
     """The Gaussian-data mechanism's clipped sum on the grid ``2^K``, summed exactly in integers.
 
     Each row ``x̂_i = (x_i - c) ⊙ b`` is clipped to ``C_in = C - sqrt(d) 2^(K-1)``
-    (rounded down) with the kernel of :func:`accumulate_grid`, then
+    (rounded down) with the grid kernel (``accumulate_grid``), then
     every coordinate is rounded to the nearest multiple of ``2^K``, giving an
     integer vector ``q_i`` with ``||q_i|| 2^K <= C`` exactly (proof in the
     book). The integer vectors are summed exactly, so the result does not
@@ -302,7 +302,7 @@ def _grid_factors(sq: np.ndarray, plan: Any) -> np.ndarray:
 
     A row with ``f = 1`` has ``sqrt(sq) <= C_n (1 - mu)``, so its exact squared
     norm is at most ``(C_n^2 (1 - mu)^2 + A) / (1 - gamma_{d+2}) <= C_n^2``; a
-    row with ``f < 1`` has ``sq >= 1/2`` and the bound of :func:`accumulate_grid`
+    row with ``f < 1`` has ``sq >= 1/2`` and the bound of ``accumulate_grid``
     applies. No branch depends on the data.
     """
     with np.errstate(divide="ignore"):
@@ -465,7 +465,7 @@ def clipped_sum(X: ArrayLike, clip_norm: float, scaling: ArrayLike | None = None
 
     Computes ``T = sum_i r_i``, ``r_i`` the row ``x̂_i = (x_i - center) ⊙ scaling``
     clipped to norm ``C (1 - 2^-32)`` and rounded to the fine public grid
-    ``2^K`` of :data:`EXACT_CHARGE` (so ``||r_i|| <= C`` exactly), with the
+    ``2^K`` of ``EXACT_CHARGE`` (so ``||r_i|| <= C`` exactly), with the
     integers summed exactly and the total rounded once to float64 (saturating
     at the largest float). ``T`` is the same float for any order of the rows,
     any split into blocks and on any machine. This is the non-private
@@ -598,7 +598,7 @@ def clamped_sum(X: ArrayLike, half_widths: ArrayLike) -> tuple[np.ndarray, int]:
     The per-coordinate clipping of the Elliptical Gaussian mechanism (each row
     lies in a box of side ``Delta_j = 2 h_j``): values are clamped to
     ``h_j (1 - 2^-33)`` or a little more and rounded to a power-of-two grid
-    ``g_j <= h_j 2^-32`` (:func:`make_clamp_plan`), the integers summed
+    ``g_j <= h_j 2^-32`` (``make_clamp_plan``), the integers summed
     exactly and the total rounded once. The same float for any row order,
     split or machine. ``X`` is a real array of shape (n, d), finite.
 
