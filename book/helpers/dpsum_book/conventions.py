@@ -877,8 +877,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): a figure without a caption (+5 more)',
         '07_lower_bounds':
             'issue 41 (book front): a figure without a caption (+1 more)',
-        '13_private_pipeline':
-            'issue 42 (book back): a figure without a caption (+3 more)',
         '14_accuracy':
             'issue 42 (book back): a figure without a caption (+7 more)',
         '15_case_study':
@@ -909,9 +907,6 @@ PENDING: dict[str, dict[str, str]] = {
         '07_lower_bounds':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.2 (+1 '
             'more)',
-        '13_private_pipeline':
-            'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.629, '
-            '0.014 (+4 more)',
         '14_accuracy':
             'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.975, '
             '1.8 (+1 more)',
@@ -959,8 +954,6 @@ PENDING: dict[str, dict[str, str]] = {
             'more)',
         '07_lower_bounds':
             "issue 41 (book front): the source(s) ('the sources') is research log",
-        '13_private_pipeline':
-            "issue 42 (book back): an erratum ('errata') is research log (+1 more)",
         '14_accuracy':
             "issue 42 (book back): the report ('The research report') is research log (+2 "
             'more)',
