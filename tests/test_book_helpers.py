@@ -701,3 +701,16 @@ def test_pipeline_helpers_box_mean_law_and_small_data_study():
     row = study[40, 0.0]
     assert set(row) == {"pipeline", "isotropic", "box", "floor", "mean", "strategy"}
     assert all(row[k].shape == (3,) and np.all(row[k] >= 0) for k in row if k != "strategy")
+
+
+def test_cost_figure_draws_setting_a_for_both_methods():
+    """Chapter 13's cost figure: one line per (method, rho), each over the same d's."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from dpsum_book import pipeline as pl
+    fig = pl.cost_figure()
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 4
+    ds = {tuple(line.get_xdata()) for line in lines}
+    assert len(ds) == 1 and min(next(iter(ds))) == 16
+    assert all(np.all(np.asarray(line.get_ydata()) > 0) for line in lines)

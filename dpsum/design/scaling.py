@@ -70,7 +70,7 @@ def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
     The normalisation is the constraint of the chapter :ref:`Gaussian data
     <gaussian-data-constraint>`, ``sum_j (b_j sigma_j)^2 = 1``. ``alpha = 0``
     is isotropic clipping, ``alpha = 1/2`` the scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`
-    and ``alpha = 1`` whitening (:ref:`ch6-best-scaling`).
+    and ``alpha = 1`` whitening (:ref:`choosing-best-scaling`).
 
     Parameters
     ----------
@@ -130,7 +130,7 @@ def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
 
 def whitening_scaling(stds: ArrayLike) -> np.ndarray:
     """Whitening, ``b_j = 1 / (sigma_j sqrt(d))``: every scaled coordinate has
-    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (:ref:`ch6-best-scaling`).
+    variance ``1/d`` and ``E||x ⊙ b||^2 = 1`` (:ref:`choosing-best-scaling`).
 
     Examples
     --------
@@ -234,7 +234,7 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     has the units of ``1/sigma``. The family solves the stationarity
     condition of the exact error ``C(b)^2 sum_j b_j^{-2}`` when the
     conditional moments ``E[Z_j^2 | ||x̂|| = C]`` are replaced by their
-    saddlepoint values ``1 / (1 - 2 s w_j)`` (:ref:`ch6-tilted-family`).
+    saddlepoint values ``1 / (1 - 2 s w_j)`` (:ref:`choosing-tilted-family`).
 
     Parameters
     ----------
@@ -355,7 +355,7 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     :func:`dpsum.design.clip_radius` and the minimised quantity is
     ``F(b) = C(b)^2 sum_j b_j^{-2}``, which fixes the error for every
     ``epsilon``, ``delta`` and neighbouring relation at once
-    (:ref:`ch6-best-scaling`).
+    (:ref:`choosing-best-scaling`).
 
     Parameters
     ----------

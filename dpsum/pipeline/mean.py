@@ -26,7 +26,7 @@ bounds every coordinate, they run these steps, each private:
    (:func:`_bias_check`): a private, exactly summed bound on how far clipping
    at ``C`` moves the rows decides, as post-processing, between the clipped
    sum and the box's Elliptical Gaussian mechanism (the book's appendix
-   :ref:`The private pipeline's design <a2-pipeline-design>`);
+   :ref:`the bias check <a3-bias-check>`);
 6. ``mean`` — the Gaussian-data mechanism's clipped sum with Gaussian noise, calibrated to
    what is left of the budget.
 

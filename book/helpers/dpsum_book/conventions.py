@@ -877,16 +877,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): a figure without a caption (+5 more)',
         '07_lower_bounds':
             'issue 41 (book front): a figure without a caption (+1 more)',
-        '09_clipping_without_a_model':
-            'issue 42 (book back): a figure without a caption (+5 more)',
-        '10_gaussian_data':
-            'issue 42 (book back): a figure without a caption (+3 more)',
-        '11_bernstein_bound':
-            'issue 42 (book back): a figure without a caption (+1 more)',
-        '12_choosing_scaling':
-            'issue 42 (book back): a figure without a caption (+5 more)',
-        '13_private_pipeline':
-            'issue 42 (book back): a figure without a caption (+3 more)',
     },
     'glued_numbers': {
         '02_gaussian_mechanism':
@@ -897,20 +887,6 @@ PENDING: dict[str, dict[str, str]] = {
         '07_lower_bounds':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.2 (+1 '
             'more)',
-        '09_clipping_without_a_model':
-            'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 0.75 (+1 '
-            'more)',
-        '10_gaussian_data':
-            'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 0.632',
-        '11_bernstein_bound':
-            'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 26% (+3 '
-            'more)',
-        '12_choosing_scaling':
-            'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.455, '
-            '1.5364 (+1 more)',
-        '13_private_pipeline':
-            'issue 42 (book back): 2 number(s) neither glued nor printed by a cell: 0.629, '
-            '0.014 (+4 more)',
     },
     'numpy_mechanism': {
         '02_gaussian_mechanism':
@@ -919,10 +895,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): no NumPy implementation of the mechanism',
         '06_elliptical_gaussian':
             'issue 41 (book front): no NumPy implementation of the mechanism',
-        '09_clipping_without_a_model':
-            'issue 42 (book back): no NumPy implementation of the mechanism',
-        '10_gaussian_data':
-            'issue 42 (book back): no NumPy implementation of the mechanism',
     },
     'research_log': {
         '06_elliptical_gaussian':
@@ -930,16 +902,6 @@ PENDING: dict[str, dict[str, str]] = {
             'more)',
         '07_lower_bounds':
             "issue 41 (book front): the source(s) ('the sources') is research log",
-        '10_gaussian_data':
-            "issue 42 (book back): the report ('the research report') is research log (+1 "
-            'more)',
-        '11_bernstein_bound':
-            "issue 42 (book back): the source(s) ('the source') is research log",
-        '12_choosing_scaling':
-            "issue 42 (book back): a chapter-style anchor ('ch6-best-scaling') is research "
-            'log (+7 more)',
-        '13_private_pipeline':
-            "issue 42 (book back): an erratum ('errata') is research log (+1 more)",
         'notation':
             "issue 41 (book front): an earlier draft ('earlier drafts') is research log",
     },
