@@ -865,10 +865,6 @@ def rules_for(page: Page, mechanism_chapters: frozenset[str] | None = None) -> l
 #: it"), so the list only shrinks. Pages not listed here meet every rule.
 PENDING: dict[str, dict[str, str]] = {
     'captions': {
-        '01_differential_privacy':
-            'issue 41 (book front): a figure without a caption (+3 more)',
-        '02_gaussian_mechanism':
-            'issue 41 (book front): a figure without a caption (+7 more)',
         '04_laplace_vs_gaussian':
             'issue 41 (book front): a figure without a caption (+5 more)',
         '05_quadratic_forms':
@@ -909,9 +905,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): a figure without a caption (+3 more)',
     },
     'glued_numbers': {
-        '02_gaussian_mechanism':
-            'issue 41 (book front): 2 number(s) neither glued nor printed by a cell: 0.353, '
-            '1.38',
         '04_laplace_vs_gaussian':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.1',
         '07_lower_bounds':
@@ -952,8 +945,6 @@ PENDING: dict[str, dict[str, str]] = {
             '0.0026, 0.4494, 0.0025, 7.07, 0.35 ... (+1 more)',
     },
     'numpy_mechanism': {
-        '02_gaussian_mechanism':
-            'issue 41 (book front): no NumPy implementation of the mechanism',
         '04_laplace_vs_gaussian':
             'issue 41 (book front): no NumPy implementation of the mechanism',
         '06_elliptical_gaussian':
