@@ -865,12 +865,8 @@ def rules_for(page: Page, mechanism_chapters: frozenset[str] | None = None) -> l
 #: it"), so the list only shrinks. Pages not listed here meet every rule.
 PENDING: dict[str, dict[str, str]] = {
     'captions': {
-        '04_laplace_vs_gaussian':
-            'issue 41 (book front): a figure without a caption (+5 more)',
         '05_quadratic_forms':
             'issue 41 (book front): a figure without a caption (+1 more)',
-        '06_elliptical_gaussian':
-            'issue 41 (book front): a figure without a caption (+5 more)',
         '07_lower_bounds':
             'issue 41 (book front): a figure without a caption (+1 more)',
         '09_clipping_without_a_model':
@@ -905,8 +901,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): a figure without a caption (+3 more)',
     },
     'glued_numbers': {
-        '04_laplace_vs_gaussian':
-            'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.1',
         '07_lower_bounds':
             'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.2 (+1 '
             'more)',
@@ -945,10 +939,6 @@ PENDING: dict[str, dict[str, str]] = {
             '0.0026, 0.4494, 0.0025, 7.07, 0.35 ... (+1 more)',
     },
     'numpy_mechanism': {
-        '04_laplace_vs_gaussian':
-            'issue 41 (book front): no NumPy implementation of the mechanism',
-        '06_elliptical_gaussian':
-            'issue 41 (book front): no NumPy implementation of the mechanism',
         '09_clipping_without_a_model':
             'issue 42 (book back): no NumPy implementation of the mechanism',
         '10_gaussian_data':
@@ -968,9 +958,6 @@ PENDING: dict[str, dict[str, str]] = {
             "issue 42 (book back): exercise 'fp-ex-2' is easy after 'fp-ex-1', medium",
     },
     'research_log': {
-        '06_elliptical_gaussian':
-            "issue 41 (book front): the report ('the research report') is research log (+1 "
-            'more)',
         '07_lower_bounds':
             "issue 41 (book front): the source(s) ('the sources') is research log",
         '10_gaussian_data':
