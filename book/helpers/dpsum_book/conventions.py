@@ -865,8 +865,6 @@ def rules_for(page: Page, mechanism_chapters: frozenset[str] | None = None) -> l
 #: it"), so the list only shrinks. Pages not listed here meet every rule.
 PENDING: dict[str, dict[str, str]] = {
     'captions': {
-        '07_lower_bounds':
-            'issue 41 (book front): a figure without a caption (+1 more)',
         '09_clipping_without_a_model':
             'issue 42 (book back): a figure without a caption (+5 more)',
         '10_gaussian_data':
@@ -899,9 +897,6 @@ PENDING: dict[str, dict[str, str]] = {
             'issue 41 (book front): a figure without a caption (+3 more)',
     },
     'glued_numbers': {
-        '07_lower_bounds':
-            'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.2 (+1 '
-            'more)',
         '09_clipping_without_a_model':
             'issue 42 (book back): 1 number(s) neither glued nor printed by a cell: 0.75 (+1 '
             'more)',
@@ -956,8 +951,6 @@ PENDING: dict[str, dict[str, str]] = {
             "issue 42 (book back): exercise 'fp-ex-2' is easy after 'fp-ex-1', medium",
     },
     'research_log': {
-        '07_lower_bounds':
-            "issue 41 (book front): the source(s) ('the sources') is research log",
         '10_gaussian_data':
             "issue 42 (book back): the report ('the research report') is research log (+1 "
             'more)',
