@@ -975,8 +975,6 @@ PENDING: dict[str, dict[str, str]] = {
             "issue 41 (book front): the source(s) ('the sources') is research log",
         'c2_reproducing_evaluations':
             "issue 41 (book front): an erratum ('errata') is research log (+2 more)",
-        'notation':
-            "issue 41 (book front): an earlier draft ('earlier drafts') is research log",
     },
 }
 
