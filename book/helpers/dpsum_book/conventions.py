@@ -863,49 +863,7 @@ def rules_for(page: Page, mechanism_chapters: frozenset[str] | None = None) -> l
 #: owner issue and the first problem when the entry was written). The test
 #: prints it; an entry whose page now passes its rule fails the test ("remove
 #: it"), so the list only shrinks. Pages not listed here meet every rule.
-PENDING: dict[str, dict[str, str]] = {
-    'captions': {
-        '01_differential_privacy':
-            'issue 41 (book front): a figure without a caption (+3 more)',
-        '02_gaussian_mechanism':
-            'issue 41 (book front): a figure without a caption (+7 more)',
-        '04_laplace_vs_gaussian':
-            'issue 41 (book front): a figure without a caption (+5 more)',
-        '05_quadratic_forms':
-            'issue 41 (book front): a figure without a caption (+1 more)',
-        '06_elliptical_gaussian':
-            'issue 41 (book front): a figure without a caption (+5 more)',
-        '07_lower_bounds':
-            'issue 41 (book front): a figure without a caption (+1 more)',
-    },
-    'glued_numbers': {
-        '02_gaussian_mechanism':
-            'issue 41 (book front): 2 number(s) neither glued nor printed by a cell: 0.353, '
-            '1.38',
-        '04_laplace_vs_gaussian':
-            'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.1',
-        '07_lower_bounds':
-            'issue 41 (book front): 1 number(s) neither glued nor printed by a cell: 2.2 (+1 '
-            'more)',
-    },
-    'numpy_mechanism': {
-        '02_gaussian_mechanism':
-            'issue 41 (book front): no NumPy implementation of the mechanism',
-        '04_laplace_vs_gaussian':
-            'issue 41 (book front): no NumPy implementation of the mechanism',
-        '06_elliptical_gaussian':
-            'issue 41 (book front): no NumPy implementation of the mechanism',
-    },
-    'research_log': {
-        '06_elliptical_gaussian':
-            "issue 41 (book front): the report ('the research report') is research log (+1 "
-            'more)',
-        '07_lower_bounds':
-            "issue 41 (book front): the source(s) ('the sources') is research log",
-        'notation':
-            "issue 41 (book front): an earlier draft ('earlier drafts') is research log",
-    },
-}
+PENDING: dict[str, dict[str, str]] = {}
 
 
 
