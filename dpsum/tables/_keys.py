@@ -100,8 +100,11 @@ def canonical_codes(col: Any, name: str) -> tuple[np.ndarray, list]:
     kind = getattr(col.dtype, "kind", "O")
     if V._is_series(col):
         if kind in "iu":
-            codes, uniq = col.factorize(sort=True)
-            return np.asarray(codes, dtype=np.int64), [int(v) for v in np.asarray(uniq)]
+            codes, uniq = col.factorize(sort=True, use_na_sentinel=True)
+            codes = np.asarray(codes, dtype=np.int64)
+            if codes.size and codes.min() < 0:       # a nullable integer column with NA
+                raise ValueError(f"{name} has missing ids (NA): every row needs its id")
+            return codes, [int(v) for v in np.asarray(uniq, dtype=object)]
         try:
             codes, uniq = col.factorize(sort=True, use_na_sentinel=True)
         except TypeError:

@@ -278,6 +278,28 @@ def _noise(sens: float, sopt: float, share: float, what: str) -> float:
     return s
 
 
+def _statistics(table: Any, listed: list | None, bounds: ContributionBounds, key: bytes,
+                C: float) -> tuple[Any, list, np.ndarray]:
+    """The pre-noise statistics: the bounded table, each group's exact sum of
+    clipped, grid-rounded cell vectors (``Fraction`` entries, in the data's
+    units) and each group's unit count. **Private**."""
+    plan, K, kk = make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)
+    b = _bounded(table, listed, bounds, key)
+    G = len(b.groups)
+    order = np.argsort(b.group_index, kind="stable")
+    vec = np.ascontiguousarray(b.vectors[order])
+    ends = np.cumsum(np.bincount(b.group_index, minlength=G))
+    unit = Fraction(2) ** K
+    zero = [0] * table.d
+    sums = []
+    start = 0
+    for g in range(G):
+        S = accumulate_grid(vec[start:ends[g]], plan, kk)[0] if ends[g] > start else zero
+        sums.append([Fraction(int(s)) * unit for s in S])
+        start = int(ends[g])
+    return b, sums, np.bincount(b.group_index, minlength=G)
+
+
 def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows: int,
                        epsilon: float, delta: float, by: Any = None, columns: Any = None,
                        max_groups: int = 1, groups: Any = None, statistic: str = "sum",
@@ -398,23 +420,11 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
     table = table_structure(X, privacy_unit, by, columns)
     if listed is not None:
         check_groups(listed, len(table.keys))
-    plan, K, kk = make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)
+    make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)   # refuses a tiny C
     # 3. the data: bounding, exact sums
     key = H.draw_key(gen)
-    b = _bounded(table, listed, bounds, key)
+    b, sums, counts = _statistics(table, listed, bounds, key, C)
     G = len(b.groups)
-    order = np.argsort(b.group_index, kind="stable")
-    vec = np.ascontiguousarray(b.vectors[order])
-    ends = np.cumsum(np.bincount(b.group_index, minlength=G))
-    unit = Fraction(2) ** K
-    zero = [0] * table.d
-    sums = []
-    start = 0
-    for g in range(G):
-        S = accumulate_grid(vec[start:ends[g]], plan, kk)[0] if ends[g] > start else zero
-        sums.append([Fraction(int(s)) * unit for s in S])
-        start = int(ends[g])
-    counts = np.bincount(b.group_index, minlength=G)
     # 4. noise, in a fixed order: sums, counts, truncated units
     z = gen.normal(size=(G, table.d)) * sigma_s
     noisy = np.array([noisy_estimate(sums[g], z[g]) for g in range(G)]).reshape(G, table.d)
