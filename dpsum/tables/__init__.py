@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from dpsum.tables.groups import COUNT_SHARE, TRUNCATION_SHARE, GroupRelease, private_group_sums
 from dpsum.tables.selection import SELECTION_DELTA_SHARE, selection_delta, selection_threshold
-from dpsum.tables.units import BoundedContributions, ContributionBounds, bound_contributions
+from dpsum.tables.units import ContributionBounds, bound_contributions
 
 __all__ = [
-    "BoundedContributions",
     "COUNT_SHARE",
     "ContributionBounds",
     "GroupRelease",

@@ -80,7 +80,7 @@ class GroupRelease(V.Record):
     groups : tuple
         The released groups (all listed groups, or those that passed the
         threshold), in order.
-    by : tuple
+    key_columns : tuple
         The names of the group key columns (``("group",)`` for an array key).
     columns : tuple
         The value columns' labels (their positions for an array ``X``).
@@ -112,7 +112,7 @@ class GroupRelease(V.Record):
     """
 
     groups: tuple
-    by: tuple
+    key_columns: tuple
     columns: tuple
     noisy_sum: np.ndarray
     sum_std: float
@@ -138,15 +138,15 @@ class GroupRelease(V.Record):
         V.check_record_fields(self)
         G, d = len(self.groups), len(self.columns)
         if self.noisy_sum.shape != (G, d):
-            raise ValueError(f"noisy_sum must have shape {(G, d)} (groups, columns), got "
-                             f"{self.noisy_sum.shape}")
+            raise ValueError(f"noisy_sum must have shape (len(groups), len(columns)) = "
+                             f"{(G, d)}, got {self.noisy_sum.shape}")
         for name in ("sum_std", "clip_norm", "sensitivity", "sigma_opt"):
             V.record_scalar(getattr(self, name), name, low=0.0, closed_low=False)
         if (self.noisy_count is None) != (self.count_std is None):
             raise ValueError("noisy_count and count_std must both be given or both be None")
         if self.noisy_count is not None:
             if self.noisy_count.shape != (G,):
-                raise ValueError(f"noisy_count must have shape {(G,)} (one per group), got "
+                raise ValueError(f"noisy_count must have shape (len(groups),) = {(G,)}, got "
                                  f"{self.noisy_count.shape}")
             V.record_scalar(self.count_std, "count_std", low=0.0, closed_low=False)
         if (self.truncated_units is None) != (self.truncated_std is None):
@@ -242,8 +242,8 @@ class GroupRelease(V.Record):
             raise ImportError("to_pandas needs pandas: pip install pandas") from None
         G, d = self.noisy_sum.shape
         data: dict[str, Any] = {}
-        for j, name in enumerate(self.by):
-            data[name] = [g[j] if isinstance(g, tuple) and len(self.by) > 1 else g
+        for j, name in enumerate(self.key_columns):
+            data[name] = [g[j] if isinstance(g, tuple) and len(self.key_columns) > 1 else g
                           for g in self.groups for _ in range(d)]
         data["column"] = [c for _ in range(G) for c in self.columns]
         data["estimate"] = self.estimate.ravel()
@@ -440,7 +440,7 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         keep = np.flatnonzero(noisy_count > tau)
     cols = table.columns if table.columns is not None else tuple(range(table.d))
     return GroupRelease(
-        groups=tuple(b.groups[i] for i in keep), by=table.by_names or ("group",),
+        groups=tuple(b.groups[i] for i in keep), key_columns=table.by_names or ("group",),
         columns=tuple(cols), noisy_sum=noisy[keep].reshape(len(keep), table.d),
         sum_std=sigma_s,
         noisy_count=None if noisy_count is None else noisy_count[keep],

@@ -86,9 +86,13 @@ def selection_threshold(sigma: float, max_groups: int, delta: float) -> float:
     k = V.check_integer(max_groups, "max_groups")
     d = float(V.check_open_interval(delta, "delta", 0.0, 1.0, scalar=True))
     x = -math.expm1(math.log1p(-d) / k)          # per-group tail probability
+    if not x > 0.0:
+        raise ValueError("delta is too small for this max_groups: the per-group tail "
+                         "probability delta / max_groups underflows")
     tau = 1.0 + s * float(-ndtri(x))
     if not math.isfinite(tau):
-        raise ValueError("the selection threshold overflows: sigma is too large")
+        raise ValueError("the selection threshold overflows: sigma is too large (or delta "
+                         "too small)")
     step = abs(tau) * 2.0 ** -50 + s * 2.0 ** -50
     target = d * (1.0 - 2.0 ** -36)              # a margin for the evaluation's rounding
     while selection_delta(tau, s, k) > target:
