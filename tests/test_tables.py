@@ -36,10 +36,11 @@ KEY = bytes(range(16))
 def _stats(X, units, keys, *, C, max_rows, max_groups, groups=None, per_unit="sum", key=KEY):
     table = table_structure(X, units, keys, None)
     listed = check_groups(groups, len(table.keys))
-    b, sums, counts = _statistics(table, listed, ContributionBounds(max_rows, max_groups,
-                                                                    per_unit), key, C)
-    return b, {g: s for g, s in zip(b.groups, sums)}, {g: int(c) for g, c in
-                                                         zip(b.groups, counts)}
+    b, sums, K, counts = _statistics(table, listed, ContributionBounds(max_rows, max_groups,
+                                                                       per_unit), key, C)
+    unit = Fraction(2) ** K
+    return b, {g: [Fraction(v) * unit for v in s] for g, s in zip(b.groups, sums)}, \
+        {g: int(c) for g, c in zip(b.groups, counts)}
 
 
 def _extreme_table(rng, n_units, n_groups, scale):
@@ -487,3 +488,26 @@ def test_the_record_refuses_impossible_fields():
         GroupRelease(**{**fields, "noisy_count": None})
     with pytest.raises(ValueError, match="epsilon"):
         GroupRelease(**{**fields, "epsilon": -1.0})
+
+
+def test_the_fast_exact_rounding_agrees_with_fractions_bit_for_bit():
+    """S 2^K + z rounded once in integer arithmetic, against Fraction, over
+    subnormal, huge and saturating values."""
+    import random
+    from dpsum.kernels._exact import to_float
+    from dpsum.tables._round import noisy_grid_sum
+    rnd = random.Random(16)
+    M = np.finfo(np.float64).max
+    cases = [(0, 0, 5e-324), (1, -1075, 0.0), (3, -1076, 0.0), (1, -1076, 0.0),
+             (2**53 + 1, 970, 0.0), (2**54 - 1, 971, 0.0), (-(2**60), 964, -M), (7, 0, -7.0)]
+    for _ in range(20000):
+        K = rnd.randint(-1200, 1000)
+        S = rnd.choice([0, rnd.randint(-9, 9), rnd.getrandbits(rnd.randint(1, 130))
+                        * rnd.choice([-1, 1])])
+        z = rnd.choice([0.0, math.ldexp(rnd.uniform(-1, 1), rnd.randint(-1080, 1023)),
+                        5e-324 * rnd.randint(-9, 9)])
+        cases.append((S, K, z))
+    for S, K, z in cases:
+        want = to_float(Fraction(S) * Fraction(2) ** K + Fraction(z))
+        got = noisy_grid_sum(S, K, z)
+        assert want == got, (S, K, z)

@@ -44,11 +44,12 @@ import numpy as np
 
 from dpsum import _validation as V
 from dpsum._special import sqrt_up
-from dpsum.kernels._exact import EXACT_CHARGE, noisy_estimate
+from dpsum.kernels._exact import EXACT_CHARGE
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.tables import _keys as H
+from dpsum.tables._round import noisy_grid_sum
 from dpsum.tables.selection import SELECTION_DELTA_SHARE, selection_threshold
 from dpsum.tables.units import (
     ContributionBounds,
@@ -279,25 +280,24 @@ def _noise(sens: float, sopt: float, share: float, what: str) -> float:
 
 
 def _statistics(table: Any, listed: list | None, bounds: ContributionBounds, key: bytes,
-                C: float) -> tuple[Any, list, np.ndarray]:
+                C: float) -> tuple[Any, list, int, np.ndarray]:
     """The pre-noise statistics: the bounded table, each group's exact sum of
-    clipped, grid-rounded cell vectors (``Fraction`` entries, in the data's
-    units) and each group's unit count. **Private**."""
+    clipped, grid-rounded cell vectors (Python integers in units of ``2^K``),
+    ``K``, and each group's unit count. **Private**."""
     plan, K, kk = make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)
     b = _bounded(table, listed, bounds, key)
     G = len(b.groups)
     order = np.argsort(b.group_index, kind="stable")
     vec = np.ascontiguousarray(b.vectors[order])
     ends = np.cumsum(np.bincount(b.group_index, minlength=G))
-    unit = Fraction(2) ** K
     zero = [0] * table.d
     sums = []
     start = 0
     for g in range(G):
         S = accumulate_grid(vec[start:ends[g]], plan, kk)[0] if ends[g] > start else zero
-        sums.append([Fraction(int(s)) * unit for s in S])
+        sums.append([int(s) for s in S])
         start = int(ends[g])
-    return b, sums, np.bincount(b.group_index, minlength=G)
+    return b, sums, K, np.bincount(b.group_index, minlength=G)
 
 
 def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows: int,
@@ -423,11 +423,13 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
     make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)   # refuses a tiny C
     # 3. the data: bounding, exact sums
     key = H.draw_key(gen)
-    b, sums, counts = _statistics(table, listed, bounds, key, C)
+    b, sums, K, counts = _statistics(table, listed, bounds, key, C)
     G = len(b.groups)
     # 4. noise, in a fixed order: sums, counts, truncated units
     z = gen.normal(size=(G, table.d)) * sigma_s
-    noisy = np.array([noisy_estimate(sums[g], z[g]) for g in range(G)]).reshape(G, table.d)
+    # S 2^K + z formed exactly and rounded once (post-processing of the noisy value)
+    noisy = np.array([[noisy_grid_sum(s, K, float(v)) for s, v in zip(sums[g], z[g])]
+                      for g in range(G)]).reshape(G, table.d)
     noisy_count = None
     if sigma_c is not None:
         noisy_count = counts + gen.normal(size=G) * sigma_c
