@@ -239,21 +239,41 @@ def check_groups(groups: Any, n_keys: int | None) -> list | None:
     return out
 
 
-def _values(table: _Table) -> np.ndarray:
-    """The value columns as a finite float64 matrix (reads the data)."""
+class _Rows:
+    """The value columns of a checked table, read by rows on demand: the
+    bounding pass gathers only the rows it keeps (a DataFrame's float64
+    columns are read in place, never copied whole)."""
+
+    def __init__(self, cols: list[np.ndarray]) -> None:
+        self.cols = cols
+        self.shape = (cols[0].shape[0] if cols else 0, len(cols))
+
+    def __getitem__(self, idx: np.ndarray) -> np.ndarray:
+        out = np.empty((len(idx), len(self.cols)))
+        for j, c in enumerate(self.cols):
+            np.take(c, idx, out=out[:, j])
+        return out
+
+
+def _values(table: _Table) -> Any:
+    """The value columns, checked finite (reads the data); an array, or for
+    a DataFrame a :class:`_Rows` over its columns."""
     if table.columns is None:
         arr = table.X
         if not np.all(np.isfinite(arr)):
             raise ValueError("X contains NaN or infinite values")
         return np.ascontiguousarray(arr, dtype=np.float64)
-    out = np.empty((table.n, table.d))
-    for j, c in enumerate(table.columns):
+    cols = []
+    for c in table.columns:
         col = _column(table.X, c, "columns")
-        v = np.asarray(col.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
-        if not np.all(np.isfinite(v)):
+        if getattr(col.dtype, "kind", "O") == "f" and col.dtype == np.float64:
+            v = np.asarray(col.to_numpy(copy=False))
+        else:
+            v = np.asarray(col.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+        if not np.isfinite(v).all():
             raise ValueError(f"X column {str(c)!r} contains NaN or infinite values")
-        out[:, j] = v
-    return out
+        cols.append(v)
+    return _Rows(cols)
 
 
 def _group_codes(table: _Table, groups: list | None) -> tuple[np.ndarray, list]:
@@ -278,7 +298,7 @@ def _group_codes(table: _Table, groups: list | None) -> tuple[np.ndarray, list]:
 
 
 # ----------------------------------------------------------------- bounding
-def _bound(Xv: np.ndarray, u: np.ndarray, unit_ids: list, g: np.ndarray, labels: list,
+def _bound(Xv: Any, u: np.ndarray, unit_ids: list, g: np.ndarray, labels: list,
            bounds: ContributionBounds, key: bytes) -> tuple:
     """The bounding pass on coded rows; see :func:`bound_contributions`."""
     n, d = Xv.shape
