@@ -511,3 +511,63 @@ def test_the_fast_exact_rounding_agrees_with_fractions_bit_for_bit():
         want = to_float(Fraction(S) * Fraction(2) ** K + Fraction(z))
         got = noisy_grid_sum(S, K, z)
         assert want == got, (S, K, z)
+
+
+def _reference_bound(X, units, keys, bounds, key):
+    """The bounding rule written out unit by unit (no sorting tricks): a
+    unit's groups ranked by (cell word, group), its rows in a cell by (row
+    word, content); the first max_groups groups and max_rows rows kept."""
+    from dpsum.tables import _keys as H
+    uid = sorted(set(units.tolist()))
+    gid = sorted(set(keys.tolist()))
+    uw = dict(zip(uid, H.words(uid, key, b"dpsum-unit")))
+    gw = dict(zip(gid, H.mix(H.words(gid, key, b"dpsum-group"))))
+    cells, kept, truncated = {}, np.zeros(len(units), dtype=bool), 0
+    for u in uid:
+        mine = np.flatnonzero(units == u)
+        groups = sorted(set(keys[mine].tolist()))
+        word = {g: int(H.mix(np.array([uw[u] ^ gw[g]], dtype=np.uint64))[0]) for g in groups}
+        ranked = sorted(groups, key=lambda g: (word[g], g))
+        cut = len(ranked) > bounds.max_groups
+        for g in ranked[:bounds.max_groups]:
+            rows = mine[keys[mine] == g]
+            h = H.row_digest(X[rows], np.full(rows.size, word[g], dtype=np.uint64))
+            rows = [r for _, _, r in sorted(zip(h.tolist(), [tuple(X[r] + 0.0) for r in rows],
+                                                rows.tolist()))]
+            cut |= len(rows) > bounds.max_rows
+            rows = rows[:bounds.max_rows]
+            kept[rows] = True
+            acc = np.zeros(X.shape[1])
+            for r in rows:
+                acc = acc + (X[r] / len(rows) if bounds.per_unit == "mean" else X[r])
+            cells[(u, g)] = acc.tobytes()
+        truncated += cut
+    return cells, kept, truncated
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_fast_bounding_pass_equals_the_rule_written_out(seed):
+    """Including units with many rows in few groups, which the fast pass's
+    first level misses and redoes on all their rows."""
+    rng = np.random.default_rng(100 + seed)
+    parts = []
+    for u in range(25):
+        r = int(rng.integers(1, 60))
+        few = rng.choice(40, size=int(rng.integers(1, 6)), replace=False)
+        g = rng.choice(few, size=r) if u % 3 == 0 else rng.integers(0, 40, size=r)
+        parts.append((np.full(r, 1000 + 37 * u), g))
+    units = np.concatenate([p[0] for p in parts])
+    keys = np.concatenate([p[1] for p in parts])
+    X = np.round(rng.normal(size=(units.size, 2)), 1)          # repeated rows too
+    bounds = ContributionBounds(max_rows=int(rng.integers(1, 4)),
+                                max_groups=int(rng.integers(1, 4)),
+                                per_unit=["sum", "mean"][seed % 2])
+    key = rng.bytes(16)
+    b = bound_contributions(X, privacy_unit=units, by=keys, bounds=bounds, key=key)
+    cells, kept, truncated = _reference_bound(X, units, keys, bounds, key)
+    uid = np.unique(units)
+    got = {(int(uid[u]), int(b.groups[g])): v.tobytes()
+           for u, g, v in zip(b.unit_index, b.group_index, b.vectors)}
+    assert got == cells
+    assert np.array_equal(b.kept, kept)
+    assert b.truncated_units == truncated

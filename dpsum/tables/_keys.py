@@ -157,20 +157,26 @@ def encode(value: Any) -> bytes:
 
 def words(values: list, key: bytes, person: bytes) -> np.ndarray:
     """One keyed 64-bit word per value: ``blake2b(encode(v), key=key)``."""
-    out = np.empty(len(values), dtype=np.uint64)
-    for i, v in enumerate(values):
-        h = hashlib.blake2b(encode(v), digest_size=8, key=key, person=person)
-        out[i] = int.from_bytes(h.digest(), "little")
-    return out
+    base = hashlib.blake2b(digest_size=8, key=key, person=person)
+    out = []
+    for v in values:
+        h = base.copy()
+        h.update(encode(v))
+        out.append(h.digest())
+    return np.frombuffer(b"".join(out), dtype="<u8").astype(np.uint64)
 
 
-def mix(z: np.ndarray) -> np.ndarray:
-    """The SplitMix64 finaliser, a bijection of 64-bit words (vectorised)."""
-    z = np.asarray(z, dtype=np.uint64)
+def mix(z: np.ndarray, inplace: bool = False) -> np.ndarray:
+    """The SplitMix64 finaliser, a bijection of 64-bit words (vectorised;
+    ``inplace`` overwrites a uint64 array ``z``)."""
+    z = z if inplace else np.array(z, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z
 
 
 def row_digest(rows: np.ndarray, seeds: np.ndarray) -> np.ndarray:

@@ -298,6 +298,42 @@ def _group_codes(table: _Table, groups: list | None) -> tuple[np.ndarray, list]:
 
 
 # ----------------------------------------------------------------- bounding
+def _cells(idx: np.ndarray, uu: np.ndarray, gg: np.ndarray, pw: np.ndarray, U: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The (unit, group) cells of the rows at positions ``idx``, sorted by
+    unit, then cell word, then group code (canonical: no row order enters).
+    Returns the rows in that order, each cell's start in it and row count,
+    and each cell's unit and group code."""
+    us, ws, gs = uu[idx], pw[idx], gg[idx]
+    m = idx.size
+    if m == 0:
+        e = np.empty(0, dtype=np.int64)
+        return e, e, e, e, e
+    bu = max(1, (U - 1).bit_length())
+    fast = False
+    if bu < 48:
+        key = us.astype(np.uint64) << np.uint64(64 - bu)
+        key |= ws >> np.uint64(bu)
+        o = np.argsort(key)
+        sk = key[o]
+        new = np.empty(m, dtype=bool)
+        new[0] = True
+        np.not_equal(sk[1:], sk[:-1], out=new[1:])
+        go = gs[o]
+        starts = np.flatnonzero(new)
+        fast = bool(np.all(go == go[starts][np.cumsum(new) - 1]))
+    if not fast:
+        # truncated words tied (or too many units): the exact order
+        o = np.lexsort((gs, ws, us))
+        uo, go = us[o], gs[o]
+        new = np.empty(m, dtype=bool)
+        new[0] = True
+        new[1:] = (uo[1:] != uo[:-1]) | (go[1:] != go[:-1])
+        starts = np.flatnonzero(new)
+    cnt = np.diff(np.append(starts, m))
+    return idx[o], starts, cnt, us[o[starts]], go[starts]
+
+
 def _bound(Xv: Any, u: np.ndarray, unit_ids: list, g: np.ndarray, labels: list,
            bounds: ContributionBounds, key: bytes) -> tuple:
     """The bounding pass on coded rows; see :func:`bound_contributions`."""
@@ -307,7 +343,7 @@ def _bound(Xv: Any, u: np.ndarray, unit_ids: list, g: np.ndarray, labels: list,
     m = sel.size
     if m == 0:
         return (np.empty((0, d)), np.empty(0, np.int64), np.empty(0, np.int64), kept, 0, 0)
-    uu, gg = u[sel], g[sel]
+    uu, gg = (u, g) if m == n else (u[sel], g[sel])
     used_units = np.unique(uu) if m < n else None
     uw = H.words(unit_ids if used_units is None else [unit_ids[i] for i in used_units],
                  key, b"dpsum-unit")
@@ -316,57 +352,67 @@ def _bound(Xv: Any, u: np.ndarray, unit_ids: list, g: np.ndarray, labels: list,
         full[used_units] = uw
         uw = full
     gw = H.mix(H.words(labels, key, b"dpsum-group"))
-    pw = H.mix(uw[uu] ^ gw[gg])                         # the cell's word: H(unit, group)
+    pw = uw[uu]
+    pw ^= gw[gg]
+    pw = H.mix(pw, inplace=True)                        # the cell's word: H(unit, group)
     U = len(unit_ids)
-    bu = max(1, (U - 1).bit_length())
-    if bu < 48:
-        rowkey = (uu.astype(np.uint64) << np.uint64(64 - bu)) | (pw >> np.uint64(bu))
-        order = np.argsort(rowkey)
-        sk = rowkey[order]
-        new = np.empty(m, dtype=bool)
-        new[0] = True
-        np.not_equal(sk[1:], sk[:-1], out=new[1:])
-        gs = gg[order]
-        starts = np.flatnonzero(new)
-        fast = bool(np.all(gs == gs[starts][np.cumsum(new) - 1]))
-    else:
-        fast = False
-    if not fast:
-        # truncated words tied (or too many units): exact order (unit, word, group)
-        order = np.lexsort((gg, pw, uu))
-        us, gs = uu[order], gg[order]
-        new = np.empty(m, dtype=bool)
-        new[0] = True
-        new[1:] = (us[1:] != us[:-1]) | (gs[1:] != gs[:-1])
-        starts = np.flatnonzero(new)
+    k = bounds.max_groups
+    # Pass 1 on the candidate cells: a unit's cells whose word is below a
+    # per-unit level, set from its row count so that about 2k + 8 of its
+    # cells pass. Candidacy is a property of the cell (all its rows share the
+    # word); the k smallest words of a unit with at least k candidate cells
+    # are among them, whatever the level: the level changes the work, never
+    # the result. Units with fewer candidates are redone on all their rows.
+    r_u = np.bincount(uu, minlength=U)
+    Gt = max(1, len(labels))
+    with np.errstate(over="ignore"):
+        d_hat = Gt * -np.expm1(-r_u / Gt)
+        frac = (2.0 * k + 8.0) / np.maximum(d_hat, 1e-300)
+    level = np.where(frac >= 1.0, np.uint64(2**64 - 1),
+                     (np.minimum(frac, 0.5) * 2.0 ** 64).astype(np.uint64))
+    cand = pw <= level[uu]
+    all_cand = bool(cand.all())
+    idx1 = np.arange(m) if all_cand else np.flatnonzero(cand)
+    rs, starts, cnt, pu, pg = _cells(idx1, uu, gg, pw, U)
+    c_u = np.bincount(pu, minlength=U)
+    more_u = np.zeros(U, dtype=bool) if all_cand else \
+        (r_u - np.bincount(uu[idx1], minlength=U)) > 0    # cells beyond the level
+    redo_u = more_u & (c_u < k)
+    from_pass1 = np.ones(starts.size, dtype=bool)
+    if redo_u.any():
+        keep1 = ~redo_u[pu]
+        rs2, st2, cnt2, pu2, pg2 = _cells(np.flatnonzero(redo_u[uu]), uu, gg, pw, U)
+        starts = np.concatenate([starts[keep1], st2 + rs.size])
+        rs = np.concatenate([rs, rs2])
+        cnt = np.concatenate([cnt[keep1], cnt2])
+        pu = np.concatenate([pu[keep1], pu2])
+        pg = np.concatenate([pg[keep1], pg2])
+        from_pass1 = np.concatenate([np.ones(int(keep1.sum()), bool), np.zeros(st2.size, bool)])
     P = starts.size
-    cnt = np.diff(np.append(starts, m))
-    pu = uu[order[starts]]
-    pg = gs[starts]
     unew = np.empty(P, dtype=bool)
     unew[0] = True
     np.not_equal(pu[1:], pu[:-1], out=unew[1:])
     first = np.flatnonzero(unew)
     rank = np.arange(P) - first[np.cumsum(unew) - 1]
-    keep_pair = rank < bounds.max_groups
-    trunc = (rank >= bounds.max_groups) | (keep_pair & (cnt > bounds.max_rows))
+    keep_pair = rank < k
+    trunc = (rank >= k) | (keep_pair & (cnt > bounds.max_rows)) | (from_pass1 & more_u[pu])
     truncated_units = int(np.unique(pu[trunc]).size)
-    n_units = int(first.size)
+    n_units = int(np.count_nonzero(r_u))
     # cells with one row: the row itself
     kp = np.flatnonzero(keep_pair)
     vectors = np.empty((kp.size, d))
     single = cnt[kp] == 1
-    one_rows = sel[order[starts[kp[single]]]]
-    vectors[single] = Xv[one_rows]
+    one_rows = sel[rs[starts[kp[single]]]]
+    vectors[single] = Xv[one_rows] + 0.0              # -0.0 read as 0.0, as in a sum
     kept[one_rows] = True
     multi = kp[~single]
     if multi.size:
         lens = cnt[multi]
         pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens - starts[multi], lens)
         cell = np.repeat(np.arange(multi.size), lens)
-        rows = sel[order[pos]]
+        rows = sel[rs[pos]]
         R = Xv[rows]
-        h = H.row_digest(R, pw[order[pos]])
+        h = H.row_digest(R, pw[rs[pos]])
         o = np.lexsort((h, cell))
         cs, hs = cell[o], h[o]
         tie = (cs[1:] == cs[:-1]) & (hs[1:] == hs[:-1])
