@@ -25,7 +25,7 @@ from dpsum.tables import (
     selection_delta,
     selection_threshold,
 )
-from dpsum.tables.groups import _statistics
+from dpsum.tables._sums import _statistics
 from dpsum.tables.units import check_groups, table_structure
 
 pd = pytest.importorskip("pandas")
@@ -571,3 +571,35 @@ def test_the_fast_bounding_pass_equals_the_rule_written_out(seed):
     assert got == cells
     assert np.array_equal(b.kept, kept)
     assert b.truncated_units == truncated
+
+
+# ----------------------------------------------------------- dask DataFrames
+@pytest.mark.parametrize("private", [False, True])
+def test_a_dask_frame_gives_the_pandas_release_bit_for_bit(private):
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+    rng = np.random.default_rng(17)
+    X, units, keys = _heavy(rng, n_units=300, n_groups=4, d=2)
+    df = pd.DataFrame({"user": units, "region": keys % 2, "day": keys // 2,
+                       "spend": X[:, 0], "visits": X[:, 1]})
+    kw = dict(privacy_unit="user", by=["region", "day"], clip_norm=2.0, max_rows=2,
+              max_groups=2, epsilon=1.0, delta=1e-6, statistic="mean",
+              groups=None if private else [(0, 0), (1, 1), (5, 5)])
+    want = private_group_sums(df, rng=7, **kw)
+    with dask.config.set(scheduler="synchronous"):
+        for parts in (1, 3, 7):
+            got = private_group_sums(dd.from_pandas(df, npartitions=parts), rng=7, **kw)
+            assert got.groups == want.groups and got.columns == want.columns
+            assert np.array_equal(got.noisy_sum, want.noisy_sum)
+            assert np.array_equal(got.noisy_count, want.noisy_count)
+            assert got.truncated_units == want.truncated_units
+    assert len(want.groups) >= 2 and want.truncated_units > 0
+
+
+def test_a_dask_frame_needs_column_labels():
+    dd = pytest.importorskip("dask.dataframe")
+    df = dd.from_pandas(_frame(), npartitions=2)
+    with pytest.raises(TypeError, match="privacy_unit"):
+        private_group_sums(df, privacy_unit=np.array([1, 1, 2]), **BASE)
+    with pytest.raises(ValueError, match="by"):
+        private_group_sums(df, privacy_unit="user", by="nowhere", **BASE)

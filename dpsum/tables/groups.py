@@ -45,18 +45,15 @@ import numpy as np
 from dpsum import _validation as V
 from dpsum._special import sqrt_up
 from dpsum.kernels._exact import EXACT_CHARGE
-from dpsum.kernels.grid import accumulate_grid, make_grid_plan
+from dpsum.kernels.grid import make_grid_plan
 from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.tables import _keys as H
 from dpsum.tables._round import noisy_grid_sum
 from dpsum.tables.selection import SELECTION_DELTA_SHARE, selection_threshold
-from dpsum.tables.units import (
-    ContributionBounds,
-    _bounded,
-    check_groups,
-    table_structure,
-)
+from dpsum.tables._sums import _statistics
+from dpsum.tables.engine import dask_statistics, dask_structure, is_dask_frame
+from dpsum.tables.units import ContributionBounds, check_groups, table_structure
 
 __all__ = ["GroupRelease", "private_group_sums", "COUNT_SHARE", "TRUNCATION_SHARE"]
 
@@ -279,27 +276,6 @@ def _noise(sens: float, sopt: float, share: float, what: str) -> float:
     return s
 
 
-def _statistics(table: Any, listed: list | None, bounds: ContributionBounds, key: bytes,
-                C: float) -> tuple[Any, list, int, np.ndarray]:
-    """The pre-noise statistics: the bounded table, each group's exact sum of
-    clipped, grid-rounded cell vectors (Python integers in units of ``2^K``),
-    ``K``, and each group's unit count. **Private**."""
-    plan, K, kk = make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)
-    b = _bounded(table, listed, bounds, key)
-    G = len(b.groups)
-    order = np.argsort(b.group_index, kind="stable")
-    vec = np.ascontiguousarray(b.vectors[order])
-    ends = np.cumsum(np.bincount(b.group_index, minlength=G))
-    zero = [0] * table.d
-    sums = []
-    start = 0
-    for g in range(G):
-        S = accumulate_grid(vec[start:ends[g]], plan, kk)[0] if ends[g] > start else zero
-        sums.append([int(s) for s in S])
-        start = int(ends[g])
-    return b, sums, K, np.bincount(b.group_index, minlength=G)
-
-
 def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows: int,
                        epsilon: float, delta: float, by: Any = None, columns: Any = None,
                        max_groups: int = 1, groups: Any = None, statistic: str = "sum",
@@ -323,9 +299,12 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
 
     Parameters
     ----------
-    X : numpy.ndarray, shape (n, d), or pandas.DataFrame
+    X : numpy.ndarray, shape (n, d), pandas.DataFrame or dask.dataframe.DataFrame
         The rows. A DataFrame may hold the unit and group columns; its value
-        columns' labels are kept.
+        columns' labels are kept. A dask DataFrame is shuffled by unit and
+        bounded and summed partition by partition on its cluster; the sums
+        are exact, so the release is the pandas release bit for bit (same
+        ``rng``).
     privacy_unit : column label or array_like, shape (n,)
         Each row's unit id (integers or strings; no missing id, one kind).
     clip_norm : float
@@ -417,14 +396,22 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         assert sigma_c is not None                      # need_counts: w_c > 0
         tau = selection_threshold(sigma_c, k, d_sel)
     # 2. the table's structure (no value read yet)
-    table = table_structure(X, privacy_unit, by, columns)
+    frame = is_dask_frame(X)
+    table = dask_structure(X, privacy_unit, by, columns) if frame else \
+        table_structure(X, privacy_unit, by, columns)
     if listed is not None:
         check_groups(listed, len(table.keys))
-    make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)   # refuses a tiny C
-    # 3. the data: bounding, exact sums
+    K = make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)[1]  # refuses a tiny C
+    # 3. the data: bounding, exact sums (on a dask cluster: per partition, added exactly)
     key = H.draw_key(gen)
-    b, sums, K, counts = _statistics(table, listed, bounds, key, C)
-    G = len(b.groups)
+    if frame:
+        labels, sums, counts, truncated = dask_statistics(
+            X, table, privacy_unit, by, columns, listed, bounds, key, C)
+    else:
+        b, sums, K2, counts = _statistics(table, listed, bounds, key, C)
+        assert K2 == K
+        labels, truncated = b.groups, b.truncated_units
+    G = len(labels)
     # 4. noise, in a fixed order: sums, counts, truncated units
     z = gen.normal(size=(G, table.d)) * sigma_s
     # S 2^K + z formed exactly and rounded once (post-processing of the noisy value)
@@ -435,14 +422,14 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         noisy_count = counts + gen.normal(size=G) * sigma_c
     trunc = None
     if sigma_t is not None:
-        trunc = max(float(b.truncated_units + gen.normal() * sigma_t), 0.0)
+        trunc = max(float(truncated + gen.normal() * sigma_t), 0.0)
     keep = np.arange(G)
     if tau is not None:
         assert noisy_count is not None
         keep = np.flatnonzero(noisy_count > tau)
     cols = table.columns if table.columns is not None else tuple(range(table.d))
     return GroupRelease(
-        groups=tuple(b.groups[i] for i in keep), key_columns=table.by_names or ("group",),
+        groups=tuple(labels[i] for i in keep), key_columns=table.by_names or ("group",),
         columns=tuple(cols), noisy_sum=noisy[keep].reshape(len(keep), table.d),
         sum_std=sigma_s,
         noisy_count=None if noisy_count is None else noisy_count[keep],
