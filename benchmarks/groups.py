@@ -8,7 +8,9 @@ same run, interleaved, best of ``--repeats``:
 
 - the reference: ``df.groupby("region")[columns].sum()``, the non-private sums;
 - ``private_group_sums`` with the groups listed (public groups), per-unit sums;
-- ``private_group_sums`` with private group discovery (``groups=None``).
+- ``private_group_sums`` with private group discovery (``groups=None``);
+- with ``--dask PARTS``, the public-groups run on the table as a dask
+  DataFrame of ``PARTS`` partitions (checked equal to the pandas release).
 
 Each private run is reported as a ratio to the reference (target: at most 3)
 with its throughput. The private runs bound every unit (``--max-rows`` rows
@@ -24,12 +26,19 @@ sizes with flags, e.g. ``--rows 1000000 --units 10000``.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
-import numpy as np
-import pandas as pd
+# benchmarks/dask.py would shadow the dask package when this script runs from
+# its directory: drop that entry of sys.path.
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
 
-from dpsum.tables import private_group_sums
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dpsum.tables import private_group_sums  # noqa: E402
 
 
 def table(rows: int, units: int, groups: int, d: int, seed: int = 0) -> pd.DataFrame:
@@ -54,6 +63,9 @@ def main() -> None:
     ap.add_argument("--max-rows", type=int, default=4)
     ap.add_argument("--max-groups", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--dask", type=int, default=0, metavar="PARTS",
+                    help="also time the dask path on the table cut into PARTS partitions "
+                         "(threaded scheduler), and check it gives the pandas release")
     args = ap.parse_args()
     t0 = time.perf_counter()
     df = table(args.rows, args.units, args.groups, args.d)
@@ -70,6 +82,15 @@ def main() -> None:
             df, groups=list(range(args.groups)), rng=1, **common),
         "private, group discovery": lambda: private_group_sums(df, rng=2, **common),
     }
+    if args.dask:
+        import dask.dataframe as dd
+        ddf = dd.from_pandas(df, npartitions=args.dask)
+        want = private_group_sums(df, groups=list(range(args.groups)), rng=1, **common)
+        got = private_group_sums(ddf, groups=list(range(args.groups)), rng=1, **common)
+        assert np.array_equal(want.noisy_sum, got.noisy_sum), "dask differs from pandas"
+        print(f"dask path ({args.dask} partitions): the pandas release bit for bit")
+        jobs[f"private, dask ({args.dask} parts)"] = lambda: private_group_sums(
+            ddf, groups=list(range(args.groups)), rng=1, **common)
     best = {name: float("inf") for name in jobs}
     for _ in range(args.repeats):
         for name, job in jobs.items():
@@ -79,9 +100,9 @@ def main() -> None:
             if name == "private, group discovery":
                 released = len(out.groups)
     ref = best["groupby sum (reference)"]
-    print(f"{'job':<28} {'best s':>8} {'ratio':>7} {'Mrows/s':>8}")
+    print(f"{'job':<30} {'best s':>8} {'ratio':>7} {'Mrows/s':>8}")
     for name, t in best.items():
-        print(f"{name:<28} {t:8.3f} {t / ref:7.2f} {args.rows / t / 1e6:8.2f}")
+        print(f"{name:<30} {t:8.3f} {t / ref:7.2f} {args.rows / t / 1e6:8.2f}")
     print(f"groups released by discovery: {released} of {args.groups}; "
           f"target ratio <= 3")
 
