@@ -757,6 +757,7 @@ def _tables_baselines() -> dict[str, Any]:
         "ContributionBounds": {"max_rows": 2, "max_groups": 2, "per_unit": "mean"},
         "selection_delta": {"threshold": 5.0, "sigma": 2.0, "max_groups": 3},
         "selection_threshold": {"sigma": 2.0, "max_groups": 3, "delta": 1e-6},
+        "threshold_for_share": {"sigma": 2.0, "max_groups": 3, "delta_share": 1e-6},
         "GroupRelease": _instance_fields(_group_release()),
     }
 
@@ -776,3 +777,4 @@ def methods() -> list[tuple[str, Any, dict]]:  # noqa: F811 - extended for dpsum
         _method("GroupRelease.intervals", _group_release, "intervals", {"level": 0.9}),
         _method("GroupRelease.to_pandas", _group_release, "to_pandas", {"level": 0.9}),
     ]
+

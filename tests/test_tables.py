@@ -328,8 +328,9 @@ def test_the_selection_threshold_matches_the_formula_in_high_precision():
 
 def test_groups_of_one_unit_are_released_at_most_with_probability_delta_tau():
     """A unit alone in k = 3 groups: over many releases the frequency of
-    releasing any of them matches delta_tau (here large enough to simulate),
-    with a tolerance from the number of runs."""
+    releasing any of them matches delta_tau, with delta_tau / (1 - delta_tau)
+    the selection's share of delta (here large enough to simulate); the
+    tolerance comes from the number of runs."""
     X = np.ones((3, 1))
     units = np.zeros(3, dtype=int)
     keys = np.array([0, 1, 2])
@@ -342,9 +343,11 @@ def test_groups_of_one_unit_are_released_at_most_with_probability_delta_tau():
                                  truncation_share=0.0, rng=seed)
         released += len(rel.groups) > 0
     assert rel is not None and rel.selection_delta == 0.2
+    target = 0.2 / 1.2                              # delta_tau / (1 - delta_tau) = 0.2
     p = released / runs
-    assert abs(p - 0.2) < 4 * math.sqrt(0.16 / runs), p
-    assert math.isclose(selection_delta(rel.threshold, rel.count_std, 3), 0.2, rel_tol=1e-9)
+    assert abs(p - target) < 4 * math.sqrt(target * (1 - target) / runs), p
+    assert math.isclose(selection_delta(rel.threshold, rel.count_std, 3), target,
+                        rel_tol=1e-9)
 
 
 def test_private_discovery_finds_the_large_groups():

@@ -50,7 +50,7 @@ from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.tables import _keys as H
 from dpsum.tables._round import noisy_grid_sum
-from dpsum.tables.selection import SELECTION_DELTA_SHARE, selection_threshold
+from dpsum.tables.selection import SELECTION_DELTA_SHARE, threshold_for_share
 from dpsum.tables._sums import _statistics
 from dpsum.tables.engine import dask_statistics, dask_structure, is_dask_frame
 from dpsum.tables.units import ContributionBounds, check_groups, table_structure
@@ -394,7 +394,7 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
     tau = None
     if listed is None:
         assert sigma_c is not None                      # need_counts: w_c > 0
-        tau = selection_threshold(sigma_c, k, d_sel)
+        tau = threshold_for_share(sigma_c, k, d_sel)
     # 2. the table's structure (no value read yet)
     frame = is_dask_frame(X)
     table = dask_structure(X, privacy_unit, by, columns) if frame else \

@@ -15,19 +15,27 @@ is a group of ``D``; the groups only ``D`` has hold that unit alone, so
 their count is exactly 1, and there are at most ``k`` of them. Let ``A`` be
 the event that none of them passes the threshold:
 ``Pr[not A] = 1 - Phi((tau - 1) / sigma)^k =: delta_tau`` (the noises are
-independent). On ``A`` the output of ``D`` is the output of the Gaussian
-mechanism on the groups ``D`` and ``D'`` share, whose counts (and sums) move
-by the unit's bounded contribution; that mechanism is
-``(epsilon, delta_G)``-DP. Hence, for every event ``E``,
-``Pr[M(D) in E] <= e^epsilon Pr[M(D') in E] + delta_G + delta_tau``, and in
-the other direction the same holds without ``delta_tau`` (the output of
-``D'`` never holds a group that ``D`` lacks). The bound needs the ``L0``
-bound ``k`` (it enters ``delta_tau`` through the power) and the ``L_inf``
-bound 1 on the count change of each group (the threshold is one above what
-would otherwise make a group of one unit likely); both hold by construction
-of :mod:`dpsum.tables.units`. The optimal mechanism of Desfontaines et al.
-assumes ``k = 1``; for ``k > 1`` they compose it ``k`` times, which the
-Gaussian form avoids.
+independent). Write ``M_c`` for the release restricted to the groups ``D``
+and ``D'`` share: the Gaussian mechanism on their counts (and sums), which
+move by the unit's bounded contribution, so ``M_c`` is
+``(epsilon, delta_G)``-DP. ``M(D') = M_c(D')`` and, on ``A``,
+``M(D) = M_c(D)``. Hence, for every event ``E``,
+
+- ``Pr[M(D) in E] <= Pr[M_c(D) in E] + delta_tau
+  <= e^epsilon Pr[M(D') in E] + delta_G + delta_tau``;
+- ``Pr[M(D) in E] >= Pr[M_c(D) in E] (1 - delta_tau)`` (``A`` is
+  independent of ``M_c``), so ``Pr[M(D') in E] - e^epsilon Pr[M(D) in E]``
+  is at most ``delta_G(epsilon + ln(1 - delta_tau))``, the Gaussian profile
+  at a smaller epsilon; the profile falls with slope ``e^epsilon Phi(b) <= 1``
+  in epsilon, so this is at most ``delta_G + delta_tau / (1 - delta_tau)``.
+
+The threshold is therefore set so that ``delta_tau / (1 - delta_tau)`` is the
+selection's share of ``delta`` (:data:`SELECTION_DELTA_SHARE`). The bound
+needs the ``L0`` bound ``k`` (it enters ``delta_tau`` through the power) and
+the ``L_inf`` bound 1 on each group's count change (a group of one unit has
+count exactly 1); both hold by construction of :mod:`dpsum.tables.units`.
+The optimal mechanism of Desfontaines et al. assumes ``k = 1``; for
+``k > 1`` they compose it ``k`` times, which the Gaussian form avoids.
 
 This is the standard analysis (Wilkins et al. 2024 show it is slightly
 loose and give the exact profile); it is the one used here, with
@@ -44,7 +52,8 @@ from scipy.special import ndtri
 from dpsum import _validation as V
 from dpsum._special import log_ndtr
 
-__all__ = ["SELECTION_DELTA_SHARE", "selection_threshold", "selection_delta"]
+__all__ = ["SELECTION_DELTA_SHARE", "selection_threshold", "selection_delta",
+           "threshold_for_share"]
 
 #: Share of ``delta`` given to the thresholding (the rest goes to the Gaussian noise).
 SELECTION_DELTA_SHARE = 0.5
@@ -99,3 +108,24 @@ def selection_threshold(sigma: float, max_groups: int, delta: float) -> float:
         tau += step
         step *= 2.0
     return tau
+
+
+def threshold_for_share(sigma: float, max_groups: int, delta_share: float) -> float:
+    """The threshold whose ``delta_tau`` satisfies
+    ``delta_tau / (1 - delta_tau) <= delta_share`` (both directions of the
+    neighbouring relation, see the module notes): :func:`selection_threshold`
+    at ``delta_share / (1 + delta_share)``.
+
+    Examples
+    --------
+    >>> tau = threshold_for_share(2.0, 4, 1e-6)
+    >>> p = selection_delta(tau, 2.0, 4)
+    >>> p / (1 - p) <= 1e-6
+    True
+    """
+    share = float(V.check_open_interval(delta_share, "delta_share", 0.0, 1.0, scalar=True))
+    k = V.check_integer(max_groups, "max_groups")
+    if not -math.expm1(math.log1p(-share / (1.0 + share)) / k) > 0.0:
+        raise ValueError("delta_share is too small for this max_groups: the per-group tail "
+                         "probability underflows")
+    return selection_threshold(sigma, k, share / (1.0 + share))
