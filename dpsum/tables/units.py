@@ -249,10 +249,10 @@ class _Rows:
         self.shape = (cols[0].shape[0] if cols else 0, len(cols))
 
     def __getitem__(self, idx: np.ndarray) -> np.ndarray:
-        out = np.empty((len(idx), len(self.cols)))
+        out = np.empty((len(self.cols), len(idx)))
         for j, c in enumerate(self.cols):
-            np.take(c, idx, out=out[:, j])
-        return out
+            np.take(c, idx, out=out[j])              # contiguous writes
+        return np.ascontiguousarray(out.T)
 
 
 def _values(table: _Table) -> Any:
