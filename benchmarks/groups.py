@@ -157,13 +157,20 @@ def compare_pipelinedp(args: argparse.Namespace) -> None:
           f"epsilon = 1, delta = 1e-6, add-remove of a unit; {args.seeds} seeds")
     print(f"{'library':<22} {'RMSE per group':>15} {'s.e.':>7} {'noise std':>10} "
           f"{'s / release':>12}")
+    lines = ["library,rmse_per_group,standard_error,noise_std,seconds_per_release"]
     for name, est, times, std in (
             ("dpsum", np.array(ours), our_times, rel.sum_std),
             ("PipelineDP 0.3.1", pdp_est, pdp_times, pdp_sigma)):
         # per seed: root mean square error over groups and coordinates
         per_seed = np.sqrt(((est - truth) ** 2).mean(axis=(1, 2)))
-        print(f"{name:<22} {per_seed.mean():15.3f} {per_seed.std(ddof=1) / np.sqrt(len(per_seed)):7.3f}"
-              f" {std:10.3f} {np.median(times):12.3f}")
+        se = per_seed.std(ddof=1) / np.sqrt(len(per_seed))
+        print(f"{name:<22} {per_seed.mean():15.3f} {se:7.3f} {std:10.3f} "
+              f"{np.median(times):12.3f}")
+        lines.append(f"{name},{per_seed.mean():.6g},{se:.6g},{std:.6g},"
+                     f"{np.median(times):.6g}")
+    if args.csv:
+        with open(args.csv, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
     print("Both clip each unit's per-group sum of at most max_rows rows to C in L2 and add "
           "Gaussian noise of sensitivity C sqrt(max_groups); the RMSE includes the bias of "
           "dropping rows and groups (both sample uniformly). PipelineDP's noise is PyDP's "
@@ -190,6 +197,9 @@ def main() -> None:
                     help="compare with PipelineDP on a small table instead (RMSE per group "
                          "over --seeds releases, time per release)")
     ap.add_argument("--seeds", type=int, default=50)
+    ap.add_argument("--csv", default=None, metavar="PATH",
+                    help="also write the printed table to PATH (e.g. under book/data; "
+                         "nothing is written unless asked)")
     ap.add_argument("--pipelinedp-env", default=os.path.join(tempfile.gettempdir(),
                                                              "dpsum-pipelinedp-env"),
                     help="the separate environment PipelineDP is installed in (made if absent)")
@@ -231,8 +241,13 @@ def main() -> None:
                 released = len(out.groups)
     ref = best["groupby sum (reference)"]
     print(f"{'job':<30} {'best s':>8} {'ratio':>7} {'Mrows/s':>8}")
+    lines = ["job,seconds,ratio,million_rows_per_second"]
     for name, t in best.items():
         print(f"{name:<30} {t:8.3f} {t / ref:7.2f} {args.rows / t / 1e6:8.2f}")
+        lines.append(f"{name},{t:.4g},{t / ref:.3g},{args.rows / t / 1e6:.4g}")
+    if args.csv:
+        with open(args.csv, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
     print(f"groups released by discovery: {released} of {args.groups}; "
           f"target ratio <= 3")
 
