@@ -376,7 +376,7 @@ def _bound(Xv: Any, u: np.ndarray, unit_ids: list, g: np.ndarray, labels: list,
     rs, starts, cnt, pu, pg = _cells(idx1, uu, gg, pw, U)
     c_u = np.bincount(pu, minlength=U)
     more_u = np.zeros(U, dtype=bool) if all_cand else \
-        (r_u - np.bincount(uu[idx1], minlength=U)) > 0    # cells beyond the level
+        r_u > np.bincount(pu, weights=cnt, minlength=U)   # cells beyond the level
     redo_u = more_u & (c_u < k)
     from_pass1 = np.ones(starts.size, dtype=bool)
     if redo_u.any():
