@@ -4,7 +4,7 @@ A table of ``--rows`` rows (default 10^7), ``--units`` privacy units (10^5,
 a heavy-tailed number of rows each), ``--groups`` groups (1,000) and ``--d``
 value columns (16) is built in memory as a pandas DataFrame with an integer
 ``user`` column, an integer ``region`` column and the value columns. In the
-same run, interleaved, best of ``--repeats``:
+same run, interleaved, best of ``--repeats`` (5):
 
 - the reference: ``df.groupby("region")[columns].sum()``, the non-private sums;
 - ``private_group_sums`` with the groups listed (public groups), per-unit sums;
@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=16)
     ap.add_argument("--max-rows", type=int, default=4)
     ap.add_argument("--max-groups", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dask", type=int, default=0, metavar="PARTS",
                     help="also time the dask path on the table cut into PARTS partitions "
                          "(threaded scheduler), and check it gives the pandas release")
