@@ -11,8 +11,10 @@ value (its *canonical code*): the codes do not depend on the row order.
 
 **Keyed hashing.** A release draws a 128-bit key from its ``rng``
 (:func:`draw_key`). Each distinct unit id and group key gets a 64-bit
-pseudo-random word, ``blake2b(encode(value), key=key)``; words of pairs and
-rows are mixed from these with the SplitMix64 finaliser, vectorised. The
+pseudo-random word (:func:`words`: ``blake2b(encode(value), key=key)``, or
+for integer ids a keyed SplitMix64 mix seeded by blake2b of the key); words
+of pairs and rows are mixed from these with the SplitMix64 finaliser,
+vectorised. The
 words depend on the key and on the value only, never on the row order, the
 other rows or how the table is split, so a selection made by comparing them
 is the same on any order and any partition of the rows.
@@ -156,13 +158,24 @@ def encode(value: Any) -> bytes:
 
 
 def words(values: list, key: bytes, person: bytes) -> np.ndarray:
-    """One keyed 64-bit word per value: ``blake2b(encode(v), key=key)``."""
+    """One keyed 64-bit word per value: ``blake2b(encode(v), key=key)`` for
+    strings and tuples; for integers (every value an int of 64 bits) the
+    keyed mix ``mix(mix(v ^ k0) ^ k1)``, vectorised, with ``(k0, k1)`` from
+    ``blake2b(key)``. Either way a word depends on the key and the value
+    only (what the bounds' invariance needs); the choice of hash affects
+    how uniform the random choices are, never the privacy guarantee."""
+    if values and all(type(v) is int and -2**63 <= v < 2**63 for v in values):
+        seed = hashlib.blake2b(b"int", digest_size=16, key=key, person=person).digest()
+        k0, k1 = (np.uint64(int.from_bytes(seed[i:i + 8], "little")) for i in (0, 8))
+        z = np.array(values, dtype=np.int64).view(np.uint64) ^ k0
+        z = mix(z, inplace=True)
+        z ^= k1
+        return mix(z, inplace=True)
     base = hashlib.blake2b(digest_size=8, key=key, person=person)
     out = []
-    ints = all(type(v) is int for v in values)
     for v in values:
         h = base.copy()
-        h.update(b"i%d" % v if ints else encode(v))      # the same bytes as encode
+        h.update(encode(v))
         out.append(h.digest())
     return np.frombuffer(b"".join(out), dtype="<u8").astype(np.uint64)
 
