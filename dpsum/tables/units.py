@@ -475,8 +475,11 @@ def bound_contributions(X: Any, *, privacy_unit: Any, bounds: ContributionBounds
 
     Examples
     --------
+    Unit 7 has three rows in group 0 and keeps two of them (which two
+    depends on the key); unit 8 keeps its one row:
+
     >>> X = np.array([[1.0], [2.0], [3.0], [4.0]])
-    >>> b = bound_contributions(X, privacy_unit=[7, 7, 7, 8], by=[0, 0, 1, 0],
+    >>> b = bound_contributions(X, privacy_unit=[7, 7, 7, 8], by=[0, 0, 0, 1],
     ...                         bounds=ContributionBounds(max_rows=2, max_groups=1),
     ...                         key=bytes(16))
     >>> b.vectors.shape[0], int(b.kept.sum()), b.truncated_units
