@@ -755,9 +755,6 @@ def _tables_baselines() -> dict[str, Any]:
             "groups": [0, 1], "key": bytes(range(16)),
             "bounds": Make(lambda: ContributionBounds(max_rows=2, max_groups=1))},
         "ContributionBounds": {"max_rows": 2, "max_groups": 2, "per_unit": "mean"},
-        "selection_delta": {"threshold": 5.0, "sigma": 2.0, "max_groups": 3},
-        "selection_threshold": {"sigma": 2.0, "max_groups": 3, "delta": 1e-6},
-        "threshold_for_share": {"sigma": 2.0, "max_groups": 3, "delta_share": 1e-6},
         "GroupRelease": _instance_fields(_group_release()),
     }
 

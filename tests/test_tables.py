@@ -22,9 +22,8 @@ from dpsum.tables import (
     GroupRelease,
     bound_contributions,
     private_group_sums,
-    selection_delta,
-    selection_threshold,
 )
+from dpsum.tables.selection import selection_delta, selection_threshold
 from dpsum.tables._sums import _statistics
 from dpsum.tables.units import check_groups, table_structure
 
