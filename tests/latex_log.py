@@ -12,7 +12,10 @@ reports
 - a character missing from the font (``Missing character: There is no ...``),
 
 or when the log does not say that it wrote the PDF. Exits 0 otherwise and
-prints the number of pages.
+prints the number of pages, and lists the overfull lines wider than
+``OVERFULL_PT`` (text that runs into the margin or is cut off in a table cell,
+as function names once were in the API table) without failing: a few are
+unavoidable in a book of formulas, and each is worth a look.
 
 TeX wraps its log at ``max_print_line`` characters (79 by default); the
 check joins the continuation lines of a message before matching, and
@@ -37,6 +40,9 @@ _PROBLEMS: list[tuple[str, re.Pattern[str]]] = [
     ("missing character", re.compile(r"Missing character: There is no")),
     ("error", re.compile(r"^! |^\S.* Error: ")),
 ]
+_OVERFULL = re.compile(r"^Overfull \\hbox \((?P<pt>[0-9.]+)pt too wide\)")
+#: overfull lines at least this wide (in points) are listed by ``main``
+OVERFULL_PT = 10.0
 _OUTPUT = re.compile(r"Output written on (?P<name>\S+) \((?P<pages>\d+) pages?")
 
 
@@ -72,6 +78,18 @@ def problems(log: str) -> list[tuple[str, str]]:
     return found
 
 
+def overfull(log: str, min_pt: float = OVERFULL_PT) -> list[tuple[float, str]]:
+    """(width in pt, message and the box's text) of every overfull line >= ``min_pt``."""
+    lines = log.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        match = _OVERFULL.match(line)
+        if match and float(match.group("pt")) >= min_pt:
+            text = next((x.strip() for x in lines[i + 1:i + 3] if x.strip()), "")
+            out.append((float(match.group("pt")), f"{line.strip()} {text}"[:200]))
+    return out
+
+
 def pages(log: str) -> int | None:
     """The page count of the PDF the log says it wrote, or None."""
     match = None
@@ -97,6 +115,12 @@ def main(argv: list[str]) -> int:
         return 1
     print(f"{path}: no LaTeX errors, missing figures, undefined references or "
           f"missing characters; {pages(log)} pages")
+    wide = sorted(overfull(log), reverse=True)
+    if wide:
+        print(f"{len(wide)} overfull line(s) of at least {OVERFULL_PT:g} pt (not an error; "
+              f"the widest first):")
+        for _, message in wide[:10]:
+            print(f"  {message}")
     return 0
 
 

@@ -3,7 +3,9 @@
 Usage: ``python tests/offline_html.py _build/html`` (run by ``make test`` and
 ``make book`` after the build). Exits with status 1 and lists every offending
 page and address if any page, or any stylesheet shipped with the book, loads a
-script, stylesheet or font from another host; exits 0 otherwise.
+script, stylesheet or font from another host, or if a page includes the same
+script twice (an inline script declared twice stops with "Identifier ... has
+already been declared"); exits 0 otherwise.
 
 A reference counts as remote when it has a scheme other than ``file:`` or
 ``data:`` (``https://...``, ``http://...``) or is protocol-relative
@@ -39,12 +41,18 @@ class _Loads(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.loads: list[str] = []
+        self.scripts: list[str] = []
         self._in_style = False
+        self._in_script = False
 
     def handle_starttag(self, tag, attrs):
         a = {k: (v or "") for k, v in attrs}
         if tag == "script" and a.get("src"):
             self.loads.append(a["src"])
+            self.scripts.append("src=" + a["src"])
+        elif tag == "script" and a.get("type", "text/javascript") in ("text/javascript", "module"):
+            self._in_script = True
+            self.scripts.append("")
         elif tag == "link" and a.get("href"):
             rels = set(a.get("rel", "").lower().split())
             if rels & _LOADING_RELS:
@@ -57,8 +65,12 @@ class _Loads(HTMLParser):
     def handle_endtag(self, tag):
         if tag == "style":
             self._in_style = False
+        elif tag == "script":
+            self._in_script = False
 
     def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
         if self._in_style:
             self.loads.extend(_CSS_URL.findall(data))
 
@@ -69,6 +81,23 @@ def remote_loads_in_html(text: str) -> list[str]:
     parser.feed(text)
     parser.close()
     return [u for u in parser.loads if is_remote(u)]
+
+
+def duplicate_scripts_in_html(text: str) -> list[str]:
+    """Scripts a page includes more than once (the same src, or the same inline code)."""
+    parser = _Loads()
+    parser.feed(text)
+    parser.close()
+    seen: set[str] = set()
+    twice: list[str] = []
+    for script in parser.scripts:
+        key = script.strip()
+        if not key:
+            continue
+        if key in seen and key not in twice:
+            twice.append(key)
+        seen.add(key)
+    return [f"included twice: {k[:70]}" for k in twice]
 
 
 def remote_loads_in_css(text: str) -> list[str]:
@@ -84,7 +113,8 @@ def check_tree(root: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in sorted(root.rglob("*")):
         if path.suffix == ".html":
-            bad = remote_loads_in_html(path.read_text(encoding="utf-8", errors="replace"))
+            page = path.read_text(encoding="utf-8", errors="replace")
+            bad = remote_loads_in_html(page) + duplicate_scripts_in_html(page)
         elif path.suffix == ".css":
             bad = remote_loads_in_css(path.read_text(encoding="utf-8", errors="replace"))
         else:
@@ -102,7 +132,8 @@ def main(argv: list[str]) -> int:
     found = check_tree(root)
     pages = sum(1 for _ in root.rglob("*.html"))
     if found:
-        print(f"offline check: {len(found)} file(s) load resources from the network:")
+        print(f"offline check: {len(found)} file(s) load resources from the network "
+              "or include a script twice:")
         for name, urls in found.items():
             for url in urls:
                 print(f"  {name}: {url}")

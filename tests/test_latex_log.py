@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from latex_log import main, messages, pages, problems
+from latex_log import main, messages, overfull, pages, problems
 
 CLEAN = """This is XeTeX, Version 3.141592653-2.6-0.999994 (TeX Live 2022/Debian)
 Package hyperref Warning: Token not allowed in a PDF string (Unicode):
@@ -60,3 +60,19 @@ def test_a_log_without_output_fails(tmp_path):
     assert [k for k, _ in problems("! Emergency stop.\n")] == ["error", "no output"]
     assert pages("no pdf here") is None
     assert main(["latex_log.py", str(tmp_path / "absent.log")]) == 1
+
+
+def test_wide_overfull_lines_are_listed_but_do_not_fail(tmp_path, capsys):
+    log = CLEAN.replace("Underfull", "Overfull \\hbox (31.5pt too wide) in alignment at lines 170--190\n"
+                        "[]\\TU/FreeMono(0)/m/n/10 dpsum.elliptical_gaussian_mecha\n"
+                        "Overfull \\hbox (2.1pt too wide) in paragraph at lines 5--6\n"
+                        "[]\\TU/FreeSerif(0)/m/n/10 a word\nUnderfull")
+    assert problems(log) == []
+    wide = overfull(log)
+    assert [w for w, _ in wide] == [31.5]
+    assert "elliptical_gaussian_mecha" in wide[0][1]
+    path = tmp_path / "book.log"
+    path.write_text(log)
+    assert main(["latex_log.py", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 overfull line(s)" in out and "31.5pt" in out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from offline_html import check_tree, is_remote, main, remote_loads_in_css, remote_loads_in_html
+from offline_html import (check_tree, duplicate_scripts_in_html, is_remote, main,
+                          remote_loads_in_css, remote_loads_in_html)
 
 LOCAL_PAGE = """<!DOCTYPE html><html><head>
 <script src="_static/mathjax/tex-chtml.js"></script>
@@ -62,3 +63,24 @@ def test_an_empty_or_missing_build_fails(tmp_path):
     assert main(["offline_html.py", str(tmp_path)]) == 1
     with pytest.raises(ValueError, match="root"):
         check_tree(tmp_path / "missing")
+
+
+THEBE = '<script>const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"</script>'
+
+
+@pytest.mark.parametrize("script", [THEBE, '<script src="_static/copybutton.js"></script>'])
+def test_a_script_included_twice_fails(tmp_path, script):
+    page = LOCAL_PAGE.replace("</head>", script + "\n" + script + "</head>")
+    assert remote_loads_in_html(page) == []
+    assert len(duplicate_scripts_in_html(page)) == 1
+    assert duplicate_scripts_in_html(page.replace(script, "", 1)) == []
+    (tmp_path / "page.html").write_text(page)
+    assert list(check_tree(tmp_path)) == ["page.html"]
+    assert main(["offline_html.py", str(tmp_path)]) == 1
+
+
+def test_distinct_inline_scripts_and_configs_pass():
+    page = LOCAL_PAGE.replace("</head>", "<script>let a = 1;</script><script>let b = 2;</script>"
+                              '<script type="text/x-thebe-config">{}</script>'
+                              '<script type="text/x-thebe-config">{}</script></head>')
+    assert duplicate_scripts_in_html(page) == []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from dpsum._enums import _StrEnum
 from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.privacy.composition import ComposedGuarantee
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import ONE_OFF
 from dpsum.release.noise import (
     ConfidenceBall,
     Intervals,
@@ -58,9 +60,9 @@ class Mechanism(_StrEnum):
     GAUSSIAN_ANALYTIC = "gaussian (analytic)"
     #: the Gaussian mechanism with the classic calibration (:prf:ref:`gaussian-thm-classic`).
     GAUSSIAN_CLASSIC = "gaussian (classic)"
-    #: the Elliptical Gaussian mechanism, the Elliptical Gaussian mechanism.
+    #: the Elliptical Gaussian mechanism (a box known in advance).
     ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
-    #: the Gaussian-data mechanism, the Elliptical Gaussian mechanism for Gaussian data.
+    #: the Gaussian-data mechanism (clipping in a scaled space for Gaussian data).
     GAUSSIAN_DATA = "gaussian data"
     #: The isotropic clipping baseline.
     CLIPPED_GAUSSIAN = "clipped gaussian"
@@ -134,7 +136,10 @@ class Release(V.Record):
     mechanism : Mechanism
         The mechanism that produced the release (a ``str`` enum).
     center : numpy.ndarray or None
-        The public center ``c`` of the Gaussian-data mechanism (None when zero or unused).
+        The public point the rows are measured from (None when zero or
+        unused): the model's centre ``c`` for the Gaussian-data mechanism,
+        the box's midpoint ``(lower + upper) / 2`` for the Elliptical Gaussian
+        mechanism (its rows are clamped around it).
     clip_probability : float or None
         The clip probability ``p_C`` of the Gaussian-data mechanism (None otherwise).
     calibration : Calibration
@@ -181,6 +186,17 @@ class Release(V.Record):
         ``clip_count``; ``epsilon`` and ``delta`` cover both releases.
     notes : tuple of str
         The warnings the release raised (about its public inputs).
+    accounting : str
+        Where the release's budget is accounted: ``"session <id>, entry <k>"``
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
+        release made without a session (accounted on its own).
+    unprojected : numpy.ndarray or None
+        For a mean with a public box (the Elliptical Gaussian mechanism): the
+        estimate before it was projected onto the box ``[lower, upper]``
+        (unbiased for the clamped mean); ``estimate`` is its projection (the
+        clamped mean lies in the box, so the projection never increases the
+        error), and the intervals are intersected with the box. None when
+        nothing was projected.
 
     Examples
     --------
@@ -217,6 +233,8 @@ class Release(V.Record):
     clip_count_std: float | None = None
     diagnostics_share: float = 0.0
     notes: tuple = ()
+    accounting: str = ONE_OFF
+    unprojected: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, value in _release_fields(self).items():
@@ -346,10 +364,22 @@ def _release_fields(rec: Release) -> dict:
     out["diagnostics_share"] = V.record_scalar(rec.diagnostics_share, "diagnostics_share",
                                                low=0.0, high=1.0, closed_high=False)
     out["notes"] = V.record_choice_tuple(rec.notes, "notes")
+    if not isinstance(rec.accounting, str):
+        raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
+    out["unprojected"] = _unprojected_field(rec, estimate)
     return out
 
 
-_STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean", "diagnostics")
+def _unprojected_field(rec: Any, estimate: np.ndarray) -> np.ndarray | None:
+    """``unprojected``: the estimate's shape, and only with a box."""
+    arr = V.record_array(rec.unprojected, "unprojected", shape=estimate.shape)
+    if arr is not None and (rec.lower is None or rec.upper is None):
+        raise ValueError("unprojected needs the box lower, upper it was projected onto")
+    return arr
+
+
+_STEPS = ("count", "center", "radius", "spread", "scales", "clip", "mean", "diagnostics",
+          "check")
 
 
 @dataclass(frozen=True)
@@ -362,7 +392,9 @@ class BudgetSplit(V.Record):
     with private scaling, ``spread`` (the median L1 norm of the adaptive
     choice between scaled and isotropic clipping) only with
     ``scaling="adaptive"``. ``center`` is the total of the center's steps
-    (several under the whole-vector center).
+    (several under the whole-vector center). ``check`` is the bias check's
+    share (the adaptive pipeline's private choice between clipping and the
+    box, taken from the mean's share).
     """
 
     count: float
@@ -373,6 +405,7 @@ class BudgetSplit(V.Record):
     mean: float
     spread: float = 0.0
     diagnostics: float = 0.0
+    check: float = 0.0
 
     def __post_init__(self) -> None:
         for name in _STEPS:
@@ -451,6 +484,10 @@ class PipelineRelease(V.Record):
         Gaussian's scale parameter (at least its standard deviation), and the
         intervals and balls widen by one unit, since
         ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``.
+    accounting : str
+        Where the release's budget is accounted: ``"session <id>, entry <k>"``
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
+        release made without a session (accounted on its own).
     """
 
     estimate: np.ndarray
@@ -477,6 +514,8 @@ class PipelineRelease(V.Record):
     diagnostics_std: float | None = None
     notes: tuple = ()
     grid_unit: np.ndarray | None = None
+    accounting: str = ONE_OFF
+    unprojected: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, value in _pipeline_fields(self).items():
@@ -540,6 +579,38 @@ _GAUSSIAN_MECHANISMS = frozenset({
 })
 
 
+def _unprojected(release: PipelineRelease) -> PipelineRelease:
+    """The pipeline's record with its unprojected estimate: its noise
+    statements hold for every dataset around that one (the clipped rows'
+    mean lies in the box only when every row does)."""
+    if release.unprojected is None:
+        return release
+    return dataclasses.replace(release, estimate=release.unprojected, unprojected=None)
+
+
+def clipping_bites(release: Any) -> bool:
+    """Whether the release's private diagnostic count is clearly above what its
+    design expected (rows clipped, or rows outside the box): its confidence
+    intervals then cover the clipped (clamped) rows' statistic, far from the
+    data's. A function of released values only."""
+    if isinstance(release, PipelineRelease):
+        if release.clip_count is None or release.diagnostics_std is None:
+            return False
+        n = max(float(release.count), 1.0)
+        return (clipping_excess(release.clip_count, release.diagnostics_std,
+                                release.clip_probability * n, n)
+                or clipping_excess(release.outside_count or 0.0, release.diagnostics_std,
+                                   0.0, n))
+    if release.clip_count is None or release.clip_count_std is None or release.n is None:
+        return False
+    expected = 0.0
+    if release.mechanism is Mechanism.GAUSSIAN_DATA and release.clip_probability is not None:
+        expected = release.clip_probability * release.n
+    elif release.mechanism is Mechanism.CLIPPED_GAUSSIAN:
+        expected = CLIPPED_FRACTION * release.n
+    return clipping_excess(release.clip_count, release.clip_count_std, expected, release.n)
+
+
 def require_gaussian_noise(release: Any, *, laplace: bool = False) -> Release:
     """The release, if its noise law is one these statements cover: continuous
     Gaussian, or (``laplace=True``, per-coordinate statements) Laplace."""
@@ -572,11 +643,11 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     (:prf:ref:`accuracy-thm-noise`). For the Laplace mechanism (noise of scale
     ``noise_std / sqrt(2)``) the half-width is ``scale ln(1/beta)``, exact in the
     same way. For a release of the grid path (``secure=True``) the protected
-    quantity is the statistic rounded to the grid, the noise is ``u_j Z_j`` with
-    ``Z_j`` discrete Gaussian of scale ``sigma``, and the half-width is
-    ``u_j ceil(sigma z)``: at least ``1 - beta``, since
-    ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``
-    (:prf:ref:`accuracy-prop-grid`).
+    quantity is the statistic rounded to the grid, the noise is ``q_j Y_j`` with
+    ``q_j`` the grid step and ``Y_j`` discrete Gaussian of scale ``tau_Z``, and the
+    half-width is ``q_j ceil(tau_Z z)``: at least ``1 - beta``, since
+    ``Pr[|Y| > r] <= 2 Phi(-r / tau_Z)`` at integers ``r``
+    (:ref:`accuracy-ex-grid`).
 
     **The private pipeline** (a :class:`~dpsum.release.PipelineRelease` of
     :func:`~dpsum.pipeline.private_sum` or :func:`~dpsum.pipeline.private_mean`).
@@ -655,7 +726,7 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     if isinstance(release, PipelineRelease):
         b = float(V.check_probability(beta, "beta", scalar=True))
         sim = V.check_bool(simultaneous, "simultaneous")
-        lo, hi = pipeline_intervals(release, b, sim)
+        lo, hi = pipeline_intervals(_unprojected(release), b, sim)
         if release.grid_unit is not None:
             lo, hi = lo - release.grid_unit, hi + release.grid_unit
         return Intervals(lo, hi, target=release.target, level=1 - b, simultaneous=sim,
@@ -678,7 +749,12 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     else:
         half = s * z_from_log(lb)
     est = np.asarray(rel.estimate, dtype=float)
-    return Intervals(est - half, est + half, target=rel.target,
+    lo, hi = est - half, est + half
+    if rel.unprojected is not None:
+        # the projected estimate and the protected mean both lie in the box;
+        # clamping is monotone, so the clamped ends still bracket both
+        lo, hi = np.clip(lo, rel.lower, rel.upper), np.clip(hi, rel.lower, rel.upper)
+    return Intervals(lo, hi, target=rel.target,
                      level=1 - float(V.check_probability(beta, "beta", scalar=True)),
                      simultaneous=simultaneous, columns=rel.columns)
 
@@ -689,9 +765,9 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
     Its radius is :func:`noise_norm_quantile` of the release's noise, so it
     covers the protected sum with probability exactly ``1 - beta`` for every
     dataset (:prf:ref:`accuracy-thm-noise`). For a release of the grid path the
-    radius is that quantile plus ``||u||``, the norm of one grid unit per
+    radius is that quantile plus ``||q||``, the norm of one grid step per
     coordinate, and the coverage at least ``1 - beta``
-    (:prf:ref:`accuracy-prop-grid`).
+    (:ref:`accuracy-ex-grid`).
 
     For the private pipeline (a :class:`~dpsum.release.PipelineRelease`) the
     ball covers the sum or mean of the clipped rows, ``theta`` of
@@ -721,7 +797,7 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
     if isinstance(release, PipelineRelease):
         b = float(V.check_probability(beta, "beta", scalar=True))
         extra = 0.0 if release.grid_unit is None else float(np.linalg.norm(release.grid_unit))
-        return ConfidenceBall(center=np.asarray(release.estimate, dtype=float),
+        return ConfidenceBall(center=np.asarray(_unprojected(release).estimate, dtype=float),
                               radius=pipeline_radius(release, b) + extra, beta=b,
                               target=release.target)
     rel = require_gaussian_noise(release)
@@ -752,6 +828,10 @@ class PublicInputWarning(UserWarning):
 #: of ``1 / sigma^2`` for a single Gaussian mechanism).
 DIAGNOSTICS_SHARE = 0.02
 
+#: Without a data model, the clipping baseline's diagnostics warn when clearly
+#: more than this fraction of the rows were clipped.
+CLIPPED_FRACTION = 0.05
+
 #: A count exceeds the design's expectation "much" when it exceeds it by this
 #: many noise standard deviations plus this fraction of ``n``.
 _WARN_SIGMAS = 4.0
@@ -759,8 +839,17 @@ _WARN_FRACTION = 0.01
 
 
 def clipping_excess(count: float, count_std: float, expected: float, n: float) -> bool:
-    """Whether a private count of clipped rows is clearly above what the design expected."""
-    return bool(count - expected > _WARN_SIGMAS * count_std + _WARN_FRACTION * max(n, 1.0))
+    """Whether a private count of clipped rows is clearly above what the design expected.
+
+    Under the design the number of rows clipped is binomial with mean
+    ``expected`` (out of ``n``), and the private count adds noise of standard
+    deviation ``count_std``: "clearly above" is more than ``_WARN_SIGMAS``
+    standard deviations of both together, plus ``_WARN_FRACTION`` of ``n``.
+    """
+    nn = max(n, 1.0)
+    p = min(max(expected / nn, 0.0), 1.0)
+    spread = math.sqrt(count_std * count_std + expected * (1.0 - p))
+    return bool(count - expected > _WARN_SIGMAS * spread + _WARN_FRACTION * nn)
 
 
 def _fraction(count: float, n: float) -> str:
@@ -799,7 +888,11 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
       rows is at most the private count plus ``z sigma`` (``beta / 10`` spent
       on it).
 
-    The clipping baseline (no model, no box) has none: ``ValueError``.
+    The clipping baseline (no model, no box) has none: ``ValueError``. Nor
+    has a release whose private diagnostic count contradicts the assumption
+    (far more rows clipped, or outside the box, than the design expected;
+    the private pipeline: rows outside the box): ``ValueError`` saying so.
+    A mean projected onto its box keeps its intervals inside the box.
 
     Examples
     --------
@@ -809,7 +902,8 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     'the exact value'
     """
     V.check_record(release, "release", (Release, PipelineRelease))
-    b = float(V.check_probability(beta, "beta", scalar=True))
+    # beta is split in parts (noise, count or clipping loss): at least 1e-300
+    b = float(V.check_failure_probability(beta, "beta"))
     sim = V.check_bool(simultaneous, "simultaneous")
     est = np.asarray(release.estimate, dtype=float)
     m = est.size
@@ -823,18 +917,38 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
                              "error is not a function of public quantities (see "
                              "confidence_intervals)")
         assert release.lower is not None and release.upper is not None
+        if clipping_excess(release.outside_count or 0.0, release.diagnostics_std, 0.0,
+                           max(float(release.count), 1.0)):
+            raise ValueError("release's private count says many rows lie outside the box "
+                             "[lower, upper], the assumption of these intervals: widen the "
+                             "box (from public knowledge, not from X) and release again")
         b_count = b / 10.0
         lo, hi = confidence_intervals(release, b - b_count, simultaneous=sim)
-        k_up = max(float(release.clip_count) + release.diagnostics_std * float(
-            ndtri(1.0 - b_count)), 0.0)
+        # the upper quantile from the lower tail: finite however small b_count
+        k_up = max(float(release.clip_count) - release.diagnostics_std * float(
+            ndtri(b_count)), 0.0)
         reach = np.maximum(release.upper - release.center, release.center - release.lower)
         loss = k_up * np.maximum(reach, 0.0)
         if stat == "mean":
             loss = loss / max(float(release.count), 1.0)
-        return Intervals(lo - loss, hi + loss, target=f"the data {stat}",
+        lo, hi = lo - loss, hi + loss
+        if release.unprojected is not None:
+            # under the assumption the data mean lies in the box (clamping is
+            # monotone: the ends still bracket it and the projected estimate)
+            lo, hi = np.clip(lo, release.lower, release.upper), np.clip(hi, release.lower,
+                                                                       release.upper)
+        return Intervals(lo, hi, target=f"the data {stat}",
                          level=1 - b, simultaneous=sim, columns=release.columns,
                          assumption="every row lies in the box [lower, upper]")
     rel = require_gaussian_noise(release, laplace=True)
+    if rel.mechanism in (Mechanism.ELLIPTICAL_GAUSSIAN, Mechanism.GAUSSIAN_DATA) and \
+            clipping_bites(rel):
+        raise ValueError(
+            "release's private diagnostic count says far more rows were clipped (or lie "
+            "outside the box) than its design expected, so the assumption these intervals "
+            "rest on is false for these data; confidence_intervals cover "
+            f"{rel.target}. Fix the public inputs (box, center, stds) from public "
+            "knowledge, or use dpsum.private_mean")
     if rel.mechanism in (Mechanism.GAUSSIAN_ANALYTIC, Mechanism.GAUSSIAN_CLASSIC,
                          Mechanism.LAPLACE):
         iv = confidence_intervals(rel, b, simultaneous=sim)
@@ -938,6 +1052,9 @@ def _pipeline_fields(rec: PipelineRelease) -> dict:
                                              optional=True)
     out["notes"] = V.record_choice_tuple(rec.notes, "notes")
     out["grid_unit"] = V.record_array(rec.grid_unit, "grid_unit", positive=True, size=d)
+    if not isinstance(rec.accounting, str):
+        raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
+    out["unprojected"] = _unprojected_field(rec, estimate)
     return out
 
 
@@ -990,6 +1107,12 @@ def _summary(rel: Any, beta: float, rows: int) -> str:
         lines.append(f"budget by step (shares of rho): {shares}")
     if rel.clip_count is not None:
         lines.append(f"rows clipped (private count): {rel.clip_count:.1f}")
+    if getattr(rel, "unprojected", None) is not None:
+        lines.append("estimate projected onto the box [lower, upper] (post-processing; "
+                     "the unprojected estimate is in .unprojected)")
+    if clipping_bites(rel):
+        lines.append(f"the intervals above cover {rel.target}, NOT the data {rel.statistic}: "
+                     "the private count says many rows were clipped; see data_intervals")
     for note in rel.notes:
         lines.append(f"warning: {note}")
     return "\n".join(lines)
@@ -1018,6 +1141,7 @@ def _jsonable(x: Any) -> Any:
 
 
 def _to_dict(rel: Any, beta: float) -> dict:
+    beta = float(V.check_probability(beta, "beta", scalar=True))  # with or without intervals
     out: dict = {
         "mechanism": str(rel.mechanism) if isinstance(rel, Release) else f"private_{rel.statistic}",
         "statistic": rel.statistic,
@@ -1031,10 +1155,11 @@ def _to_dict(rel: Any, beta: float) -> dict:
     if isinstance(rel, PipelineRelease):
         out["guarantee"]["rho"] = _rounded(rel.rho)
         out["guarantee"]["budget"] = rel.budget.as_dict()
+    out["guarantee"]["accounting"] = rel.accounting
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
                  "lower", "upper", "stds", "n", "sensitivity", "grid_exponent", "count",
-                 "scales", "clip_count", "outside_count", "diagnostics_share"):
+                 "scales", "clip_count", "outside_count", "diagnostics_share", "unprojected"):
         if hasattr(rel, name) and getattr(rel, name) is not None:
             public[name] = _jsonable(getattr(rel, name))
     out["public"] = public
@@ -1053,6 +1178,7 @@ def _to_pandas(rel: Any, beta: float) -> Any:
         import pandas as pd
     except ImportError:
         raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    beta = float(V.check_probability(beta, "beta", scalar=True))
     data = {"estimate": np.asarray(rel.estimate, dtype=float),
             "noise_std": np.asarray(rel.noise_std, dtype=float)}
     if _has_intervals(rel):

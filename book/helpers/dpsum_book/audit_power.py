@@ -7,14 +7,16 @@ These experiments measure the power of the whole procedure, pilot included,
 with :func:`dpsum.audit.simulate_audits` (independent audits, fresh
 randomness each), next to the oracle power, for every violation the chapter
 names and for several (main run, pilot) sizes; and the size of the audit
-(its false-alarm rate) at a large ``alpha`` on an exactly tight mechanism.
+(its false-alarm rate) at a large ``beta`` on an exactly tight mechanism.
 
 Rows of ``book/data/audit_power.csv`` (:func:`power_rows`): per (case, main
 run size, pilot size), the number of audits, how many proved the violation,
 the rate with a two-sided 95% Clopper-Pearson interval, and the oracle power
 of the best single test. Rows of ``book/data/audit_size.csv``
 (:func:`size_rows`): randomized response on one user (likelihood ratio
-exactly ``e^epsilon``), audited at its true epsilon with ``alpha = 0.25``.
+exactly ``e^epsilon``), audited at its true epsilon with ``beta = 0.25``.
+The audit's error probability is the book's ``beta``; dpsum's argument
+for it is named ``alpha``.
 
 The Gaussian mechanisms run the real dpsum code, batched with
 :func:`dpsum.audit.batched_gaussian_release`. The binary mechanisms are
@@ -35,7 +37,7 @@ from scipy import optimize, special, stats
 import dpsum
 from dpsum import audit
 
-__all__ = ["ALPHA", "BINOMIAL_USERS", "Case", "D", "DELTA", "EPS", "EPS_DETECT", "PLANS",
+__all__ = ["BETA", "BINOMIAL_USERS", "Case", "D", "DELTA", "EPS", "EPS_DETECT", "PLANS",
            "SEED", "SENS", "binomial_broken_coin", "case", "gaussian_oracle",
            "gaussian_release", "merge_rows", "power_rows", "size_rows", "solve_coin",
            "threshold_broken"]
@@ -44,7 +46,7 @@ Row = dict[str, Any]
 Laws = tuple[np.ndarray, np.ndarray]
 
 SEED = 8
-EPS, DELTA, ALPHA = 1.0, 1e-3, 1e-3   # the claim under audit and the audit's error probability
+EPS, DELTA, BETA = 1.0, 1e-3, 1e-3   # the claim under audit and the audit's error probability
 EPS_DETECT = 1.6                      # the violation every audit should catch
 SENS, D = 2.0, 4                      # the Gaussian mechanism's sensitivity and dimension
 BINOMIAL_USERS = 800
@@ -100,7 +102,7 @@ def gaussian_oracle(eps_true: float, n: int, epsilon: float = EPS) -> float:
     s = dpsum.analytic_sigma(eps_true, DELTA)
     t = np.linspace(-2.0, 6.0, 321)
     return float(np.max(audit.audit_power(stats.norm.sf(t - 1 / s), stats.norm.sf(t), n,
-                                          epsilon=epsilon, delta=DELTA, alpha=ALPHA)))
+                                          epsilon=epsilon, delta=DELTA, alpha=BETA)))
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ def case(name: str) -> Case:
 
     def oracle(n: int) -> float:
         return float(audit.discrete_audit_power(*laws, n, epsilon=EPS, delta=delta,
-                                                alpha=ALPHA))
+                                                alpha=BETA))
 
     return Case(name, label, audit.discrete_law_release(*laws), (1, 0), delta, oracle)
 
@@ -170,7 +172,7 @@ def power_rows(names: Iterable[str], runs: int, *, verbose: bool = False) -> lis
         c = case(name)
         for j, (n, m) in enumerate(PLANS[name]):
             sim = audit.simulate_audits(c.release, *c.pair, epsilon=EPS, delta=c.delta,
-                                        n_samples=n, n_pilot=m, runs=runs, alpha=ALPHA,
+                                        n_samples=n, n_pilot=m, runs=runs, alpha=BETA,
                                         batched=True, rng=np.random.default_rng([SEED, i, j]))
             lo, hi = sim.interval(0.95)
             rows.append({"case": name, "label": c.label, "n_samples": n,
@@ -187,22 +189,22 @@ def power_rows(names: Iterable[str], runs: int, *, verbose: bool = False) -> lis
 
 def size_rows(runs: int, *, verbose: bool = False) -> list[Row]:
     """The row of ``audit_size.csv``: the false-alarm rate over ``runs`` audits."""
-    eps, alpha, n = EPS, 0.25, 2_000
+    eps, beta, n = EPS, 0.25, 2_000
     keep = float(special.expit(eps))
     release = audit.discrete_law_release(np.array([1 - keep, keep]),
                                          np.array([keep, 1 - keep]))
     sim = audit.simulate_audits(release, 1, 0, epsilon=eps, delta=0.0, n_samples=n, runs=runs,
-                                alpha=alpha, batched=True,
+                                alpha=beta, batched=True,
                                 rng=np.random.default_rng([SEED, 99]))
     exact = audit.two_point_rejection_probability(keep, 1 - keep, n, epsilon=eps, delta=0.0,
-                                                  alpha=alpha)
+                                                  alpha=beta)
     lo, hi = sim.interval(0.95)
-    tol = int(stats.binom.ppf(1 - 1e-3, runs, alpha))
+    tol = int(stats.binom.ppf(1 - 1e-3, runs, beta))
     if verbose:
-        print(f"size at alpha = {alpha}: {sim.rejections}/{runs} = {sim.rate:.3f} "
+        print(f"size at beta = {beta}: {sim.rejections}/{runs} = {sim.rate:.3f} "
               f"[{lo:.3f}, {hi:.3f}]; exact false-alarm probability {exact:.4f}; "
-              f"binomial 0.999 quantile at alpha: {tol}")
-    return [{"case": "rr-tight", "alpha": alpha, "epsilon": eps, "n_samples": n,
+              f"binomial 0.999 quantile at beta: {tol}")
+    return [{"case": "rr-tight", "beta": beta, "epsilon": eps, "n_samples": n,
              "n_pilot": sim.n_pilot, "runs": runs, "rejections": sim.rejections,
              "rate": sim.rate, "ci_low": lo, "ci_high": hi, "exact_size": exact,
              "tolerance_0999": tol}]

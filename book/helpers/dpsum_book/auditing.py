@@ -9,7 +9,7 @@ built from the same parts with one bug each. :func:`run` audits one of them
 with :func:`dpsum.audit.epsilon_lower_bound`, the chapter's test.
 
 The constants are the chapter's claim: ``(EPS, DELTA) = (1, 1e-3)`` audited
-at error probability ``ALPHA = 1e-3``, with ``N = 50,000`` releases per
+at error probability ``BETA = 1e-3``, with ``N = 50,000`` releases per
 dataset for the Gaussian mechanisms (the size whose power the chapter
 measures).
 """
@@ -27,10 +27,10 @@ from dpsum.audit import AuditResult, batched_gaussian_release, epsilon_lower_bou
 from dpsum.design import elliptical_scaling
 from dpsum_book import audit_power as ap
 
-__all__ = ["ALPHA", "Audited", "BOUNDS", "CENTER", "CLIP", "D", "DELTA", "EPS", "N", "SENS",
+__all__ = ["BETA", "Audited", "BOUNDS", "CENTER", "CLIP", "D", "DELTA", "EPS", "N", "SENS",
            "STDS", "broken_cases", "correct_cases", "run"]
 
-EPS, DELTA, ALPHA = 1.0, 1e-3, 1e-3
+EPS, DELTA, BETA = 1.0, 1e-3, 1e-3
 N = 50_000
 D, SENS = 4, 2.0
 BOUNDS = np.array([4.0, 1.0, 0.25, 2.0])
@@ -55,12 +55,12 @@ class Audited:
 
 
 def run(case: Audited, seed: int) -> AuditResult:
-    """Audit ``case`` with a pilot as large as the main run, at ``ALPHA``."""
+    """Audit ``case`` with a pilot as large as the main run, at ``BETA``."""
     release = case.release
     if case.batched and not getattr(release, "batched", False):
         release = batched_gaussian_release(release)
     return epsilon_lower_bound(release, *case.pair, delta=case.delta,
-                               n_samples=case.n, n_pilot=case.n, rng=seed, alpha=ALPHA,
+                               n_samples=case.n, n_pilot=case.n, rng=seed, alpha=BETA,
                                batched=case.batched)
 
 

@@ -17,7 +17,7 @@ from matplotlib.patches import Patch
 
 from dpsum import binary as B
 
-__all__ = ["LABEL", "MARKED", "MECHS", "decision_map", "exact_min_users", "legend_handles", "mse_grid",
+__all__ = ["LABEL", "MARKED", "MECHS", "REGIMES", "SHORT", "decision_map", "exact_min_users", "legend_handles", "mse_grid",
            "simulate_point"]
 
 MECHS = ("randomized_response", "binomial", "sample_and_threshold")
@@ -26,11 +26,20 @@ LABEL = {"randomized_response": "randomized response", "binomial": "binomial noi
 _COLOURS = ("#0072B2", "#009E73", "#D55E00")
 _PALE = ("#9ECAE9", "#A1DAB4", "#F4B183")
 
-#: points checked by simulation: (epsilon, delta, n, n_1)
-MARKED = [(0.1, 1e-3, 30_000, 5_000), (0.1, 1e-3, 500_000, 20_000),
-          (0.1, 1e-9, 50_000, 10_000), (0.1, 1e-9, 1_000_000, 10_000),
-          (1.0, 1e-3, 500, 250), (1.0, 1e-3, 100_000, 1_000),
-          (1.0, 1e-9, 1_000, 900), (1.0, 1e-9, 1_000_000, 300)]
+SHORT = {"randomized_response": "RR", "binomial": "Bin", "sample_and_threshold": "S&T"}
+
+#: the three regimes of a count: few users and many ones; many users and very
+#: few ones; roughly as many ones as zeros
+REGIMES = {"I": "not sparse, few users", "II": "very sparse, many users",
+           "III": "roughly as many ones as zeros"}
+
+#: points checked by simulation: (epsilon, delta, n, n_1, regime)
+MARKED = [(0.1, 1e-3, 30_000, 5_000, "I"), (0.1, 1e-3, 500_000, 20_000, "II"),
+          (0.1, 1e-3, 1_000_000, 500_000, "III"),
+          (0.1, 1e-9, 50_000, 10_000, "I"), (0.1, 1e-9, 1_000_000, 10_000, "II"),
+          (1.0, 1e-3, 500, 250, "I"), (1.0, 1e-3, 100_000, 1_000, "II"),
+          (1.0, 1e-9, 1_000, 900, "I"), (1.0, 1e-9, 1_000_000, 300, "II"),
+          (1.0, 1e-9, 100_000, 50_000, "III")]
 
 
 def mse_grid(eps: float, delta: float, ns: np.ndarray,
@@ -46,9 +55,12 @@ def mse_grid(eps: float, delta: float, ns: np.ndarray,
     return N, K, valid, mse
 
 
-def decision_map(ax: Any, eps: float, delta: float) -> None:
+def decision_map(ax: Any, eps: float, delta: float,
+                 winners: dict[int, str] | None = None) -> None:
     """Draw on ``ax`` which mechanism has the smallest closed-form RMSE at each
-    ``(n, n_1)``; pale where even the best RMSE exceeds ``n_1 / 2``."""
+    ``(n, n_1)``; pale where even the best RMSE exceeds ``n_1 / 2``. The points
+    of :data:`MARKED` at ``(eps, delta)`` are labelled with their number and
+    regime, and with the measured winner ``winners[number]`` if given."""
     ns = np.unique(np.round(np.logspace(2, 7, 101)).astype(np.int64))
     ks = np.unique(np.round(np.logspace(0, 7, 141)).astype(np.int64))
     N, K, valid, mse = mse_grid(eps, delta, ns, ks)
@@ -58,10 +70,15 @@ def decision_map(ax: Any, eps: float, delta: float) -> None:
     cmap = ListedColormap(list(_COLOURS) + list(_PALE))
     ax.pcolormesh(ns, ks, code, cmap=cmap, vmin=-0.5, vmax=5.5, shading="nearest")
     ax.axvline(float(B.binomial_min_users(eps, delta)), color="k", ls="--", lw=1)
-    for i, (e, d, n, k) in enumerate(MARKED, start=1):
+    for i, (e, d, n, k, regime) in enumerate(MARKED, start=1):
         if (e, d) == (eps, delta):
             ax.plot(n, k, "ko", ms=4)
-            ax.annotate(str(i), (n, k), textcoords="offset points", xytext=(3, 3))
+            text = f"{i} {regime}"
+            if winners is not None and i in winners:
+                text += f": {SHORT[winners[i]]}"
+            ax.annotate(text, (n, k), textcoords="offset points", xytext=(3, 3),
+                        fontsize=8, bbox=dict(boxstyle="round,pad=0.15", fc="white",
+                                              ec="none", alpha=0.8))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_title(rf"$\varepsilon$ = {eps}, $\delta$ = {delta:g}")

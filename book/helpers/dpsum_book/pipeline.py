@@ -21,7 +21,7 @@ import numpy as np
 import dpsum
 from dpsum import pipeline
 from dpsum.design import elliptical_scaling
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 from dpsum.pipeline.quantiles import ASINH_RESOLUTION
 from dpsum.privacy import zcdp_gaussian_multiplier
 from dpsum_book import data as book_data
@@ -399,3 +399,22 @@ def plan_comparison(*, data: Path | None = None,
             best_ratio=float(ratio[best]), best_setting=keys[best],
             runs=(min(runs), max(runs)), factors=(min(factors), max(factors)))
     return out
+
+
+def cost_figure() -> Any:
+    """Setting A (n = 4000 isotropic Gaussian rows) against d: the pipeline's
+    mean error and isotropic clipping's with a private radius, at two budgets."""
+    fig, ax = figure()
+    rows = targets("A")
+    for rho in (0.125, 1.0):
+        for method, label in (("adaptive", "dpsum.private_mean"),
+                              ("isotropic", "isotropic clipping")):
+            pts = sorted((_parse_a(r["setting"])[0], r["error"]) for r in rows
+                         if r["method"] == method and _parse_a(r["setting"])[1] == rho)
+            ax.loglog(*zip(*pts), marker="o" if method == "adaptive" else "s", ms=3,
+                      ls="-" if method == "adaptive" else "--",
+                      label=f"{label}, rho = {rho:g}", base=2)
+    ax.set_xlabel("dimension d (n = 4000)")
+    ax.set_ylabel("mean L2 error")
+    ax.legend(fontsize=8)
+    return fig
