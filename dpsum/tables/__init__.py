@@ -2,8 +2,8 @@
 means of vectors, and private group discovery (the chapter *From rows to people*).
 
 The public surface is four names; the partition-selection threshold
-(:mod:`dpsum.tables.selection`) and the budget shares
-(:data:`dpsum.tables.groups.COUNT_SHARE`, ...) live in their modules.
+(``dpsum.tables.selection``) and the budget shares
+(``dpsum.tables.groups.COUNT_SHARE``, ...) live in their modules.
 """
 
 from __future__ import annotations

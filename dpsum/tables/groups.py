@@ -1,9 +1,9 @@
 """Per-group private sums and means of vectors, with privacy units.
 
-:func:`private_group_sums` answers "the sum (or mean) of these columns per
+``private_group_sums`` answers "the sum (or mean) of these columns per
 region" while protecting every person with all of their rows:
 
-1. **Bound** each unit (:func:`dpsum.tables.bound_contributions`): at most
+1. **Bound** each unit (``dpsum.tables.bound_contributions``): at most
    ``max_groups`` groups, ``max_rows`` rows per group, one combined vector
    per (unit, group) cell.
 2. **Sum exactly.** Each cell vector is clipped to ``C`` and rounded to the
@@ -29,7 +29,7 @@ so the whole release is ``(epsilon, delta_G)``-DP with
 in at most ``max_groups`` groups (``Delta_N = sqrt(max_groups)``; under
 replace-one ``sqrt(2 max_groups)``: one unit leaves up to ``k`` groups, the
 other joins up to ``k``). Private group discovery
-(:mod:`dpsum.tables.selection`) adds ``delta_tau``; ``delta_G + delta_tau``
+(``dpsum.tables.selection``) adds ``delta_tau``; ``delta_G + delta_tau``
 is the caller's ``delta``.
 """
 
@@ -70,7 +70,7 @@ _TINY = float(np.finfo(np.float64).tiny)
 
 @dataclasses.dataclass(frozen=True)
 class GroupRelease(V.Record):
-    """The record of :func:`private_group_sums`: per-group noisy sums (and
+    """The record of ``private_group_sums``: per-group noisy sums (and
     unit counts), and every public parameter of the release.
 
     Attributes
@@ -231,7 +231,7 @@ class GroupRelease(V.Record):
     def to_pandas(self, level: float = 0.95) -> Any:
         """The tidy table: one row per (group, column) with the group key(s),
         ``column``, ``estimate``, ``noise_std``, ``lower`` and ``upper`` (the
-        ``level`` interval of :meth:`intervals`) and, when released, the
+        ``level`` interval of ``intervals``) and, when released, the
         group's noisy unit count ``units``. Needs pandas."""
         lower, upper = self.intervals(level)
         try:
@@ -288,14 +288,14 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
     unit with all of its rows.
 
     Each unit keeps at most ``max_groups`` groups and ``max_rows`` rows per
-    group (chosen at random by keyed hash, :mod:`dpsum.tables.units`); its
+    group (chosen at random by keyed hash, ``dpsum.tables.units``); its
     kept rows in a group become one vector (``per_unit``), clipped to
     ``clip_norm`` and summed exactly per group; Gaussian noise calibrated to
     the L2 sensitivity across groups (``sqrt(max_groups) C``, or ``2 C
     sqrt(max_groups)`` under replace-one) is added. A mean divides by a
     noisy unit count; with ``groups=None`` the groups themselves are found
     privately (a group is released only if its noisy unit count passes a
-    threshold, :mod:`dpsum.tables.selection`).
+    threshold, ``dpsum.tables.selection``).
 
     Parameters
     ----------
@@ -328,13 +328,13 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         A mean is over units: the sum of unit vectors over the noisy number
         of units of the group.
     per_unit : {"sum", "mean"}, optional
-        How a unit's rows become one vector (:class:`ContributionBounds`);
+        How a unit's rows become one vector (``ContributionBounds``);
         default ``statistic``.
     neighbouring : {"add-remove", "replace"}
         Add or remove all rows of one unit (the number of units is private),
         or replace all rows of one unit by another's.
     count_share : float, optional
-        Budget share of the unit counts (default :data:`COUNT_SHARE` when
+        Budget share of the unit counts (default ``COUNT_SHARE`` when
         they are needed, a mean or private groups; else 0, no counts).
     truncation_share : float
         Budget share of the noisy count of truncated units (0: not released).
