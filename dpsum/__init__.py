@@ -13,6 +13,7 @@ subpackage of its layer, from the bottom up:
 - :mod:`dpsum.engines` — the accumulator's pass on a dask cluster (extra ``dpsum[dask]``)
 - :mod:`dpsum.mechanisms`, :mod:`dpsum.binary`, :mod:`dpsum.pipeline` — the releases
 - :mod:`dpsum.accuracy`, :mod:`dpsum.audit`, :mod:`dpsum.bounds` — statements about them
+- :mod:`dpsum.tables` — privacy units, contribution bounds, per-group sums and means
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from dpsum.release import (
     gaussian_data_accumulator,
 )
 from dpsum.session import Session
+from dpsum.tables import private_group_sums
 
 __version__ = "0.1.0"
 
@@ -105,4 +107,5 @@ __all__ = [
     "release_error_bound",
     "sample_and_threshold",
     "Session",
+    "private_group_sums",
 ]

@@ -921,3 +921,60 @@ def run_neighbours(cases: int = 12, seed: int = 26
                     worst, count = out.get((relation, mech, path), (0.0, 0))
                     out[(relation, mech, path)] = (max(worst, r), count + (r >= 0))
     return out
+
+
+# ------------------------------------------------- people and groups (dpsum.tables)
+# Appended: the subpackage's public names, their baselines and the record's
+# methods. ``privacy_unit`` and ``by`` hold private ids and keys: data.
+MODULES.append("dpsum.tables")
+DATA.update({"privacy_unit", "by"})
+
+_TABLE_X = np.random.default_rng(5).normal(size=(12, 2))
+_TABLE_UNITS = np.array([3, 3, 3, 5, 5, 8, 8, 8, 8, 9, 11, 11])
+_TABLE_KEYS = np.array([0, 1, 0, 0, 2, 1, 1, 0, 2, 1, 0, 0])
+_TABLE_ARGS: dict[str, Any] = {
+    "X": _TABLE_X, "privacy_unit": _TABLE_UNITS, "by": _TABLE_KEYS, "columns": OMIT,
+    "clip_norm": 2.0, "max_rows": 2, "max_groups": 2, "groups": [0, 1, 2, 7],
+    "statistic": "mean", "per_unit": "mean", "epsilon": 1.0, "delta": 1e-6,
+    "neighbouring": "replace", "count_share": 0.3, "truncation_share": 0.05, "rng": 0}
+
+
+def _group_release() -> Any:
+    from dpsum.tables import private_group_sums
+    args = {k: v for k, v in _TABLE_ARGS.items() if v is not OMIT}
+    return _cached("groups", lambda: private_group_sums(**args))
+
+
+def _tables_baselines() -> dict[str, Any]:
+    from dpsum.tables import ContributionBounds
+    return {
+        "private_group_sums": [
+            dict(_TABLE_ARGS),
+            {**_TABLE_ARGS, "groups": None, "neighbouring": "add-remove", "statistic": "sum",
+             "per_unit": "sum", "count_share": OMIT, "truncation_share": 0.0},
+        ],
+        "bound_contributions": {
+            "X": _TABLE_X, "privacy_unit": _TABLE_UNITS, "by": _TABLE_KEYS, "columns": OMIT,
+            "groups": [0, 1], "key": bytes(range(16)),
+            "bounds": Make(lambda: ContributionBounds(max_rows=2, max_groups=1))},
+        "ContributionBounds": {"max_rows": 2, "max_groups": 2, "per_unit": "mean"},
+        "GroupRelease": _instance_fields(_group_release()),
+    }
+
+
+_baselines_before_tables = _baselines
+_methods_before_tables = methods
+
+
+def _baselines() -> dict[str, Any]:  # noqa: F811 - extended for dpsum.tables
+    out = _baselines_before_tables()
+    out.update(_tables_baselines())
+    return out
+
+
+def methods() -> list[tuple[str, Any, dict]]:  # noqa: F811 - extended for dpsum.tables
+    return _methods_before_tables() + [
+        _method("GroupRelease.intervals", _group_release, "intervals", {"level": 0.9}),
+        _method("GroupRelease.to_pandas", _group_release, "to_pandas", {"level": 0.9}),
+    ]
+
