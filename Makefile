@@ -2,7 +2,7 @@
 # Each target sets itself up on a machine that has only python3: it creates .venv when
 # missing and installs what its job needs, with numpy, scipy, matplotlib and sympy pinned
 # by constraints.txt: `make book` the package with its docs extra (the HTML build only);
-# `make test` the test, book, dask and accounting extras (the dask extra lets
+# `make test` the test, book, dask, accounting and fast extras (the dask extra lets
 # tests/test_dask.py run on a local dask cluster); `make lab` the book extra (what the
 # chapters import) and the pinned JupyterLab of the lab extra.
 
@@ -29,9 +29,9 @@ $(VENV)/.dpsum-venv:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	touch $@
 
-# make test: the package with its test, book, dask and accounting extras
+# make test: the package with its test, book, dask, accounting and fast (numba) extras
 $(STAMP): pyproject.toml book/helpers/pyproject.toml constraints.txt $(VENV)/.dpsum-venv
-	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[test,book,dask,accounting]" \
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e ".[test,book,dask,accounting,fast]" \
 		-e book/helpers
 	touch $(STAMP) $(BOOK_STAMP)
 

@@ -20,7 +20,7 @@ import numpy as np
 
 import dpsum
 from dpsum.release.noise import ConfidenceBall
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 
 BETA = 0.1
 

@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 
 import dpsum
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 from dpsum.pipeline import private_mean
 
 

@@ -33,7 +33,7 @@ from scipy import stats
 import dpsum
 from dpsum.distributions import discrete
 from dpsum.kernels import grid
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 
 SHAPES = [(10**6, 100), (10**5, 1000)]
 REPEATS = 5

@@ -8,6 +8,7 @@ subpackage of its layer, from the bottom up:
 - :mod:`dpsum.privacy` — neighbouring relations, calibration, composition
 - :mod:`dpsum.design` — scaling vectors, the exact clip radius, public set-ups
 - :mod:`dpsum.kernels` — the float and grid clipping kernels (beside design)
+- :mod:`dpsum.session` — a budget for a whole analysis, its ledger, planning (beside design)
 - :mod:`dpsum.release` — release records, their noise intervals, the accumulator
 - :mod:`dpsum.engines` — the accumulator's pass on a dask cluster (extra ``dpsum[dask]``)
 - :mod:`dpsum.mechanisms`, :mod:`dpsum.binary`, :mod:`dpsum.pipeline` — the releases
@@ -58,6 +59,7 @@ from dpsum.release import (
     elliptical_gaussian_accumulator,
     gaussian_data_accumulator,
 )
+from dpsum.session import Session
 
 __version__ = "0.1.0"
 
@@ -102,4 +104,5 @@ __all__ = [
     "release_diagnostics",
     "release_error_bound",
     "sample_and_threshold",
+    "Session",
 ]

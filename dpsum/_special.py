@@ -4,7 +4,7 @@ rounding (:func:`sqrt_up`, :func:`norm_plus`), used by the whole package.
 Privacy profiles and tail probabilities range from 1 down to 1e-300 and below,
 so :mod:`dpsum` computes them as logarithms and never subtracts two numbers
 close to each other. The helpers below are the only place where that is done;
-:mod:`dpsum.calibration`, :mod:`dpsum.gchisq` and :mod:`dpsum.privacy` call
+:mod:`dpsum.privacy.calibration`, :mod:`dpsum.distributions.gchisq` and the rest of :mod:`dpsum.privacy` call
 them.
 
 Sign convention: arguments are the *magnitudes* that occur in the formulas.

@@ -80,6 +80,7 @@ __all__ = [
     "check_choice",
     "check_finite_array",
     "check_data_matrix",
+    "require_rows",
     "check_vector",
     "check_box",
     "check_center",
@@ -107,6 +108,9 @@ RandomLike = Union[np.random.Generator, np.random.SeedSequence, int, None]
 
 _INTEGRAL_LIMIT = 2.0**63  # whole floats beyond this do not fit an int64
 _INT_LIMIT = 2**63         # integers (counts, sizes, seeds) must fit an int64
+
+#: The largest float64, where the package saturates instead of overflowing.
+FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
 def describe(value: Any) -> str:
@@ -437,26 +441,44 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
 
 
 def check_finite_array(X: Any, name: str = "X", *, ndim: int | None = None,
-                       finite: bool = True) -> np.ndarray:
+                       finite: bool = True, empty_rows: bool = False) -> np.ndarray:
     """``X`` as a float64 array after checking it is real and (by default) finite.
 
     The input is never modified; a copy is made only when a dtype conversion
     is needed. ``finite=False`` leaves the NaN/inf check to the caller, which
     must then do it in its own pass before releasing anything.
+    ``empty_rows=True`` accepts an array with no rows (its other dimensions
+    still positive): a dataset under add-remove, where the empty dataset is
+    data like any other (:func:`require_rows` is the rule for the relation).
     """
     arr = as_real_array(X, name)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
+    if arr.size == 0 and not (empty_rows and arr.ndim >= 1 and arr.shape[0] == 0
+                              and all(k > 0 for k in arr.shape[1:])):
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
     if finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
 
 
-def check_data_matrix(X: Any, name: str = "X", *, finite: bool = True) -> np.ndarray:
-    """A dataset: a real matrix of shape (n, d) with n, d >= 1 (see :func:`check_finite_array`)."""
-    return check_finite_array(X, name, ndim=2, finite=finite)
+def check_data_matrix(X: Any, name: str = "X", *, finite: bool = True,
+                      empty_rows: bool = False) -> np.ndarray:
+    """A dataset: a real matrix of shape (n, d) with n, d >= 1 (n >= 0 with
+    ``empty_rows``; see :func:`check_finite_array`)."""
+    return check_finite_array(X, name, ndim=2, finite=finite, empty_rows=empty_rows)
+
+
+def require_rows(n: int, public: bool, name: str = "X") -> None:
+    """The rule for an empty dataset. Under replace-one (``public``: the number
+    of rows is public) a dataset needs a row: the empty dataset has no
+    replace-one neighbour. Under add-remove the empty dataset and a one-row
+    dataset are neighbours, so refusing one of them would be an output that
+    depends on the data: nothing is checked."""
+    if public and n == 0:
+        raise ValueError(f"{name} must hold at least one row under replace-one neighbouring "
+                         "(the empty dataset has no replace-one neighbour); use "
+                         "neighbouring='add-remove'")
 
 
 def check_vector(v: Any, name: str, d: int | None = None, *, positive: bool = False,
@@ -481,11 +503,12 @@ def check_center(value: Any, d: int, name: str = "center") -> np.ndarray:
     return check_vector(arr, name, d)
 
 
-def check_bits(bits: Any, name: str = "bits") -> np.ndarray:
+def check_bits(bits: Any, name: str = "bits", *, empty: bool = False) -> np.ndarray:
     """A non-empty 1-d array of bits: booleans, or integers equal to 0 or 1.
 
     Floats are refused even when they equal 0.0 or 1.0, so that a fraction or
-    a probability passed by mistake is not silently accepted.
+    a probability passed by mistake is not silently accepted. ``empty=True``
+    accepts no bits at all (add-remove: no users is data like any other).
     """
     if bits is None or isinstance(bits, (str, bytes)) or np.isscalar(bits):
         raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, "
@@ -499,6 +522,8 @@ def check_bits(bits: Any, name: str = "bits") -> np.ndarray:
     except Exception:  # pragma: no cover - exotic objects
         raise TypeError(f"{name} must be a 1-d array of 0/1 integers or booleans, "
                         f"got {_type_name(bits)}") from None
+    if empty and arr.shape == (0,) and arr.dtype.kind in "biuf":
+        return np.zeros(0, dtype=np.bool_)     # [] is float64 to NumPy
     if arr.dtype == np.bool_:
         out = arr
     elif arr.dtype.kind in "iu":
@@ -611,13 +636,14 @@ def index_labels(value: Any) -> tuple | None:
     return tuple(value.index) if _is_series(value) else None
 
 
-def as_dataset(X: Any, name: str = "X", *, finite: bool = True) -> tuple[np.ndarray, tuple | None]:
+def as_dataset(X: Any, name: str = "X", *, finite: bool = True,
+               empty_rows: bool = False) -> tuple[np.ndarray, tuple | None]:
     """A dataset as a float64 matrix and its column labels (None for an array).
 
     A pandas ``DataFrame`` is checked column by column, so an error names the
     column (a non-numeric dtype, NaN or infinite values) but never a row, a
     count or a value; a ``Series`` is one column. Anything else goes through
-    :func:`check_data_matrix`.
+    :func:`check_data_matrix`. ``empty_rows=True`` accepts no rows (add-remove).
 
     Examples
     --------
@@ -627,7 +653,7 @@ def as_dataset(X: Any, name: str = "X", *, finite: bool = True) -> tuple[np.ndar
     """
     labels = column_labels(X)
     if labels is None:
-        return check_data_matrix(X, name, finite=finite), None
+        return check_data_matrix(X, name, finite=finite, empty_rows=empty_rows), None
     frame = X.to_frame() if _is_series(X) else X
     if len(labels) == 0:
         raise ValueError(f"{name} must have at least one column")
@@ -645,7 +671,7 @@ def as_dataset(X: Any, name: str = "X", *, finite: bool = True) -> tuple[np.ndar
             raise ValueError(f"{name} column {str(label)!r} contains NaN or infinite values")
         cols.append(values)
     arr = np.column_stack(cols) if cols[0].size else np.empty((0, len(cols)))
-    if arr.shape[0] == 0:
+    if arr.shape[0] == 0 and not empty_rows:
         raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
     return arr, labels
 

@@ -52,36 +52,25 @@ from dpsum._enums import _StrEnum
 from dpsum._lazy import stats
 from dpsum._validation import RandomLike
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import ONE_OFF, ApproximateEvent, PureEvent, as_session
+from dpsum.session import charge as charge_session
 
 __all__ = [
     "BinaryRelease",
     "BinaryMechanism",
-    "MAX_EPSILON",
-    "BINOMIAL_PROOF_EPSILON",
-    "SAMPLE_THRESHOLD_PROOF_EPSILON",
-    "WARNER_KEEP_PROBABILITY",
     "randomized_response",
     "randomized_response_reports",
-    "randomized_response_keep_probability",
     "randomized_response_epsilon",
     "randomized_response_estimate",
     "randomized_response_variance",
     "binomial_noise_mechanism",
     "binomial_min_users",
-    "binomial_noise_probability",
-    "binomial_conditions_hold",
     "binomial_estimate",
     "binomial_variance",
-    "binomial_privacy_delta",
     "sample_and_threshold",
-    "sample_threshold_tau",
-    "sample_threshold_probability",
-    "sample_threshold_conditions_hold",
     "sample_threshold_estimate",
-    "sample_threshold_release_probability",
     "sample_threshold_bias",
     "sample_threshold_variance",
-    "sample_threshold_privacy_delta",
     "binary_mse",
 ]
 
@@ -166,8 +155,9 @@ class BinaryRelease(V.Record):
         The raw private output: the number of 1-reports (randomized response),
         the noisy count ``k + Binomial(n, p)`` (binomial noise), or the sampled
         count if it reached the threshold and 0 otherwise (sample-and-threshold).
-    n : int
-        The number of users (public under replace-one).
+    n : int or None
+        The number of users: public under replace-one, None under add-remove
+        (where it is private and not recorded).
     epsilon, delta : float
         The privacy guarantee (``delta = 0`` for randomized response).
     mechanism : BinaryMechanism
@@ -181,7 +171,10 @@ class BinaryRelease(V.Record):
         The threshold ``tau`` of sample-and-threshold (the count is released
         when it is ``>= tau``, i.e. ``>= ceil(tau)``), None otherwise.
     neighbouring : dpsum.privacy.Neighbouring
-        The neighbouring relation of the guarantee (replace-one).
+        The neighbouring relation of the guarantee: replace-one, or add-remove
+        for :func:`sample_and_threshold` asked for it (then ``n`` is None).
+    accounting : str
+        The session ledger entry that accounts the release, or ``"one-off"``.
 
     Examples
     --------
@@ -192,20 +185,31 @@ class BinaryRelease(V.Record):
 
     estimate: float
     output: int
-    n: int
+    n: int | None
     epsilon: float
     delta: float
     mechanism: BinaryMechanism
     probability: float
     threshold: float | None
     neighbouring: Neighbouring = Neighbouring.REPLACE
+    accounting: str = ONE_OFF
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mechanism", BinaryMechanism.parse(self.mechanism, "mechanism"))
         object.__setattr__(self, "estimate", V.record_scalar(self.estimate, "estimate"))
         object.__setattr__(self, "output", V.record_scalar(self.output, "output", low=0,
                                                            integer=True))
-        object.__setattr__(self, "n", V.record_scalar(self.n, "n", low=1, integer=True))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+        # n is public under replace-one only: recorded there, never under add-remove
+        addrm = self.neighbouring is Neighbouring.ADD_REMOVE
+        if addrm and self.n is not None:
+            raise ValueError("n must be None under add-remove neighbouring (the number of "
+                             "users is private there)")
+        if addrm and self.mechanism is not BinaryMechanism.SAMPLE_AND_THRESHOLD:
+            raise ValueError("neighbouring must be replace-one for this mechanism: its "
+                             "estimate needs the public number of users n")
+        object.__setattr__(self, "n", V.record_scalar(self.n, "n", low=1, integer=True,
+                                                      optional=addrm))
         object.__setattr__(self, "epsilon", V.check_epsilon(self.epsilon, scalar=True))
         object.__setattr__(self, "delta", V.check_delta(self.delta, allow_zero=True,
                                                         scalar=True))
@@ -213,7 +217,8 @@ class BinaryRelease(V.Record):
                                                                 low=0.0, high=1.0))
         object.__setattr__(self, "threshold", V.record_scalar(self.threshold, "threshold",
                                                               low=0.0, optional=True))
-        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+        if not isinstance(self.accounting, str):
+            raise TypeError(f"accounting must be a str, got {V.describe(self.accounting)}")
 
     @property
     def released(self) -> bool:
@@ -265,7 +270,7 @@ class BinaryRelease(V.Record):
 
 def _check_k(k: Any, n: Any) -> Any:
     kk = _check_int(k, "k")
-    if np.any(np.asarray(kk) > n):
+    if n is not None and np.any(np.asarray(kk) > n):
         raise ValueError(f"k must be at most n = {n}, got {V.describe(k)}")
     return kk
 
@@ -298,11 +303,12 @@ _VARIANCE = {
 }
 
 
-def _bias(mechanism: BinaryMechanism, n: int, k: Any, p: float, threshold: float | None) -> Any:
+def _bias(mechanism: BinaryMechanism, n: int | None, k: Any, p: float,
+          threshold: float | None) -> Any:
     return _BIAS[mechanism](_check_k(k, n), p, threshold)
 
 
-def _variance(mechanism: BinaryMechanism, n: int, k: Any, p: float,
+def _variance(mechanism: BinaryMechanism, n: int | None, k: Any, p: float,
               threshold: float | None) -> Any:
     return _VARIANCE[mechanism](n, _check_k(k, n), p, threshold)
 
@@ -352,12 +358,14 @@ def randomized_response_epsilon(keep_probability: ArrayLike) -> float | np.ndarr
 
 
 def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
-                                rng: RandomLike = None) -> np.ndarray:
+                                rng: RandomLike = None, session: Any = None) -> np.ndarray:
     """The local randomizer: each user's report, their bit flipped with
     probability ``1 / (1 + e^eps)``.
 
     Returns a boolean array of the same length as ``bits``; the input is not
-    modified. Each report is epsilon-DP with respect to its user's bit.
+    modified. Each report is epsilon-DP with respect to its user's bit, so
+    the reports together are epsilon-DP (replace-one): with a ``session`` it
+    is charged as a pure ``epsilon`` event before the bits are read.
 
     Examples
     --------
@@ -365,8 +373,10 @@ def randomized_response_reports(bits: ArrayLike, *, epsilon: float,
     [True, False, True]
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    x = V.check_bits(bits)
     gen = V.check_rng(rng)
+    charge_session(as_session(session), PureEvent(eps), mechanism="randomized_response_reports",
+                   parameters={"epsilon": eps}, neighbouring=Neighbouring.REPLACE)
+    x = V.check_bits(bits)
     flip = gen.random(x.shape[0]) < _flip_threshold(eps)   # rounded up: see randomized_response
     return x ^ flip
 
@@ -385,7 +395,7 @@ def randomized_response_estimate(output: ArrayLike, n: int, *, epsilon: float) -
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     nn = _check_int(n, "n", minimum=1)
-    out = V.check_real(output, "output")
+    out = _check_int(output, "output")             # a released count of 1-reports
     if np.ndim(nn):
         raise ValueError("n must be a scalar here")
     _check_estimable(eps, nn)
@@ -467,7 +477,7 @@ def _check_estimable(eps: float, n: int) -> None:
 
 
 def randomized_response(bits: ArrayLike, *, epsilon: float,
-                        rng: RandomLike = None) -> BinaryRelease:
+                        rng: RandomLike = None, session: Any = None) -> BinaryRelease:
     """Epsilon-randomized response (Warner 1965), aggregated.
 
     Every user reports their bit with probability ``q = e^eps / (1 + e^eps)``
@@ -484,6 +494,11 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
         Privacy parameter, > 0.
     rng : numpy.random.Generator, int or None
         Source of randomness.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: checked (refused if the release does not fit)
+        before the bits are read, charged before the noise is drawn. Without
+        one the release is a one-off (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -521,6 +536,10 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
     (True, 0.880797)
     """
     eps = V.check_epsilon(epsilon, scalar=True)
+    sess = as_session(session)
+    event = PureEvent(eps)
+    if sess is not None:
+        sess.check(event, neighbouring=Neighbouring.REPLACE)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
     n = int(x.shape[0])
@@ -528,6 +547,9 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
     k = int(np.count_nonzero(x))
     q = float(special.expit(eps))
     flip = _flip_threshold(eps)
+    params = {"epsilon": eps, "n": n}
+    tag = charge_session(sess, event, mechanism="randomized_response", parameters=params,
+                         neighbouring=Neighbouring.REPLACE)
     # ones kept plus zeros flipped, each report from its own uniform on the
     # 2^-53 grid (see the docstring): the law of the count of the reports
     output = (k - _count_below(gen, k, flip)) + _count_below(gen, n - k, flip)
@@ -540,6 +562,7 @@ def randomized_response(bits: ArrayLike, *, epsilon: float,
         mechanism=BinaryMechanism.RANDOMIZED_RESPONSE,
         probability=q,
         threshold=None,
+        accounting=tag,
     )
 
 
@@ -626,7 +649,7 @@ def binomial_estimate(output: ArrayLike, n: int, p: float) -> float | np.ndarray
     """
     nn = _check_int(n, "n", minimum=1)
     pp = V.check_probability(p, "p")
-    out = V.check_real(output, "output")           # a released count: real and finite
+    out = _check_int(output, "output")             # a released count: an integer >= 0
     est = out - nn * pp
     return V.scalar_or_array(est)
 
@@ -697,7 +720,8 @@ def binomial_privacy_delta(n: int, p: float, epsilon: float) -> float:
 
 
 def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
-                             p: float | None = None, rng: RandomLike = None) -> BinaryRelease:
+                             p: float | None = None, rng: RandomLike = None,
+                             session: Any = None) -> BinaryRelease:
     """Additive binomial noise: release ``k + Z``, ``Z ~ Binomial(n, p)``.
 
     In the shuffle model every user sends their bit and, with probability
@@ -725,6 +749,11 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     rng : numpy.random.Generator, int or None
         Source of randomness.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: checked (refused if the release does not fit)
+        before the bits are read, charged before the noise is drawn. Without
+        one the release is a one-off (its record's ``accounting`` says so).
+
     Returns
     -------
     BinaryRelease
@@ -739,6 +768,10 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     _check_epsilon_covered(eps, "binomial mechanism")
+    sess = as_session(session)
+    event = ApproximateEvent(eps, dlt)
+    if sess is not None:
+        sess.check(event, neighbouring=Neighbouring.REPLACE)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
     n = int(x.shape[0])
@@ -756,6 +789,9 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
                 f"p must be at least 50 ln(2/delta) / (epsilon^2 n) = {p_min:.6g}, got {V.describe(p)}"
             )
     k = int(np.count_nonzero(x))
+    params = {"epsilon": eps, "delta": dlt, "n": n, "p": pp}
+    tag = charge_session(sess, event, mechanism="binomial_noise_mechanism", parameters=params,
+                         neighbouring=Neighbouring.REPLACE)
     output = k + int(gen.binomial(n, pp))
     return BinaryRelease(
         estimate=float(binomial_estimate(output, n, pp)),
@@ -766,6 +802,7 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
         mechanism=BinaryMechanism.BINOMIAL,
         probability=pp,
         threshold=None,
+        accounting=tag,
     )
 
 
@@ -832,7 +869,7 @@ def sample_threshold_estimate(output: ArrayLike, p: float) -> float | np.ndarray
     300.0
     """
     pp = V.check_probability(p, "p")
-    out = V.check_positive(output, "output", allow_zero=True)   # a released count
+    out = _check_int(output, "output")             # a released count: an integer >= 0
     with np.errstate(over="ignore"):
         est = np.asarray(out) / pp
     V.representable(est, "p", "the estimate output / p", "p is too small for this output")
@@ -845,8 +882,19 @@ def _st_parameters(epsilon: Any, delta: Any, p: Any, threshold: Any) -> Any:
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     tau = sample_threshold_tau(dlt) if threshold is None else V.check_positive(threshold, "threshold")
-    pp = eps / tau if p is None else V.check_probability(p, "p")
+    pp = _default_p(eps, tau) if p is None else V.check_probability(p, "p")
     return pp, tau
+
+
+def _default_p(eps: float, tau: Any) -> float:
+    """The default sampling probability ``epsilon / threshold``, refused (naming
+    epsilon) when it underflows to 0."""
+    pp = eps / tau
+    if not pp > 0:
+        raise ValueError(f"epsilon is too small for sample-and-threshold: the sampling "
+                         f"probability epsilon / threshold underflows to 0, got "
+                         f"{V.describe(eps)}")
+    return pp
 
 
 def _int_threshold(tau: float) -> int:
@@ -1005,7 +1053,8 @@ def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *
 
 def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                          p: float | None = None, threshold: float | None = None,
-                         rng: RandomLike = None) -> BinaryRelease:
+                         neighbouring: Neighbouring | str = "replace",
+                         rng: RandomLike = None, session: Any = None) -> BinaryRelease:
     """Sample-and-threshold (Bharadwaj and Cormode 2022) for a binary sum.
 
     Each user is sampled independently with probability ``p`` (default
@@ -1033,8 +1082,18 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
         Sampling probability, at most ``epsilon / threshold``.
     threshold : float, optional
         Release threshold, at least ``3 + ln(1/delta)``.
+    neighbouring : {"replace", "add-remove"}
+        The relation the record states. The guarantee holds under both (only
+        the ones are sampled, and a user's bit moves the count by at most
+        one); under add-remove the number of users is private, so the record
+        leaves ``n`` out (None) and no bits at all is data like any other.
     rng : numpy.random.Generator, int or None
         Source of randomness.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: checked (refused if the release does not fit)
+        before the bits are read, charged before the noise is drawn. Without
+        one the release is a one-off (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -1061,7 +1120,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                 f"threshold must be at least 3 + ln(1/delta) = {tau_min:.6g}, got {V.describe(threshold)}"
             )
     if p is None:
-        pp = eps / tau
+        pp = _default_p(eps, tau)
     else:
         pp = V.check_probability(p, "p")
         if np.ndim(pp):
@@ -1072,21 +1131,31 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                 f"{'given' if threshold is not None else 'from delta: 3 + ln(1/delta)'}), "
                 f"got {V.describe(p)}"
             )
-    x = V.check_bits(bits)
+    sess = as_session(session)
+    event = ApproximateEvent(eps, dlt)
+    if sess is not None:
+        sess.check(event, neighbouring=None)
+    relation = Neighbouring.parse(neighbouring)
+    addrm = relation is Neighbouring.ADD_REMOVE
+    x = V.check_bits(bits, empty=addrm)
     gen = V.check_rng(rng)
-    n = int(x.shape[0])
     k = int(np.count_nonzero(x))
+    params = {"epsilon": eps, "delta": dlt, "p": pp, "threshold": float(tau)}
+    tag = charge_session(sess, event, mechanism="sample_and_threshold", parameters=params,
+                         neighbouring=None)
     sampled = int(gen.binomial(k, pp))
     output = sampled if sampled >= tau else 0
     return BinaryRelease(
         estimate=float(sample_threshold_estimate(output, pp)),
         output=output,
-        n=n,
+        n=None if addrm else int(x.shape[0]),
         epsilon=eps,
         delta=dlt,
         mechanism=BinaryMechanism.SAMPLE_AND_THRESHOLD,
         probability=pp,
         threshold=float(tau),
+        accounting=tag,
+        neighbouring=relation,
     )
 
 
@@ -1143,6 +1212,7 @@ def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
     if release.mechanism == "binomial":  # Y = k + Binomial(n, p)
         return float(stats.binom.cdf(y - k, n, p)), float(stats.binom.sf(y - k - 1, n, p))
     if release.mechanism == "randomized_response":  # Y = Binomial(k, q) + Binomial(n - k, 1 - q)
+        assert n is not None          # public for randomized response
         a = np.arange(k + 1)
         pa = stats.binom.pmf(a, k, p)
         le = float(np.dot(pa, stats.binom.cdf(y - a, n - k, 1.0 - p)))
@@ -1194,7 +1264,15 @@ def count_interval(release: BinaryRelease, beta: float) -> tuple[int, int]:
     if not isinstance(release, BinaryRelease):
         raise TypeError(f"release must be a BinaryRelease, got {type(release).__name__}")
     half = float(V.check_probability(beta, "beta", scalar=True)) / 2.0
-    y, n = int(release.output), int(release.n)
+    y = int(release.output)
+    if release.n is not None:
+        n = int(release.n)
+    else:
+        # add-remove (sample-and-threshold): no public n bounds k; Pr_k[Y <= y]
+        # falls to 0 as k grows, so a finite public cap holds the interval
+        n = 1
+        while _count_tails(release, n, y)[0] > half:
+            n *= 2
 
     def first(pred: Any) -> int:
         """Smallest k in [0, n + 1] with pred(k) true, for pred monotone false -> true."""

@@ -60,21 +60,11 @@ from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 
 __all__ = [
-    "bernstein_max_t",
-    "bernstein_tail_threshold",
     "bernstein_tail_bound",
     "bernstein_clip_radius",
-    "bernstein_error_max_log_n",
-    "bernstein_error_condition_holds",
-    "bernstein_error_clip_radius_squared",
     "bernstein_error_bound",
     "chebyshev_clip_radius",
-    "chebyshev_clip_probability",
-    "bernstein_alpha",
-    "laurent_massart_threshold",
     "laurent_massart_clip_radius",
-    "SMALLEST_MOMENT_CONSTANT",
-    "BERNSTEIN_MOMENT_CONSTANT",
 ]
 
 #: The moment constant of the Bernstein tail lemma: the moment condition of
@@ -319,13 +309,15 @@ def bernstein_clip_radius(stds: ArrayLike, clip_probability: float,
         raise ValueError(
             f"clip_probability = {p:.6g} is outside the range of the Bernstein tail lemma: it needs "
             f"t = sqrt(ln(1/p)) = {t:.6g} <= t_max = {t_max:.6g}, i.e. clip_probability >= "
-            f"{math.exp(-t_max * t_max):.6g} for these standard deviations; pass strict=False "
+            f"{math.exp(-t_max * t_max):.6g} for these standard deviations (stds); pass strict=False "
             "to evaluate the formula anyway (it is then not a proven bound), or use "
             "laurent_massart_clip_radius, which holds for every clip_probability")
     # sqrt(t sqrt(8 sum s^4) + sum s^2) = s_max sqrt(t sqrt(8 r4) + r2): no
     # underflow or overflow of the squares, whatever the scale of s
     pw = _Powers(s)
-    return pw.s_max * math.sqrt(t * math.sqrt(8.0 * pw.r4) + pw.r2)
+    return V.representable(pw.s_max * math.sqrt(t * math.sqrt(8.0 * pw.r4) + pw.r2),
+                           "stds (times scaling)", "the clip radius",
+                           "the scaled stds must be well below 1e308")
 
 
 # ------------------------------------------------------ the Bernstein error bound
@@ -391,7 +383,8 @@ def _bernstein_error_checked(stds: Any, n: Any, strict: bool) -> Any:
         worst = float(np.max(log_n))
         raise ValueError(
             f"the Bernstein error bound needs ln(n) <= sum sigma_j^2 / (18 sigma_*^2) = {limit:.6g} "
-            f"(n <= {math.exp(limit):.6g}), got ln(n) = {worst:.6g}; pass strict=False to "
+            f"for these stds (n <= {math.exp(limit):.6g}), got ln(n) = {worst:.6g}; pass "
+            "strict=False to "
             "evaluate the formula anyway (it is then not a proven bound), or use "
             "laurent_massart_clip_radius, which holds for every n")
     return pw, log_n
@@ -414,7 +407,8 @@ def bernstein_error_clip_radius_squared(stds: ArrayLike, n: ArrayLike, *,
     stds : array_like, shape (d,)
         Standard deviations ``sigma_j > 0`` of the data.
     n : float or array_like
-        Dataset size(s), ``n >= 1``.
+        Dataset size(s), ``n >= 1``: a real parameter of the closed form
+        (any real ``n``, ``1e30`` included, e.g. for curves in ``n``).
     strict : bool, default True
         Raise ``ValueError`` when the Bernstein error bound's condition
         ``ln n <= sum sigma_j^2 / (18 sigma_*^2)`` fails for some ``n``.
@@ -457,7 +451,8 @@ def bernstein_error_bound(stds: ArrayLike, n: ArrayLike, epsilon: float, delta: 
     stds : array_like, shape (d,)
         Standard deviations ``sigma_j > 0`` of the data.
     n : float or array_like
-        Dataset size(s), ``n >= 1``.
+        Dataset size(s), ``n >= 1``: a real parameter of the closed form
+        (any real ``n``, ``1e30`` included, e.g. for curves in ``n``).
     epsilon, delta : float
         The privacy guarantee.
     neighbouring : {"replace", "add-remove"}
@@ -740,4 +735,6 @@ def laurent_massart_clip_radius(stds: ArrayLike, clip_probability: float,
     ell = -math.log(p)
     # relative to s_max, so that nothing underflows (an underflowing sum of
     # squares would return 0, which is not an upper bound) or overflows
-    return pw.s_max * math.sqrt(pw.r2 + 2.0 * math.sqrt(ell * pw.r4) + 2.0 * ell)
+    return V.representable(pw.s_max * math.sqrt(pw.r2 + 2.0 * math.sqrt(ell * pw.r4) + 2.0 * ell),
+                           "stds (times scaling)", "the clip radius",
+                           "the scaled stds must be well below 1e308")

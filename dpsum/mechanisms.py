@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 import warnings
 from typing import Any
 
@@ -49,15 +50,19 @@ from dpsum import _validation as V
 from dpsum._validation import RandomLike
 from dpsum.distributions.discrete import discrete_gaussian_std
 from dpsum.engines import dask as dask_engine
-from dpsum.kernels.clipping import clamped_sum
+from dpsum.kernels._exact import noisy_estimate
+from dpsum.kernels.grid import accumulate_clamped, make_clamp_plan
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import GaussianEvent, DiscreteGaussianEvent, PureEvent, as_session
+from dpsum.session import charge as charge_session
 from dpsum.release.accumulator import (
     Accumulator,
     accumulator_for,
     clipped_gaussian_accumulator,
     elliptical_gaussian_accumulator,
     gaussian_data_accumulator,
+    shaped_laplace_accumulator,
 )
 from dpsum.release.discrete_noise import secure_gaussian, secure_laplace
 from dpsum.release.records import (
@@ -70,7 +75,6 @@ from dpsum.release.records import (
 )
 
 __all__ = [
-    "CLIPPED_FRACTION_WARNING",
     "gaussian_mechanism",
     "laplace_mechanism",
     "shaped_laplace_mechanism",
@@ -103,7 +107,9 @@ def _dataset(X: Any) -> tuple[Any, int | None, int, tuple | None]:
         data = dask_engine.check_matrix(X)
         return data, dask_engine.row_count(data), int(data.shape[1]), None
     if V.column_labels(X) is not None:
-        arr, labels = V.as_dataset(X, "X")
+        # no rows is accepted here as for an array; _public_rows refuses it
+        # under replace-one (under add-remove it is data like any other)
+        arr, labels = V.as_dataset(X, "X", empty_rows=True)
         return arr, int(arr.shape[0]), int(arr.shape[1]), labels
     arr = V.as_real_array(X, "X")
     if arr.ndim != 2 or arr.shape[1] == 0:
@@ -142,6 +148,15 @@ def _public_rows(n: int | None, relation: Neighbouring) -> int | None:
     return n
 
 
+def _checked_session(session: Any, acc: Accumulator) -> Any:
+    """The ``session`` argument, refused (with what remains) if the release
+    would not fit: before the pass reads the data. The release charges it."""
+    sess = as_session(session)
+    if sess is not None:
+        sess.check(acc.privacy_event, neighbouring=acc.neighbouring)
+    return sess
+
+
 def _pass(X: Any, acc: Accumulator) -> Accumulator:
     """The one pass over the rows: in memory, or on a dask cluster."""
     if dask_engine.is_dask_array(X):
@@ -152,7 +167,8 @@ def _pass(X: Any, acc: Accumulator) -> Accumulator:
 def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensitivity: float,
                        calibration: str = "analytic",
                        neighbouring: Neighbouring | str = "replace",
-                       rng: RandomLike = None, secure: bool = False) -> Release:
+                       rng: RandomLike = None, secure: bool = False,
+                       session: Any = None) -> Release:
     """The Gaussian mechanism: add ``N(0, sigma^2 I)`` noise to a precomputed statistic.
 
     ``sigma = sensitivity * sigma_opt`` with ``sigma_opt`` from the analytic
@@ -180,6 +196,11 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
         sensitivity) and exact discrete Gaussian noise is added; with
         ``rng=None`` the noise comes from the OS's secure generator.
         ``calibration`` must then be ``"analytic"`` (it is not used).
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -212,17 +233,33 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                          "where it cannot be represented within 1e-9 of the exact "
                          "calibration; rescale the value and the sensitivity")
     gen_ = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)   # before the data
-    x = V.check_finite_array(value, "value")
-    labels = V.index_labels(value)
+    sess = as_session(session)
+    params = {"epsilon": eps, "delta": dlt, "sensitivity": sens, "secure": secure_,
+              "calibration": calib.value}
     if secure_:
-        est, K, gstd = secure_gaussian(x, sensitivity=sens, epsilon=eps, delta=dlt, rng=gen_)
+        shape = V.as_real_array(value, "value").shape      # type and shape only: public
+        tag: list = []
+
+        def charge(multiplier: float) -> None:     # the discrete Gaussian's, before its noise
+            tag.append(charge_session(sess, DiscreteGaussianEvent(multiplier),
+                                      mechanism="gaussian_mechanism", parameters=params,
+                                      neighbouring=relation))
+
+        est, K, gstd = secure_gaussian(value, sensitivity=sens, epsilon=eps, delta=dlt,
+                                       rng=gen_, before_noise=charge)
         std = gstd * (discrete_gaussian_std(gstd / 2.0 ** K) / (gstd / 2.0 ** K))
+        x = np.asarray(est).reshape(shape)
+        labels = V.index_labels(value)
         return Release(estimate=est, noise_std=np.full(x.shape, std), scaling=None,
                        clip_norm=None, epsilon=eps, delta=dlt, neighbouring=relation,
                        sigma_opt=gstd / sens, sensitivity=sens,
                        mechanism=Mechanism.GAUSSIAN_ANALYTIC, calibration=Calibration.DISCRETE,
                        secure=True, grid_exponent=K, discrete_scale=np.full(x.shape, gstd),
-                       columns=labels)
+                       columns=labels, accounting=tag[0])
+    tag_ = charge_session(sess, GaussianEvent(sopt), mechanism="gaussian_mechanism",
+                          parameters=params, neighbouring=relation)
+    x = V.check_finite_array(value, "value")
+    labels = V.index_labels(value)
     assert gen_ is not None
     estimate = x + gen_.normal(0.0, std, size=x.shape)
     return Release(
@@ -239,13 +276,15 @@ def gaussian_mechanism(value: ArrayLike, *, epsilon: float, delta: float, sensit
                    else Mechanism.GAUSSIAN_ANALYTIC),
         calibration=calib,
         columns=labels,
+        accounting=tag_,
     )
 
 
 def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   lower: ArrayLike, upper: ArrayLike, rng: RandomLike = None,
                                   secure: bool = False, statistic: str = "sum",
-                                  diagnostics: bool | float = False) -> Release:
+                                  diagnostics: bool | float = False,
+                                  session: Any = None) -> Release:
     """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
     in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
 
@@ -290,6 +329,12 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         the budget on a private count of the rows outside the box
         (``release.clip_count``), and warns when it is clearly above 0.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
+
     Returns
     -------
     Release
@@ -315,7 +360,8 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                           secure=secure_, statistic=statistic,
                                           diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    rel = _pass(data, acc).release(gen)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "elliptical_gaussian_mechanism", 0.0, "outside the box",
                    "the box [lower, upper] probably does not contain the data; the estimate is "
                    "biased towards the box. Widen the box (from public knowledge, not from X)")
@@ -327,7 +373,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             scaling: str | ArrayLike = "scaled",
                             neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                             secure: bool = False, statistic: str = "sum",
-                            diagnostics: bool | float = False) -> Release:
+                            diagnostics: bool | float = False,
+                            session: Any = None) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
     known scales (:prf:ref:`gaussian-data-alg-clipped`).
 
@@ -389,6 +436,12 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         above the design's ``n p_C``: a wrong ``center`` or ``stds``.
         Replace-one only.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
+
     Returns
     -------
     Release
@@ -404,7 +457,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     >>> X = rng.normal(0.0, [4.0, 1.0], size=(1000, 2))
     >>> r = gaussian_data_mechanism(X, epsilon=1.0, delta=1e-6, stds=[4.0, 1.0], center=0,
     ...                             rng=rng)
-    >>> r.clip_probability, bool(0 < r.sensitivity / (2 * r.clip_norm) - 1 < 1e-8)  # rounding charged
+    >>> r.clip_probability, r.sensitivity == 2 * r.clip_norm  # exact sums: no charge
     (0.001, True)
     """
     eps, dlt = _privacy(epsilon, delta)
@@ -422,7 +475,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                                     neighbouring=relation, secure=secure_, statistic=statistic,
                                     diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    rel = _pass(data, acc).release(gen)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
                    "the public center or stds are probably wrong for these data (a centre "
                    "far from the data or scales too small); the estimate is biased towards "
@@ -432,7 +486,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
 def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, clip_norm: float,
                                neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                                secure: bool = False, statistic: str = "sum",
-                               diagnostics: bool | float = False) -> Release:
+                               diagnostics: bool | float = False,
+                               session: Any = None) -> Release:
     """Isotropic clipping: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
     (add-remove).
@@ -462,6 +517,12 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         comes when clearly more than :data:`~dpsum.mechanisms.CLIPPED_FRACTION_WARNING` of the
         rows were clipped.
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
+
     Returns
     -------
     Release
@@ -484,7 +545,8 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
                                        secure=secure_, statistic=statistic,
                                        diagnostics=diagnostics)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
-    rel = _pass(data, acc).release(gen)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
                    "clipped", "clip_norm is probably too small for these data; the estimate "
                    "is biased towards 0")
@@ -520,16 +582,21 @@ def release_diagnostics(X: ArrayLike, release: Release) -> dict[str, int]:
     {'clipped_rows': 1}
     """
     acc = accumulator_for(release)
-    data, _, d, _ = _dataset(X)
+    data, n, d, _ = _dataset(X)
     if d != acc.d:
         raise ValueError(f"X must have {acc.d} columns, as the release, got {d}")
+    if release.n is not None and n is not None and n != release.n:
+        # replace-one: the release records its public number of rows
+        raise ValueError(f"X must have the release's n = {release.n} rows: the dataset the "
+                         "release was computed from")
     key = "clamped_values" if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN else "clipped_rows"
     return {key: _pass(data, acc).diagnostic_count}
 
 
 def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
                       neighbouring: Neighbouring | str = "replace",
-                      rng: RandomLike = None, secure: bool = False) -> Release:
+                      rng: RandomLike = None, secure: bool = False,
+                      session: Any = None) -> Release:
     """The Laplace mechanism: add i.i.d. ``Laplace(0, sensitivity / epsilon)`` noise.
 
     If the statistic has L1 sensitivity ``Delta_1`` (the largest L1 distance
@@ -562,6 +629,12 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         grid. Still ``epsilon``-DP with ``delta = 0``
         (:prf:ref:`fp-thm-discrete-laplace`), and
         immune to attacks on the low-order bits.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -603,6 +676,10 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
                          "sensitivity")
     secure_ = V.check_bool(secure, "secure")
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
+    # the discrete Laplace on the grid is exactly epsilon-DP, as the float one
+    tag = charge_session(as_session(session), PureEvent(eps), mechanism="laplace_mechanism",
+                         parameters={"epsilon": eps, "sensitivity": sens, "secure": secure_},
+                         neighbouring=relation)
     x = V.check_finite_array(value, "value")
     labels = V.index_labels(value)
     if secure_:
@@ -613,7 +690,7 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
             epsilon=eps, delta=0.0, neighbouring=relation, sigma_opt=std / grid_sens,
             sensitivity=grid_sens, mechanism=Mechanism.LAPLACE,
             calibration=Calibration.DISCRETE_LAPLACE, secure=True, grid_exponent=K,
-            columns=labels)
+            columns=labels, accounting=tag)
     assert gen is not None                      # the float path always has a Generator
     estimate = x + gen.laplace(0.0, scale, size=x.shape)
     return Release(
@@ -629,11 +706,13 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
         mechanism=Mechanism.LAPLACE,
         calibration=Calibration.LAPLACE,
         columns=labels,
+        accounting=tag,
     )
 
 
 def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
-                             rng: RandomLike = None) -> Release:
+                             rng: RandomLike = None, secure: bool = False,
+                             statistic: str = "sum", session: Any = None) -> Release:
     """The shaped Laplace mechanism on the sum of the rows of ``X`` (book,
     chapter "Laplace or Gaussian?"): the pure-DP analogue of the Elliptical
     Gaussian mechanism.
@@ -658,7 +737,20 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     widths : array_like, shape (d,)
         The widths ``Delta_j > 0`` of the box; public.
     rng : numpy.random.Generator, int, SeedSequence or None
-        Source of randomness.
+        Source of randomness. With ``secure=True``, None means the operating
+        system's secure generator.
+    secure : bool
+        Take the grid path: each coordinate's exact integer sum (on the grid
+        of its half-width, ``2^-32`` of it) plus exact discrete Laplace noise
+        of scale ``t_j`` in grid units; still ``epsilon``-DP, the scales
+        checked against ``epsilon`` in exact arithmetic.
+    statistic : {"sum", "mean"}
+        The sum, or the mean (the noisy sum divided by the public ``n``).
+    session : dpsum.session.Session, optional
+        The analysis's budget: the release is charged to it, and refused if it
+        does not fit, before the data's values are read; its ledger entry is
+        written before the noise is drawn. Without one the release is a
+        one-off, accounted on its own (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -673,9 +765,11 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
 
     Notes
     -----
-    The sum is computed in floating point and the noise drawn with NumPy's
-    Laplace sampler, as in :func:`laplace_mechanism` without ``secure``: not
-    protected against floating-point attacks.
+    The clamped sum is exact (values rounded to a grid ``2^-32`` of the
+    half-widths inside the box and added as integers, the noise added exactly
+    and the result rounded once); without ``secure`` the noise is drawn with
+    NumPy's Laplace sampler, as in :func:`laplace_mechanism`: not protected
+    against floating-point attacks.
 
     Examples
     --------
@@ -685,22 +779,13 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     (<Mechanism.SHAPED_LAPLACE: 'shaped laplace'>, [5.0, 10.0])
     """
     eps = V.check_epsilon(epsilon, scalar=True)
-    X = V.check_data_matrix(X, finite=False)
-    d = X.shape[1]
+    secure_ = V.check_bool(secure, "secure")
+    data, n, d, columns = _dataset(X)
     width = V.check_vector(widths, "widths", d, positive=True)
-    gen = V.check_rng(rng)
-    with np.errstate(over="ignore", under="ignore"):   # an overflow is refused below
-        b = width ** (-1.0 / 3.0)
-        S = float(np.sum(width * b))
-        scales = S / (eps * b)
-    if not (math.isfinite(S) and np.all(np.isfinite(scales)) and np.all(scales > 0)):
-        raise ValueError("the noise scale sum(widths^(2/3)) widths^(1/3) / epsilon overflows "
-                         "or underflows: epsilon or widths is out of range")
-    total, _ = clamped_sum(X, width / 2.0)
-    assert gen is not None
-    estimate = total + gen.laplace(0.0, 1.0, size=d) * scales
-    return Release(
-        estimate=estimate, noise_std=math.sqrt(2.0) * scales, scaling=b, clip_norm=None,
-        epsilon=eps, delta=0.0, neighbouring=Neighbouring.REPLACE,
-        sigma_opt=math.sqrt(2.0) / eps, sensitivity=S, mechanism=Mechanism.SHAPED_LAPLACE,
-        calibration=Calibration.LAPLACE, widths=width)
+    acc = shaped_laplace_accumulator(width, epsilon=eps,
+                                     n=_public_rows(n, Neighbouring.REPLACE),
+                                     secure=secure_, statistic=statistic)
+    gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
+    sess = _checked_session(session, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
+    return _finish(rel, columns, "shaped_laplace_mechanism", None, "", "")

@@ -18,19 +18,28 @@ outcome of each call is one of
 
 - ``clear error``: ValueError/TypeError naming the argument, no data value in
   the message, raised before the data was read;
-- ``finite result``: the call returned and every number in the result is
-  finite (a bad value the function accepts, e.g. ``5e-324`` as a
-  sensitivity, must give a finite answer);
+- ``correct result``: the call returned a value the argument may take
+  (``5e-324`` as a sensitivity, say) and every number in the result is
+  finite;
 - a failure: ``data read first``, ``unnamed error`` (the message does not
-  name the argument), ``data echoed``, ``other exception`` (any other type)
-  or ``non-finite result``.
+  name the argument), ``data echoed``, ``other exception`` (any other type),
+  ``non-finite result``, or ``silent`` (the call returned for a value the
+  argument can never take: NaN, a string, a complex or an object for a
+  number, a non-integer for an integer (a baseline that is an int), None for
+  an argument whose default is not None; or the result holds a 0-d object
+  array instead of a number).
+
+Besides the scalar bad values, every argument whose baseline is a numeric
+array is driven with one element replaced (NaN, inf, 0, -1, ``5e-324``,
+``1e308``) and with every element ``1e308`` or ``5e-324``
+(:func:`element_values`): extreme stds, scales and weights.
 
 Part 2, neighbours. For each mechanism (Gaussian-data, clipping baseline,
 Elliptical Gaussian) and path (float in memory, merged accumulator, dask,
 secure grid) two replace-one neighbouring datasets at extreme scales (rows
 and parameters from 1e-300 to 1e300, mixed huge and tiny columns, the
 changed row clipped in the opposite direction) are folded, and the movement
-of the pre-noise statistic (``Accumulator.private_sum``), in exact rational
+of the pre-noise statistic (``Accumulator.sum_before_noise``), in exact rational
 arithmetic, is divided by the declared sensitivity: the ratio must be at
 most 1. Under add-remove (the Gaussian-data mechanism with a nonzero centre,
 and the clipping baseline) the extreme row is added in front of the rows and
@@ -58,7 +67,7 @@ SECRET_TEXT = "271828.1828"
 
 MODULES = ["dpsum", "dpsum.privacy", "dpsum.distributions", "dpsum.design", "dpsum.kernels",
            "dpsum.release", "dpsum.pipeline", "dpsum.accuracy", "dpsum.audit", "dpsum.binary",
-           "dpsum.bounds", "dpsum.mechanisms"]
+           "dpsum.bounds", "dpsum.mechanisms", "dpsum.session"]
 
 #: Data arguments: their values are private.
 DATA = {"X", "value", "bits", "values", "data", "block", "S"}
@@ -117,8 +126,27 @@ def _valid(name: str) -> Any:
         "upper": np.array([10.0, 10.0]), "center": np.array([0.0, 0.0]),
         # optional arguments shared by many functions: driven too
         "neighbouring": "replace", "secure": False, "statistic": "sum", "diagnostics": False,
+        "session": Make(_session),
     }
     return table.get(name)
+
+
+def _session() -> Any:
+    """A live session with room for any one release of the baselines (the
+    binomial mechanism's delta = 0.5 included), replace-one."""
+    from dpsum.session import Session
+    return Session(epsilon=50.0, delta=0.99, approximate_share=0.9)
+
+
+def _session_bad_values() -> list[tuple[str, Any]]:
+    """Sessions a release must refuse before reading the data: closed, under
+    another relation, spent."""
+    from dpsum.session import Session
+    closed = Session(rho=1.0)
+    closed.close()
+    return [("closed session", closed),
+            ("foreign session (add-remove)", Session(rho=1e3, neighbouring="add-remove")),
+            ("spent session", Session(rho=1e-30))]
 
 
 class Make:
@@ -219,7 +247,8 @@ def _record_baselines() -> dict[str, Any]:
         "ComposedPLD": _instance_fields(privacy.subsampled_gaussian_pld(2.0, 0.1, 2)),
         "GeneralizedChiSquare": {"weights": np.array([1.0, 2.0]),
                                  "noncentrality": np.array([0.0, 1.0])},
-        "PairwiseSum": {"d": 2},
+        "SessionBudget": _instance_fields(_charged_session().spent()),
+        "BudgetPlan": _instance_fields(_plan_budget()((1.0, 1e-6), 3)),
     }
 
 
@@ -249,7 +278,8 @@ def _baselines() -> dict[str, Any]:
         "confidence_ball": {"release": rel}, "confidence_intervals": {"release": rel},
         "data_intervals": {"release": rel},
         "release_error_bound": {"release": rel, "n": 40},
-        "release_diagnostics": {"release": rel},
+        "release_diagnostics": {"release": rel, "X": np.random.default_rng(0).normal(
+            0.0, [2.0, 1.0], size=(40, 2))},          # the release's own 40 rows
         "epsilon_lower_bound": {"release": _noisy_gaussian, "dataset": 0.0, "neighbour": 1.0,
                                 "delta": 0.0, "n_samples": 200, "alpha": 0.05},
         "simulate_audits": {"release": _noisy_gaussian, "dataset": 0.0, "neighbour": 1.0,
@@ -262,12 +292,9 @@ def _baselines() -> dict[str, Any]:
         "clamped_sum": {"half_widths": np.array([1.0, 2.0])},
         "grid_clamped_sum": {"half_widths": np.array([1.0, 2.0]), "unit": np.array([0.5, 0.5]),
                              "K": -1},
-        "make_grid_plan": {"clip_norm": 2.0, "scaling": np.array([1.0, 0.5]),
-                           "center": np.zeros(2)},
         "accumulator_for": {"release": rel, "n": OMIT},
         "grid_gaussian_noise": {"S": np.array([0, 3]), "K": 0},
         "grid_noise_law": {"release": Make(_secure_release)},
-        "merged_sum_rounding_bound": {"chunk_rows": [2, 3]},
         "norm_noise_law": {"s": np.array([1.0, 2.0])},
         "pipeline_intervals": {"release": pipe, "simultaneous": False},
         "pipeline_noise_law": {"release": pipe}, "pipeline_radius": {"release": pipe},
@@ -324,6 +351,15 @@ def _baselines() -> dict[str, Any]:
         # the pipeline: every argument, once with (epsilon, delta), once with rho
         "private_mean": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
         "private_sum": [dict(_PIPELINE_ARGS), dict(_PIPELINE_RHO)],
+        # sessions: an (epsilon, delta) budget with a basic share, and a rho budget
+        "Session": [{"rho": OMIT, "approximate_share": 0.25},
+                    {"epsilon": OMIT, "delta": OMIT, "rho": 0.5}],
+        "BoundedRangeEvent": {"count": 2}, "SubsampledGaussianEvent": {"steps": 3},
+        "ZCDPEvent": {"rho": 0.1},
+        "plan_budget": [{"budget": (1.0, 1e-6), "releases": 3},
+                        {"budget": Make(_session), "releases": [1.0, 2.0]}],
+        "charge": {"event": Make(_pure_event), "mechanism": "laplace_mechanism"},
+        "as_session": {"name": "session"},
     }
     out.update(_record_baselines())
     return out
@@ -346,15 +382,6 @@ NOT_DRIVEN: dict[str, str] = {
     "PublicInputWarning": "a warning category, raised by the library, never called",
     "Accumulator": "abstract base: built by the three *_accumulator functions (driven); "
                    "its update, merge and release are driven as methods",
-    # '<step> on validated inputs': the internals private_mean composes,
-    # each behind a public function that validates and is driven
-    "center_step": "private_center on validated inputs (private_center is driven)",
-    "scales_step": "private_scales on validated inputs (private_scales is driven)",
-    "norm_quantile_step": "private_norm_quantile on validated inputs (driven)",
-    "accumulate_clipped": "kernel on a validated ClipPlan (a private type); clipped_sum and "
-                          "the accumulators are driven",
-    "accumulate_grid": "kernel on make_grid_plan's plan; grid_clipped_sum and the grid "
-                       "accumulators are driven",
 }
 
 
@@ -380,6 +407,22 @@ def _method(name: str, build: Any, method: str, baseline: dict[str, Any]) -> tup
     return name, call, baseline
 
 
+def _pure_event() -> Any:
+    from dpsum.session import PureEvent
+    return PureEvent(0.1)
+
+
+def _plan_budget() -> Any:
+    from dpsum.session import plan_budget
+    return plan_budget
+
+
+def _charged_session() -> Any:
+    s = _session()
+    s.charge(_pure_event(), mechanism="laplace_mechanism")
+    return s
+
+
 def methods() -> list[tuple[str, Any, dict]]:
     """The public methods that take arguments: the accumulator's (the issue's
     double counting and repeated release) and the records' and the
@@ -392,7 +435,15 @@ def methods() -> list[tuple[str, Any, dict]]:
         _method("Accumulator.update", _parent, "update", {"block": _ACC_X}),
         _method("Accumulator.merge", lambda: _parent().update(_ACC_X), "merge",
                 {"other": Make(lambda: _parent().update(_ACC_X[:1]))}),
-        _method("Accumulator.release", fresh_acc, "release", {"rng": 0, "repeat": False}),
+        _method("Accumulator.release", fresh_acc, "release", {"rng": 0}),
+        _method("Session.charge", _session, "charge",
+                {"event": Make(_pure_event), "mechanism": "laplace_mechanism",
+                 "parameters": {"epsilon": 0.1}, "neighbouring": "replace"}),
+        _method("Session.check", _session, "check", {"event": Make(_pure_event)}),
+        _method("Session.labelled", _session, "labelled", {"label": "mean"}),
+        _method("Session.declare", _session, "declare",
+                {"plan": Make(lambda: _plan_budget()((1.0, 1e-6), 3))}),
+        _method("Session.composed", _charged_session, "composed", {"delta": 1e-6}),
         _method("Release.summary", _gd_release, "summary", {"beta": 0.05, "rows": 5}),
         _method("Release.to_dict", _gd_release, "to_dict", {"beta": 0.05}),
         _method("PipelineRelease.summary", _pipeline_release, "summary",
@@ -436,8 +487,78 @@ def bad_values() -> list[tuple[str, Any]]:
         ("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("0", 0.0),
         ("negative", -1.0), ("subnormal", 5e-324), ("huge", 1e308), ("2**70", 2**70),
         ("empty", np.array([])), ("ragged", [[1.0], [1.0, 2.0]]),
-        ("wrong shape", np.ones((3, 3, 3))),
+        ("wrong shape", np.ones((3, 3, 3))), ("non-integer", 2.5),
     ]
+
+
+def element_values(baseline: Any) -> list[tuple[str, Any]]:
+    """Bad values inside a numeric array baseline: one element replaced, or
+    every element extreme (none for a scalar or a non-numeric baseline)."""
+    if isinstance(baseline, (Make, str, bytes, bool)) or baseline is None:
+        return []
+    try:
+        arr = np.array(baseline, dtype=np.float64)
+    except (TypeError, ValueError):
+        return []
+    if arr.ndim == 0 or arr.size == 0 or np.asarray(baseline).dtype.kind not in "iuf":
+        return []
+    out = []
+    for label, v in (("element nan", math.nan), ("element inf", math.inf), ("element 0", 0.0),
+                     ("element negative", -1.0), ("element subnormal", 5e-324),
+                     ("element huge", 1e308)):
+        a = arr.copy()
+        a.flat[0] = v
+        out.append((label, a))
+    out += [("all huge", np.full(arr.shape, 1e308)), ("all subnormal", np.full(arr.shape, 5e-324))]
+    return out
+
+
+#: Scalar bad values an argument can never take (when its baseline is a number).
+NEVER_VALID = {"str", "bytes", "complex", "object", "object array", "masked array", "nan",
+               "element nan"}
+
+
+def _never_valid(label: str, baseline: Any, default: Any) -> bool:
+    """Whether accepting the bad value ``label`` is silent for an argument with
+    this baseline and default."""
+    if isinstance(baseline, Make) or callable(baseline) or isinstance(baseline, (str, bytes)):
+        return False
+    numeric = isinstance(baseline, (int, float, np.integer, np.floating, np.ndarray, list,
+                                    tuple)) and not isinstance(baseline, bool)
+    if label in NEVER_VALID:
+        return numeric
+    if label == "non-integer":
+        return isinstance(baseline, (int, np.integer)) and not isinstance(baseline, bool)
+    if label == "None":
+        # a default other than None (a required argument may take None when
+        # it means "absent", as a multiplier or a record's optional field)
+        return default is not None and default is not inspect.Parameter.empty and numeric
+    return False
+
+
+#: Arguments for which an infinite value is valid and an infinite result
+#: correct: an interval's end may be unbounded, and a float release's
+#: estimate saturates to +-inf where its clipped sum overflows (the
+#: accumulator's rule, tests/test_battery.py).
+ALLOW_INFINITE = {"Intervals": {"lower", "upper"}, "Release": {"estimate"},
+                  "PipelineRelease": {"estimate"}}
+
+
+#: Arguments named like counts that take real values: a noisy count is a
+#: post-processed real number (``n`` of the pipeline's rules).
+REAL_VALUED = {"default_budget": {"n"}, "default_clip_probability": {"n"},
+               # the Bernstein bounds are closed forms in a real n >= 1 (curves in n)
+               "bernstein_error_bound": {"n"}, "bernstein_error_clip_radius_squared": {"n"},
+               "bernstein_error_condition_holds": {"n"}}
+
+
+def _odd(result: Any, depth: int = 0) -> bool:
+    """A 0-d object array where a number belongs (anywhere in ``result``)."""
+    if isinstance(result, np.ndarray):
+        return result.ndim == 0 and result.dtype == object
+    if depth < 2 and isinstance(result, (tuple, list)):
+        return any(_odd(r, depth + 1) for r in result[:50])
+    return False
 
 
 def _numbers(result: Any, depth: int = 0) -> list[float]:
@@ -469,7 +590,9 @@ def _classify(exc: BaseException | None, result: Any, param: str, qual: str = ""
             else math.isfinite
         values = _numbers(result) if qual not in LOG_PROBABILITY else \
             [float(v) for v in np.ravel(np.asarray(result, dtype=float))]
-        return "finite result" if all(ok(v) for v in values) else "non-finite result"
+        if _odd(result):
+            return "silent"
+        return "correct result" if all(ok(v) for v in values) else "non-finite result"
     if isinstance(exc, DataTouched):
         return "data read first"
     if not isinstance(exc, (ValueError, TypeError)):
@@ -536,8 +659,11 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
             coverage["driven"] += 1
             done.add(qual)
         for param in [k for k in kwargs if k != "rng"] + (["rng"] if "rng" in kwargs else []):
+            default = sig.parameters[param].default if param in sig.parameters else None
             for label, bad in bad_values() + ([("float seed", 1.5), ("negative seed", -1)]
-                                              if param == "rng" else []):
+                                              if param == "rng" else []) + (
+                    _session_bad_values() if param == "session" else []) \
+                    + element_values(kwargs[param]):
                 args = {k: _fresh(v) for k, v in kwargs.items()}
                 args[param] = bad
                 for data in (DATA - NOT_DATA.get(qual.rsplit(".", 1)[1], set())) & set(args):
@@ -554,12 +680,89 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
                             and param in str(exc) and param not in DATA:
                         exc = DataTouched(str(exc))
                 outcome = _classify(exc, result, param, qual)
+                if outcome == "non-finite result" and "inf" in label \
+                        and param in ALLOW_INFINITE.get(qual.rsplit(".", 1)[1], set()):
+                    outcome = "correct result"
+                if exc is None and _never_valid(label, kwargs[param], default) and not (
+                        label == "non-integer"
+                        and param in REAL_VALUED.get(qual.rsplit(".", 1)[1], set())):
+                    outcome = "silent"
                 counts[outcome] += 1
-                if outcome not in ("clear error", "finite result"):
+                if outcome not in ("clear error", "correct result"):
                     failures.append((qual, param, label,
                                      f"{outcome}: {type(exc).__name__ if exc else ''} "
                                      f"{str(exc)[:100] if exc else ''}"))
     return counts, failures, coverage
+
+
+def _baseline_kwargs(func: Any, own: dict[str, Any]) -> dict[str, Any] | None:
+    """The baseline call of ``func`` (as :func:`run_bad_values` builds it), or
+    None when an argument is outside the table."""
+    kwargs: dict[str, Any] = {}
+    for p in inspect.signature(func).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in own:
+            if own[p.name] is not OMIT:
+                kwargs[p.name] = own[p.name]
+            continue
+        v = _valid(p.name)
+        if v is None and p.default is inspect.Parameter.empty:
+            return None
+        if v is not None:
+            kwargs[p.name] = v
+    if "rng" in inspect.signature(func).parameters and "rng" not in own:
+        kwargs["rng"] = 0
+    return kwargs
+
+
+def run_empty_neighbours() -> tuple[Counter, list[tuple[str, str]]]:
+    """Under add-remove the empty dataset and a one-row dataset are
+    neighbours: every public function with a data argument and a
+    ``neighbouring`` argument is called on both (its baseline's first row,
+    and no rows), under add-remove. Outcomes: ``both released``, ``both
+    refused`` (the same error: a public argument), or ``one neighbour only``
+    (an exception that depends on the data: a failure)."""
+    counts: Counter = Counter()
+    failures: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
+    baselines = _baselines()
+    for qual, func in _functions():
+        sig = inspect.signature(func)
+        # rows of data ("value" is a precomputed statistic, not rows)
+        data = [p for p in sig.parameters if p in DATA - {"value", "S"}]
+        if "neighbouring" not in sig.parameters or len(data) != 1:
+            continue
+        own_all = baselines.get(qual.rsplit(".", 1)[1], {})
+        for own in (own_all if isinstance(own_all, list) else [own_all]):
+            kwargs = _baseline_kwargs(func, own)
+            if kwargs is None:
+                continue
+            kwargs["neighbouring"] = "add-remove"
+            if "session" in kwargs:       # the baseline's session is replace-one's
+                kwargs["session"] = None
+            base = np.asarray(_fresh(kwargs[data[0]]))
+            outcomes = []
+            for rows in (base[:1], base[:0]):
+                args = {k: _fresh(v) for k, v in kwargs.items()}
+                args[data[0]] = rows
+                exc, _ = _attempt(func, args)
+                outcomes.append(None if exc is None else (type(exc), str(exc)))
+            if outcomes[0] is None and outcomes[1] is None:
+                counts["both released"] += 1
+            elif outcomes[0] == outcomes[1]:
+                counts["both refused"] += 1
+                refused.append((qual, str(outcomes[0])[:120]))
+            else:
+                counts["one neighbour only"] += 1
+                failures.append((qual, str(outcomes[1] or outcomes[0])[:120]))
+    REFUSED_BOTH[:] = refused
+    return counts, failures
+
+
+#: The last :func:`run_empty_neighbours`' calls refused on both neighbours
+#: (function, error), for the report.
+REFUSED_BOTH: list[tuple[str, str]] = []
 
 
 def _attempt(func: Any, args: dict[str, Any]) -> tuple[BaseException | None, Any]:
@@ -652,7 +855,7 @@ def neighbour_ratio(mechanism: str, path: str, X: np.ndarray, row: np.ndarray, s
         for data in (first, second):
             acc = _empty(mechanism, d, scale, data.shape[0], secure, stds, widths, relation)
             folded = _fold(acc, data, path)
-            stats.append(folded.private_sum())
+            stats.append(folded.sum_before_noise())
             rel = folded.release(rng=0)
             sens.append(rel.sensitivity)
         if relation != "replace" and sens[0] != sens[1]:

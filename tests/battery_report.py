@@ -1,5 +1,6 @@
 """Print the issue-26 battery: counts by outcome, coverage of the public
-names, and the worst neighbour ratio per mechanism and path.
+names, the add-remove neighbours with no rows, and the worst neighbour
+ratio per mechanism and path.
 
     .venv/bin/python tests/battery_report.py [cases]
 
@@ -18,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))   # the battery module 
 
 import battery as B  # noqa: E402
 
-OUTCOMES = ("clear error", "finite result", "unnamed error", "other exception",
-            "non-finite result", "data read first", "data echoed")
+OUTCOMES = ("clear error", "correct result", "unnamed error", "other exception",
+            "non-finite result", "silent", "data read first", "data echoed")
 
 
 def main() -> None:
@@ -45,6 +46,13 @@ def main() -> None:
         print("  remaining (function, argument, outcome): calls")
         for (q, p, o), c in sorted(by_pair.items()):
             print(f"    {q}({p}=...) {o}: {c}")
+    empty, lone = B.run_empty_neighbours()
+    print("\nPart 1b: add-remove neighbours one row and no rows, every function with rows "
+          "and a neighbouring argument")
+    for outcome in ("both released", "both refused", "one neighbour only"):
+        print(f"    {outcome:<18} {empty.get(outcome, 0):6d}")
+    for qual, err in B.REFUSED_BOTH + lone:
+        print(f"    {qual}: {err}")
     print(f"\nPart 2: worst-case neighbours at extreme scales ({cases} cases each)")
     print(f"  {'relation':<11} {'mechanism':<18} {'path':<12} {'cases':>5}  "
           "worst movement / sensitivity")

@@ -26,9 +26,8 @@ from dpsum import binary
 from dpsum.design import clipping_loss
 from dpsum.kernels import grid
 from dpsum.release import noise, records
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 from dpsum.release.noise import ConfidenceBall
-from dpsum.release.accumulator import float_rounding_charge
 
 BETA = 0.1
 Z_TOL = 4.0
@@ -104,13 +103,13 @@ def _clipped_target(release, X, center=None):
 
 
 MECHANISMS = {
-    "Algorithm 1": (lambda rng: dpsum.gaussian_mechanism(DATA.sum(axis=0), epsilon=1.0, delta=1e-6,
+    "the Gaussian mechanism": (lambda rng: dpsum.gaussian_mechanism(DATA.sum(axis=0), epsilon=1.0, delta=1e-6,
                                                          sensitivity=2.0, rng=rng),
                     lambda rel: DATA.sum(axis=0)),
-    "Algorithm 2": (lambda rng: dpsum.elliptical_gaussian_mechanism(DATA, epsilon=1.0, delta=1e-6,
+    "the Elliptical Gaussian mechanism": (lambda rng: dpsum.elliptical_gaussian_mechanism(DATA, epsilon=1.0, delta=1e-6,
                                                                     lower=-0.5 * np.asarray(BOX), upper=0.5 * np.asarray(BOX), rng=rng),
                     lambda rel: np.clip(DATA, -BOX / 2, BOX / 2).sum(axis=0)),
-    "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6,
+    "the Gaussian-data mechanism": (lambda rng: dpsum.gaussian_data_mechanism(DATA, epsilon=1.0, delta=1e-6,
                                                               stds=STDS, clip_probability=0.05,
                                                               center=np.full(5, 0.2), rng=rng),
                     lambda rel: _clipped_target(rel, DATA, np.full(5, 0.2))),
@@ -149,10 +148,10 @@ def _alg3_grid_target(rel):
 
 
 SECURE = {
-    "Algorithm 1": (lambda rng: dpsum.gaussian_mechanism(
+    "the Gaussian mechanism": (lambda rng: dpsum.gaussian_mechanism(
         DATA.sum(axis=0), epsilon=1.0, delta=1e-6, sensitivity=2.0, secure=True, rng=rng),
         _alg1_grid_target),
-    "Algorithm 3": (lambda rng: dpsum.gaussian_data_mechanism(
+    "the Gaussian-data mechanism": (lambda rng: dpsum.gaussian_data_mechanism(
         DATA, epsilon=1.0, delta=1e-6, stds=STDS, secure=True, rng=rng, center=0), _alg3_grid_target),
 }
 
@@ -489,12 +488,11 @@ def test_pipeline_replace_one_widths_are_the_gaussian_quantiles_of_public_fields
     z_box = stats.norm.isf((1 - (1 - BETA) ** (1 / 3)) / 2)
     lo, hi = rel.confidence_intervals(BETA, simultaneous=True)
     np.testing.assert_allclose((hi - lo) / 2, rel.noise_std * z_box, rtol=1e-12)
-    # the noise std is that of Algorithm 3's last step: sigma * 2C (1 + rho) / (b n), from
-    # released fields and the float sum's public rounding charge (replace-one)
+    # the noise std is that of the last step: sigma * 2C / (b n), from released
+    # fields (the sum is exact: no rounding charge)
     s_mean = next(st.noise_multiplier for st in rel.steps if st.name == "mean")
-    charge = float_rounding_charge(3000, PIPE_DATA.shape[1])
     np.testing.assert_allclose(rel.noise_std,
-                               s_mean * 2 * rel.clip_norm * charge / rel.scaling / 3000,
+                               s_mean * 2 * rel.clip_norm / rel.scaling / 3000,
                                rtol=1e-12)
     assert math.isclose(records.confidence_ball(rel, BETA).radius,
                         noise.noise_norm_quantile(rel.noise_std, BETA), rel_tol=1e-12)
@@ -575,6 +573,6 @@ def test_pipeline_argument_errors():
     stripped = dataclasses.replace(rel, steps=())
     with pytest.raises(ValueError, match="steps"):
         records.confidence_ball(stripped, BETA)
-    # the total-error bound is for Algorithm 3 with a public model only
+    # the total-error bound is for the Gaussian-data mechanism with a public model only
     with pytest.raises(TypeError, match="release"):
         acc.release_error_bound(rel, BETA, stds=np.ones(3), n=3000)

@@ -27,7 +27,7 @@ from dpsum import release as R
 from dpsum.engines import dask as dpdask
 from dpsum._special import norm_plus
 from dpsum.kernels._exact import noisy_estimate, to_float
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 
 da = pytest.importorskip("dask.array")
 
@@ -45,20 +45,33 @@ def _moved2(a, b) -> Fraction:
 
 # ------------------------------------------------------------ the old leak
 
+def _sequential(values) -> float:
+    """A float sum in the order written (Python floats: IEEE, one order on
+    every machine), as a naive implementation would compute it."""
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
 def test_a_float_sum_moves_more_than_its_add_remove_sensitivity():
-    """Why the float path cannot be kept under add-remove: 14 rows of 0.9 and
-    one of 1/3, and the same with a row -5 added (clipped to norm C = 1). The
-    float kernel's sum moves by 1 + 1.8e-15 > C; a charge would have to be
-    computed from the private n. The exact path moves by at most C."""
-    X = np.vstack([np.full((14, 1), 0.9), [[1 / 3]]])
-    Y = np.vstack([X, [[-5.0]]])
-    moved = abs(_q(clipped_sum(X, 1.0)[0][0]) - _q(clipped_sum(Y, 1.0)[0][0]))
+    """Why no path sums in floating point: 17 rows of 0.9 and one of 1/3, and
+    the same with a row 5 added (clipped to norm C = 1). Their float sum
+    crosses 16, where the spacing of floats doubles, and moves by
+    1 + 1.8e-15 > C; a charge would have to be computed from the private n.
+    The exact path moves by at most C."""
+    X = np.vstack([np.full((17, 1), 0.9), [[1 / 3]]])
+    Y = np.vstack([X, [[5.0]]])
+    clip = lambda v: v * min(1.0, 1.0 / abs(v))                  # noqa: E731
+    moved = abs(_q(_sequential(clip(v) for v in X[:, 0]))
+                - _q(_sequential(clip(v) for v in Y[:, 0])))
     assert moved > 1                                   # the float sum: a leak
     acc = R.clipped_gaussian_accumulator(1, epsilon=EPS, delta=DELTA, clip_norm=1.0,
                                          neighbouring="add-remove")
     a, b = acc.update(X), acc.update(Y)
-    assert _moved2(a.private_sum(), b.private_sum()) <= Fraction(a.release(rng=0).sensitivity) ** 2
-    assert a.release(rng=0, repeat=True).sensitivity == 1.0       # no charge needed
+    # private_sum is the exact statistic (Fractions) on the float path
+    assert _moved2(a.sum_before_noise(), b.sum_before_noise()) <= 1
+    assert a.release(rng=0).sensitivity == 1.0         # no charge needed
 
 
 # ------------------------------------------- adversarial add-remove pairs
@@ -111,13 +124,13 @@ def test_adding_or_removing_an_extreme_row_moves_the_statistic_at_most_the_sensi
     X, Y = _pair(rng, d, scale)
     acc = _acc(kind, d, scale, path == "secure", center)
     a, b = _fold(acc, X, path), _fold(acc.empty(), Y, path)
-    sa, sb = a.release(rng=0), b.release(rng=0, repeat=True)   # one plan: a second release
+    sa, sb = a.release(rng=0), b.release(rng=0)   # one plan: a second release
     assert sa.sensitivity == sb.sensitivity            # a function of public inputs
     assert np.array_equal(sa.noise_std, sb.noise_std)
     bound = Fraction(sa.sensitivity)
     if path == "secure":                               # grid units
         bound /= Fraction(2) ** sa.grid_exponent
-    assert _moved2(a.private_sum(), b.private_sum()) <= bound * bound
+    assert _moved2(a.sum_before_noise(), b.sum_before_noise()) <= bound * bound
     assert np.all(np.isfinite(sa.estimate)) and np.all(np.isfinite(sb.estimate))
 
 
@@ -127,10 +140,10 @@ def test_every_path_gives_the_same_exact_statistic():
     rng = np.random.default_rng(5)
     X = rng.normal(0, 1, size=(2000, 3)) * 10.0 ** rng.uniform(-8, 8, size=(2000, 1))
     acc = _acc("gaussian data", 3, 1.0, False, np.array([1.0, -2.0, 1e5]))
-    stats = [list(_fold(acc.empty(), X, p).private_sum()) for p in ("float", "accumulator",
+    stats = [list(_fold(acc.empty(), X, p).sum_before_noise()) for p in ("float", "accumulator",
                                                                     "dask")]
     assert stats[0] == stats[1] == stats[2]
-    releases = [_fold(acc.empty(), X, p).release(rng=3, repeat=True) for p in ("float", "dask")]
+    releases = [_fold(acc.empty(), X, p).release(rng=3) for p in ("float", "dask")]
     assert np.array_equal(releases[0].estimate, releases[1].estimate)
 
 
@@ -256,12 +269,12 @@ def test_the_replace_one_charge_does_not_depend_on_the_blocks():
         for data in (X, Y):
             pos = data[:, 0] > 0
             parts = acc.empty().update(data[pos]).merge(acc.empty().update(data[~pos]))
-            sens.add(parts.release(rng=0, repeat=True).sensitivity)
+            sens.add(parts.release(rng=0).sensitivity)
             # the exact merge: the statistic is the exact sum of the partials, rounded once
             a, b = acc.empty().update(data[pos]), acc.empty().update(data[~pos])
-            exact = [_q(x) + _q(y) for x, y in zip(a.private_sum(), b.private_sum())]
-            assert parts.private_sum().tolist() == [float(v) for v in exact]
-        whole = acc.empty().update(X).release(rng=0, repeat=True)
+            exact = [_q(x) + _q(y) for x, y in zip(a.sum_before_noise(), b.sum_before_noise())]
+            assert parts.sum_before_noise().tolist() == [float(v) for v in exact]
+        whole = acc.empty().update(X).release(rng=0)
         assert sens == {whole.sensitivity}
 
 
@@ -283,7 +296,7 @@ def test_the_pipelines_exact_sum_is_the_accumulators():
     # the accumulator clips at its own radius: compare at that radius
     C = acc.update(X[:1]).release(rng=0).clip_norm
     out, clipped = exact_noisy_clipped_sum(X, C, b, c, np.zeros(3))
-    stat = acc.update(X).private_sum()
+    stat = acc.update(X).sum_before_noise()
     offset = [len(X) * Fraction(float(bj)) * Fraction(float(cj)) for bj, cj in zip(b, c)]
     assert out.tolist() == [float((s - o) / Fraction(float(bj)))
                             for s, o, bj in zip(stat, offset, b)]

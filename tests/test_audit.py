@@ -235,7 +235,7 @@ def test_replace_one_calibrated_with_C_instead_of_2C_is_caught():
     X, Y = clipped_pair(D, CLIP, "replace", n=3)
     res = _audit(_clipped("add-remove"), (X, Y), N_GAUSS, seed=201)
     assert res.epsilon_lower_bound > EPS, res
-    # the same bug in Algorithm 3 (no center, so its add-remove sensitivity is C)
+    # the same bug in the Gaussian-data mechanism (no center, so its add-remove sensitivity is C)
     p = 0.25
     gd = lambda Z, rng: gaussian_data_mechanism(  # noqa: E731
         Z, epsilon=EPS, delta=DELTA, stds=STDS, clip_probability=p,
@@ -258,7 +258,7 @@ def test_skipped_clipping_is_caught():
 
 
 def test_inverted_elliptical_scaling_is_caught():
-    """Algorithm 2 with sigma_j = sigma_opt Delta_j b_j instead of
+    """the Elliptical Gaussian mechanism with sigma_j = sigma_opt Delta_j b_j instead of
     sigma_opt Delta_j / b_j: the narrow coordinates get the least noise, and
     the corner pair moves the sum by sqrt(sum_j 1 / b_j^2) > d noise units."""
     sigma_opt = analytic_sigma(EPS, DELTA)
@@ -627,7 +627,7 @@ def test_pairs_reach_the_sensitivity_after_clipping():
                                              neighbouring=rel, rng=5) for Z in (X, Y))
         assert rx.sensitivity == pytest.approx(sens)
         assert np.linalg.norm(rx.estimate - ry.estimate) == pytest.approx(sens, rel=1e-9)
-    # Algorithm 3 and Algorithm 2: with the same seed both datasets get the
+    # the Gaussian-data mechanism and the Elliptical Gaussian mechanism: with the same seed both datasets get the
     # same noise, so the difference of the estimates is the difference of
     # the (clipped) sums; in noise units it is exactly 1 / sigma_opt
     for name, (release, (X, Y), _) in GAUSSIAN_CASES.items():

@@ -5,6 +5,7 @@ paths. ``python tests/battery_report.py`` prints the counts."""
 from __future__ import annotations
 
 import math
+import pickle
 from fractions import Fraction
 
 import numpy as np
@@ -17,7 +18,7 @@ from dpsum import mechanisms as M
 from dpsum import release as R
 from dpsum.engines import dask as dpdask
 from dpsum.privacy import gaussian_epsilon
-from dpsum.release.accumulator import float_rounding_charge
+from dpsum.session import ONE_OFF, Session
 
 da = pytest.importorskip("dask.array")
 
@@ -46,8 +47,32 @@ def test_bad_values_get_a_clear_error_or_a_finite_result():
     assert counts["clear error"] > 10000
     # never: data read before a parameter check, or a data value echoed
     assert counts["data read first"] == 0
+    assert counts["data echoed"] == 0
+    # the kernels are being rewritten for exact sums (their owner fixes these
+    # there); no other failure, and no new kind of kernel failure
+    pending = {(q, p) for q, p, _, _ in failures if (q, p) in PENDING_KERNELS}
+    rest = [f for f in failures if (f[0], f[1]) not in PENDING_KERNELS]
+    assert not rest, rest
+    assert sum(counts[o] for o in counts if o not in ("clear error", "correct result")) \
+        == len(failures)
+    assert pending <= PENDING_KERNELS
+
+
+def test_no_rows_and_one_row_are_treated_alike_under_add_remove():
+    # an exception on one add-remove neighbour only is an output that depends
+    # on the data: the empty dataset is released (or refused) like one row
+    counts, failures = B.run_empty_neighbours()
     assert not failures, failures
-    assert set(counts) <= {"clear error", "finite result"}, counts
+    # the public functions that take rows and a neighbouring argument (the
+    # vector mechanisms, the pipeline and its private steps, sample-and-threshold)
+    assert counts["both released"] >= 9, counts
+    # what both refuse is a public argument (the pipeline's (epsilon, delta)
+    # baseline gives no share for the add-remove count)
+    assert all("budget" in err for _, err in B.REFUSED_BOTH), B.REFUSED_BOTH
+
+
+#: Poor answers the battery may leave, each with its reason: none today.
+PENDING_KERNELS: set[tuple[str, str]] = set()
 
 
 @pytest.mark.parametrize("mechanism", B.MECHANISMS)
@@ -75,20 +100,21 @@ def _paths(make_acc, X):
     yield "dask", dpdask.accumulate(da.from_array(X, chunks=(4, X.shape[1])), make_acc())
 
 
-def test_elliptical_overflow_is_refused_from_public_inputs_on_every_path():
+def test_elliptical_sums_saturate_instead_of_overflowing_on_every_path():
+    # the exact sum of 18 rows of 1e307 is beyond the float range: the release
+    # saturates (a function of the exact noisy value), for both neighbours
     X = np.full((18, 1), 1e307)
     Y = X.copy()
     Y[0] = -1e307
-    for data in (X, Y):       # the same refusal for both neighbours: no data in it
-        with pytest.raises(ValueError, match="widths is too large for this number of rows"):
-            M.elliptical_gaussian_mechanism(data, epsilon=1.0, delta=1e-6, lower=[-1e307],
-                                            upper=[1e307], rng=0)
-        with pytest.raises(ValueError, match="widths is too large for this number of rows"):
-            M.elliptical_gaussian_mechanism(da.from_array(data, chunks=(5, 1)), epsilon=1.0,
-                                            delta=1e-6, lower=[-1e307], upper=[1e307], rng=0)
+    for data in (X, Y):       # no exception depends on the data
+        kw = dict(epsilon=1.0, delta=1e-6, lower=[-1e307], upper=[1e307], rng=0)
+        a = M.elliptical_gaussian_mechanism(data, **kw)
+        b = M.elliptical_gaussian_mechanism(da.from_array(data, chunks=(5, 1)), **kw)
         acc = R.elliptical_gaussian_accumulator([-1e307], [1e307], epsilon=1.0, delta=1e-6)
-        with pytest.raises(ValueError, match="widths is too large for this number of rows"):
-            acc.update(data).release(rng=0)
+        c = acc.update(data).release(rng=0)
+        for r in (a, b, c):
+            assert np.all(np.isfinite(r.estimate))
+        assert np.array_equal(a.estimate, b.estimate) and np.array_equal(a.estimate, c.estimate)
 
 
 @pytest.mark.parametrize("kind", ["clipped", "gaussian data"])
@@ -105,12 +131,12 @@ def test_clipped_sums_saturate_instead_of_overflowing(kind):
             return R.gaussian_data_accumulator([2e305], center=[0.0], epsilon=1.0, delta=1e-6,
                                                clip_probability=0.01)
     for (path, a), (_, b) in zip(_paths(make, X), _paths(make, Y)):
-        Ta, Tb = a.private_sum(), b.private_sum()
-        assert np.all(np.isfinite(Ta)) and np.all(np.isfinite(Tb)), path
+        # the exact statistics (Fractions: no overflow) move by at most the sensitivity
+        Ta, Tb = a.sum_before_noise(), b.sum_before_noise()
         sens = a.release(rng=0).sensitivity
-        moved = abs(Fraction(float(Ta[0])) - Fraction(float(Tb[0])))
-        assert moved <= Fraction(sens), path
-        b.release(rng=0)                   # no exception for either neighbour
+        assert abs(Fraction(Ta[0]) - Fraction(Tb[0])) <= Fraction(sens), path
+        rel = b.release(rng=0)             # no exception for either neighbour
+        assert np.all(np.isfinite(rel.estimate)), path
     # the mechanisms: no exception depends on the data
     for data in (X, Y):
         if kind == "clipped":
@@ -149,28 +175,30 @@ def test_rows_are_never_counted_twice():
     assert dpdask.accumulate(da.from_array(X, chunks=(2, 2)), one.empty()).rows == 4
 
 
-# ---------------------------------------------- item 5: one plan, one release
-def test_a_plan_is_released_once_unless_asked_and_then_states_the_composition():
+# ------------------------------- item 5: one plan, many releases, each charged
+def test_a_plan_released_twice_is_two_ledger_entries_and_two_plans_never_merge():
     acc = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
     full = acc.update(np.ones((4, 2)))
-    first = full.release(rng=0)
-    for again in (lambda: full.release(rng=1), lambda: acc.update(np.ones((4, 2))).release(rng=1),
-                  lambda: acc.empty().update(np.ones((4, 2))).release(rng=1)):
-        with pytest.raises(ValueError, match="already released 1 time"):
-            again()
-    second = full.release(rng=1, repeat=True)
-    assert full.releases == 2 and first.epsilon == 1.0
-    assert second.epsilon == pytest.approx(
-        gaussian_epsilon(first.sigma_opt / math.sqrt(2), 1e-6), rel=1e-12)
-    assert second.epsilon > first.epsilon
-    grid = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0,
-                                          secure=True).update(np.ones((4, 2)))
-    g1, g2 = grid.release(rng=0), grid.release(rng=1, repeat=True)
-    assert g2.epsilon > g1.epsilon
+    first, second = full.release(rng=0), full.release(rng=1)    # no session: one-offs
+    assert first.accounting == second.accounting == ONE_OFF
+    assert first.epsilon == second.epsilon == 1.0
+    session = Session(epsilon=2.0, delta=1e-6)
+    a, b = full.release(rng=0, session=session), full.release(rng=1, session=session)
+    assert (a.accounting, b.accounting) == (f"session {session.id}, entry 1",
+                                            f"session {session.id}, entry 2")
+    assert session.spent().rho == pytest.approx(2 / (2 * first.sigma_opt ** 2), rel=1e-12)
+    assert session.composed().epsilon == pytest.approx(
+        gaussian_epsilon(first.sigma_opt / math.sqrt(2), 1e-6), rel=1e-9)
+    # the bypass: blocks of two plans built with the same parameters
+    twin = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
+    with pytest.raises(ValueError, match="another plan"):
+        full.merge(twin.update(np.ones((4, 2))))
+    shipped = pickle.loads(pickle.dumps(acc.update(np.zeros((1, 2)))))   # the plan travels
+    assert full.merge(shipped).rows == 5
 
 
-# ------------------------------------------- item 6: the rounding is charged
-def test_the_float_sums_rounding_is_charged_and_covers_adversarial_rows():
+# ------------------------------- the sum is exact: no charge, adversarial rows
+def test_the_exact_sum_moves_by_at_most_2C_on_adversarial_rows():
     # rows whose float sum rounds: huge and tiny contributions mixed, the
     # replaced row clipped in the opposite direction
     rng = np.random.default_rng(6)
@@ -181,10 +209,12 @@ def test_the_float_sums_rounding_is_charged_and_covers_adversarial_rows():
     acc = R.clipped_gaussian_accumulator(d, epsilon=1.0, delta=1e-6, clip_norm=C)
     a, b = acc.update(X), acc.update(np.vstack([row, X[1:]]))
     rel = a.release(rng=0)
-    assert rel.sensitivity == 2 * C * float_rounding_charge(n, d) > 2 * C
-    moved = sum((Fraction(float(x)) - Fraction(float(y))) ** 2
-                for x, y in zip(a.private_sum(), b.private_sum()))
-    assert moved <= Fraction(rel.sensitivity) ** 2
+    assert rel.sensitivity == 2 * C
+    K = rel_grid = None
+    moved = sum(Fraction(int(x) - int(y)) ** 2 for x, y in zip(a.sum_before_noise(), b.sum_before_noise()))
+    from dpsum.kernels.grid import EXACT_CHARGE, grid_exponent
+    K = grid_exponent(C, d, EXACT_CHARGE)
+    assert moved * Fraction(2) ** (2 * K) <= Fraction(rel.sensitivity) ** 2
 
 
 # ------------------------------------- huge parameters: finite or refused
@@ -240,8 +270,6 @@ def _issue_examples():
         (lambda: K.grid_exponent(1.0, 0), "d"),
         (lambda: P.zcdp_delta(5e-324, 1.0), None),
         (lambda: P.basic_composition([1e308, 1e308], [1e-6, 1e-6]), "epsilons"),
-        (lambda: K.sum_rounding_bound(2.5, 2), "n_rows"),
-        (lambda: K.sum_rounding_bound(10, math.nan), "d"),
         (lambda: D.discrete_gaussian(4.0, size=-1), "size"),
         (lambda: D.discrete_gaussian(4.0, size=True), "size"),
         (lambda: K.round_to_grid(np.ones(2), 2.5), "K"),

@@ -59,3 +59,46 @@ def test_summarise_standard_errors():
     (s,) = dpsgd.summarise(rows)
     assert s["mean"] == pytest.approx(0.6)
     assert s["se"] == pytest.approx(np.std([0.5, 0.7], ddof=1) / np.sqrt(2))
+
+
+def test_the_step_divides_by_the_public_nominal_batch_size(monkeypatch):
+    # under add-remove the number of private rows is private: removing a row
+    # (the neighbour) must not change the divisor q N of the noisy sum
+    import dataclasses
+    task = dpsgd.digits_task()
+    assert task.nominal_rows == 1797 - int(0.3 * 1797) - int(0.1 * 1797)
+    neighbour = dataclasses.replace(task, X=task.X[1:], y=task.y[1:])
+    cfg = dpsgd.Config(epsilon=8.0, delta=1e-6, sampling_rate=0.05, steps=1,
+                       learning_rate=2.0)
+    assert dpsgd.expected_batch(neighbour, cfg) == dpsgd.expected_batch(task, cfg) \
+        == 0.05 * task.nominal_rows
+    seen = {}
+    real = dpsgd.clipped_gaussian_accumulator
+
+    def spy_accumulator(*args, **kwargs):
+        acc = real(*args, **kwargs)
+
+        class Spy:
+            def empty(self):
+                return self
+
+            def update(self, G):
+                self.inner = acc.empty().update(G)
+                return self
+
+            def release(self, **kw):
+                out = self.inner.release(**kw)
+                seen["sum"] = out.estimate
+                return out
+        return Spy()
+
+    def spy_accuracy(W, X, y):
+        seen["W"] = W.copy()
+        return 0.5
+    monkeypatch.setattr(dpsgd, "clipped_gaussian_accumulator", spy_accumulator)
+    monkeypatch.setattr(dpsgd, "accuracy", spy_accuracy)
+    for t in (task, neighbour):
+        dpsgd.train(t, cfg, "isotropic", rng=3, multiplier=2.0)
+        # one step from W = 0 (isotropic: b = 1): W = -lr * noisy sum / (q N)
+        want = -cfg.learning_rate * seen["sum"] / (0.05 * task.nominal_rows)
+        np.testing.assert_array_equal(seen["W"].ravel(), want)

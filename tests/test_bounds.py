@@ -2,7 +2,7 @@
 
 The exact reference is scipy.stats.chi2 for equal standard deviations (an
 independent implementation) and dpsum.GeneralizedChiSquare otherwise (itself
-tested against mpmath in test_gchisq.py). Identities between the report's
+tested against mpmath in test_gchisq.py). Identities between the source's
 formulas are checked to a relative 1e-12.
 """
 
@@ -189,7 +189,7 @@ def test_abs_central_moment_reference():
 
 def test_moment_constants():
     # (13): E|Y^k| <= (1/2) E[Y^2] L^(k-2) k! with E[Y^2] = 2 sigma^4 (sigma = 1);
-    # holds for L = 3 (the report) and L = 2, and the ratios approach 2 from below
+    # holds for L = 3 (the source) and L = 2, and the ratios approach 2 from below
     ratios = []
     for k in range(2, 31):
         m = _abs_central_moment(k)
@@ -203,7 +203,7 @@ def test_moment_constants():
 # -------------------------------------------------------------- Theorem 5
 @pytest.mark.parametrize("name", IDS)
 def test_theorem5_condition_is_lemma32_range(name):
-    # the report's derivation: ln n <= t_max^2 for the scaled standard deviations
+    # the source's derivation: ln n <= t_max^2 for the scaled standard deviations
     s = CONFIGS[name]
     b = gaussian_data_scaling(s)
     limit = B.bernstein_error_max_log_n(s)
@@ -299,7 +299,7 @@ def test_chebyshev_constraint_round_trip(name):
         for one_sided in (False, True):
             C = B.chebyshev_clip_radius(s, p, one_sided=one_sided)
             assert B.chebyshev_clip_probability(s, C, one_sided=one_sided) == pytest.approx(p, rel=1e-10)
-        # the report's form: rescale b so that the radius is 1, then Var / (1 - E)^2 = p
+        # the source's form: rescale b so that the radius is 1, then Var / (1 - E)^2 = p
         b = gaussian_data_scaling(s)
         b1 = b / B.chebyshev_clip_radius(s, p, b)
         e, v = np.sum((s * b1) ** 2), 2 * np.sum((s * b1) ** 4)
@@ -327,7 +327,7 @@ def test_extra_alpha_as_written_matches_report(name):
     s = CONFIGS[name]
     for p in (1e-4, 1e-2, 1e-9):
         var = 2 * np.sum(s**2) / np.sum(s) ** 2
-        C = np.max(s) * 16 / np.sum(s)  # the report's "C", a per-coordinate bound
+        C = np.max(s) * 16 / np.sum(s)  # the source's "C", a per-coordinate bound
         lg = math.log(p / 2)
         t = -(C * lg - math.sqrt(lg * (-18 * var + C**2 * lg))) / 3
         assert B.bernstein_alpha(s, p, as_written=True) == pytest.approx(1 + t, rel=RTOL)

@@ -1,6 +1,6 @@
 """Gaussian mechanism calibration (dpsum.calibration) against a 50-digit mpmath reference.
 
-The reference noise levels (the exact roots of the report's equation (2)) are
+The reference noise levels (the exact roots of the source's equation (2)) are
 stored in ``tests/data/calibration_sigma_reference.csv``; regenerate them with
 
     .venv/bin/python tests/test_calibration.py --regenerate
@@ -78,7 +78,7 @@ def regenerate():  # pragma: no cover - run by hand
             rows.append((repr(float(eps)), repr(float(dlt)), mp.nstr(root, 30)))
     with DATA.open("w", newline="") as fh:
         fh.write("# epsilon, delta (exact binary values of these floats) and the exact\n")
-        fh.write("# smallest sigma_opt (sensitivity 1) solving the report's equation (2),\n")
+        fh.write("# smallest sigma_opt (sensitivity 1) solving the source's equation (2),\n")
         fh.write("# 30 significant digits, from mpmath at 60 digits. Regenerate with\n")
         fh.write("#   .venv/bin/python tests/test_calibration.py --regenerate\n")
         writer = csv.writer(fh)

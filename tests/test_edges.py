@@ -133,16 +133,6 @@ def test_secure_path_refuses_a_subnormal_grid_and_names_the_argument():
         privacy.discrete_gaussian_sigma(1e-300, 1e-6)
 
 
-def test_sum_rounding_bound_checks_its_arguments():
-    for bad, err in [(2.5, ValueError), (True, TypeError), (1e308, ValueError), (-1, ValueError)]:
-        with pytest.raises(err, match="n_rows"):
-            kernels.sum_rounding_bound(bad, 3)
-    for bad in (float("nan"), 0, 2.5):
-        with pytest.raises(ValueError, match="d"):
-            kernels.sum_rounding_bound(10, bad)
-    assert 0 < kernels.sum_rounding_bound(10**6, 100) < 1e-6
-
-
 # -------------------------------------------------------------- calibration
 def test_subnormal_noise_levels_are_refused_naming_the_sensitivity():
     for f in (calibration.analytic_sigma, lambda e, d, s: calibration.classic_sigma(0.5, d, s)):

@@ -1,5 +1,5 @@
 """Closed-form expected errors (dpsum.errors): equations (1), (5), (6) and (9),
-and the expected clipping error B of Algorithm 3."""
+and the expected clipping error B of the Gaussian-data mechanism."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Algorithm 3's set-up (dpsum.gaussian_data): one source for b, C, sensitivity and noise."""
+"""The Gaussian-data mechanism's set-up (dpsum.gaussian_data): one source for b, C, sensitivity and noise."""
 
 from __future__ import annotations
 

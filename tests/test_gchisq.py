@@ -14,7 +14,7 @@ Accuracy is checked against
 
 The requirement of the issue is a relative error of at most 1e-10 for
 sf/cdf at probabilities in [1e-15, 0.5] and for isf/ppf at p in [1e-15, 0.5].
-Quantiles are held to 1e-12 here, because the clip radius of Algorithm 3
+Quantiles are held to 1e-12 here, because the clip radius of the Gaussian-data mechanism
 (dpsum.clipping.clip_radius) rounds sqrt(isf) up by a relative 1e-12 and
 relies on it.
 """

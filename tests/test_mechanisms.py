@@ -1,4 +1,4 @@
-"""Mechanisms (Algorithms 1-3, clipping baseline), scalings and closed-form errors.
+"""Mechanisms (the three vector mechanisms, clipping baseline), scalings and closed-form errors.
 
 Monte Carlo tolerances: for R independent releases with per-coordinate noise
 standard deviations s_j, the mean of ``(estimate - target)_j / s_j`` is
@@ -12,13 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsum.release.accumulator import float_rounding_charge
 import dpsum
 from dpsum.accuracy import expected as errors
 from dpsum.design import scaling
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.design.clip_radius import clip_radius
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.mechanisms import clipped_gaussian_mechanism, elliptical_gaussian_mechanism, gaussian_data_mechanism, gaussian_mechanism, laplace_mechanism, release_diagnostics
 
@@ -69,8 +68,7 @@ def test_elliptical_mechanism_noise_and_error_equation_6():
     np.testing.assert_array_equal(X, X0)
     sopt = analytic_sigma(EPS, DELTA)
     b = scaling.elliptical_scaling(bounds)
-    charge = float_rounding_charge(300, 4)        # the float sum's rounding (issue 26)
-    np.testing.assert_allclose(rel.noise_std, sopt * bounds / b * charge, rtol=1e-14)
+    np.testing.assert_allclose(rel.noise_std, sopt * bounds / b, rtol=1e-14)   # exact sum
     assert np.sum(rel.noise_std**2) == pytest.approx(sopt**2 * bounds.sum() ** 2, rel=1e-8)
     target = np.clip(X, -bounds / 2, bounds / 2).sum(axis=0)
     assert diag["clamped_values"] == int(np.sum(np.abs(X) > bounds / 2))
@@ -89,14 +87,14 @@ def test_gaussian_data_release_fields_follow_the_formulas():
     sopt = analytic_sigma(EPS, DELTA)
     np.testing.assert_allclose(rel.scaling, b, rtol=1e-15)
     assert rel.clip_norm == pytest.approx(C, rel=1e-15)
-    charge = float_rounding_charge(1000, 3)       # the float sum's rounding (issue 26)
-    np.testing.assert_allclose(rel.noise_std, 2 * C * sopt / b * charge, rtol=1e-14)
-    assert rel.sensitivity == pytest.approx(2 * C * charge, rel=1e-15)
-    assert rel.expected_squared_error == pytest.approx(        # noise charged (issue 26)
-        errors.gaussian_data_error(stds, EPS, DELTA, 1 / 1000) * charge**2, rel=1e-12)
+    # the sum is exact: the sensitivity is 2C, with no rounding charge
+    np.testing.assert_allclose(rel.noise_std, 2 * C * sopt / b, rtol=1e-14)
+    assert rel.sensitivity == 2 * C
+    assert rel.expected_squared_error == pytest.approx(
+        errors.gaussian_data_error(stds, EPS, DELTA, 1 / 1000), rel=1e-12)
     ar = gaussian_data_mechanism(X, epsilon=EPS, delta=DELTA, stds=stds, clip_probability=1e-3,
                                  neighbouring="add-remove", rng=rng, center=0)
-    np.testing.assert_allclose(rel.noise_std, 2 * ar.noise_std * charge, rtol=1e-15)
+    np.testing.assert_allclose(rel.noise_std, 2 * ar.noise_std, rtol=1e-15)
 
 
 def test_gaussian_data_mechanism_mean_and_mse():

@@ -1,4 +1,4 @@
-"""The error-optimal scaling of Algorithm 3 (book chapter 6).
+"""The error-optimal scaling of the Gaussian-data mechanism (book chapter 6).
 
 ``F(b) = C(b)^2 sum_j b_j^{-2}`` is equation (9) divided by ``(2 sigma_opt)^2``
 with the exact clip radius. The tests check the derivative identity behind

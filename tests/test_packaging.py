@@ -39,7 +39,7 @@ def test_environment_names_the_same_packages_as_pyproject():
     project = _pyproject()["project"]
     extras = project["optional-dependencies"]
     wanted = {_name(r) for r in project["dependencies"] + extras["test"] + extras["book"]
-              + extras["dask"]}
+              + extras["dask"] + extras["fast"]}
     deps = _environment()["dependencies"]
     conda = {_name(d) for d in deps if isinstance(d, str)} - {"python", "pip"}
     pip_section = [d for d in deps if isinstance(d, dict)]

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpsum.pipeline import private_mean, private_sum
-from dpsum.pipeline.mean import _Context, _last_step_sensitivity
+from dpsum.pipeline.mean import _Context
 from dpsum.privacy.neighbouring import Neighbouring
 
 
@@ -122,42 +122,38 @@ def _last_step_statistic(X: np.ndarray, C: float) -> np.ndarray:
     return noisy
 
 
-def test_last_step_sensitivity_covers_rounding_exactly():
-    """Worst-case replaced pair through the pipeline's last float step: the
-    movement of the computed clipped sum, in exact arithmetic, exceeds 2C (so
-    the rounding must be charged) and is at most the declared sensitivity."""
+def test_last_step_moves_by_at_most_2C_exactly_on_a_worst_case_pair():
+    """Worst-case replaced pair through the pipeline's last step: rows whose
+    float sum would round (one value 2/3 plus multiples of 2^-52), the
+    replaced row clipped in the opposite direction. The sum is exact: its
+    exact statistic moves by at most 2C, with no rounding charge."""
+    from dpsum.kernels.grid import EXACT_CHARGE, accumulate_grid, make_grid_plan
     n, C = 2048, 1.0
     X = np.full((n, 1), 2.0 / 3.0) + (np.arange(n) % 5)[:, None] * 2.0 ** -52
     X2 = X.copy()
     X[0, 0], X2[0, 0] = C, -C
-    T, T2 = _last_step_statistic(X, C), _last_step_statistic(X2, C)
-    move = abs(Fraction(float(T[0])) - Fraction(float(T2[0])))
-    assert move > 2 * Fraction(C)               # the uncharged 2C is not enough
-    declared = _last_step_sensitivity(C, n, 1, Neighbouring.REPLACE, False)
-    assert move <= Fraction(declared)
-    # exact paths are not charged
-    assert _last_step_sensitivity(C, n, 1, Neighbouring.REPLACE, True) == 2 * C
-    assert _last_step_sensitivity(C, n, 1, Neighbouring.ADD_REMOVE, False) == C
+    plan, K, k = make_grid_plan(C, np.ones(1), None, 1, EXACT_CHARGE)
+    S, S2 = accumulate_grid(X, plan, k)[0], accumulate_grid(X2, plan, k)[0]
+    assert abs(Fraction(int(S[0]) - int(S2[0])) * Fraction(2) ** K) <= 2 * Fraction(C)
+    # the last step releases that exact statistic (rounded once, with no noise)
+    T = _last_step_statistic(X, C)
+    assert T[0] == float(Fraction(int(S[0])) * Fraction(2) ** K)
 
 
-def test_pipeline_noise_includes_the_charge():
-    """The released noise of a replace-one run is calibrated to the charged
-    sensitivity: noise_std = s_mean 2C (1 + rho) / b / n."""
-    from dpsum.release.accumulator import float_rounding_charge
+def test_pipeline_noise_is_calibrated_to_2C_exactly():
+    """The released noise of a replace-one run is calibrated to the exact
+    sum's sensitivity: noise_std = s_mean 2C / b / n."""
     X = np.random.default_rng(3).normal(size=(4000, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = private_mean(X, lower=-50, upper=50, rho=1.0, rng=2, diagnostics=False)
     s_mean = [s for s in r.steps if s.name == "mean"][0].noise_multiplier
-    expected = s_mean * 2 * r.clip_norm * float_rounding_charge(4000, 2) / r.scaling / 4000
+    expected = s_mean * 2 * r.clip_norm / r.scaling / 4000
     np.testing.assert_allclose(r.noise_std, expected, rtol=1e-13)
-    assert np.all(r.noise_std > s_mean * 2 * r.clip_norm / r.scaling / 4000 * (1 + 1e-12))
 
 
-def test_box_release_noise_includes_the_charge():
-    """The box release (replace-one, float clamped sum) is charged like the
-    Elliptical Gaussian mechanism's accumulator."""
-    from dpsum.release.accumulator import float_rounding_charge
+def test_box_release_noise_has_no_charge():
+    """The box release (replace-one) sums exactly: its noise is s_mean / b / n."""
     n, d = 50, 3
     X = np.random.default_rng(0).normal(size=(n, d))
     with warnings.catch_warnings():
@@ -165,28 +161,27 @@ def test_box_release_noise_includes_the_charge():
         r = private_mean(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
     assert r.strategy == "box"
     s_mean = [s for s in r.steps if s.name == "mean"][0].noise_multiplier
-    expected = s_mean * 1.0 * float_rounding_charge(n, d) / r.scaling / n
+    expected = s_mean * 1.0 / r.scaling / n
     np.testing.assert_allclose(r.noise_std, expected, rtol=1e-13)
 
 
-def test_vector_center_moves_include_the_charge(monkeypatch):
-    """Each whole-vector centre move (replace-one, float clipped sum at c_k) is
-    noised at s_move 2 c_k (1 + rho)."""
+def test_vector_center_moves_are_noised_at_2_c_k(monkeypatch):
+    """Each whole-vector centre move (replace-one, exact clipped sum at c_k) is
+    noised at s_move 2 c_k."""
     import dpsum.pipeline.mean as M
-    from dpsum.release.accumulator import float_rounding_charge
     radii: list[float] = []
     stds: list[float] = []
-    real_sum, real_noise = M.clipped_sum, M._gaussian_noise
+    real_sum, real_noise = M.exact_noisy_clipped_sum, M._gaussian_noise
 
-    def spy_sum(data, C, b, c):
+    def spy_sum(data, C, b, c, z):
         radii.append(float(C))
-        return real_sum(data, C, b, c)
+        return real_sum(data, C, b, c, z)
 
     def spy_noise(gen, std, size=None):
         stds.append(float(np.max(std)) if np.ndim(std) else float(std))
         return real_noise(gen, std, size=size)
 
-    monkeypatch.setattr(M, "clipped_sum", spy_sum)
+    monkeypatch.setattr(M, "exact_noisy_clipped_sum", spy_sum)
     monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
     n, d = 200, 3
     X = np.random.default_rng(0).normal(size=(n, d))
@@ -196,7 +191,14 @@ def test_vector_center_moves_include_the_charge(monkeypatch):
     assert r.strategy.startswith("vector center")
     moves = [s for s in r.steps if s.name == "center" and s.noise_multiplier is not None]
     assert moves
-    charge = float_rounding_charge(n, d)
     for k, step in enumerate(moves):
-        expected = step.noise_multiplier * 2.0 * radii[k] * charge
+        expected = step.noise_multiplier * 2.0 * radii[k]
         assert any(abs(s - expected) <= 1e-13 * expected for s in stds), (k, expected)
+
+
+def test_private_sum_warns_in_its_own_name():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.warns(UserWarning) as caught:
+        private_sum(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
+    messages = [str(w.message) for w in caught]
+    assert messages and all(m.startswith("private_sum:") for m in messages), messages

@@ -62,12 +62,10 @@ def test_release_records_the_public_inputs_of_the_guarantee():
     setup = dpsum.gaussian_data_setup([2.0, 1.0, 0.5], epsilon=gd.epsilon, delta=gd.delta,
                                       center=gd.center, clip_probability=gd.clip_probability,
                                       scaling=gd.scaling, neighbouring=gd.neighbouring)
-    # the release charges the float sum's rounding (issue 26): the set-up's
-    # values times 1 + rho, rho a function of the public n and d
     assert setup.clip_norm == gd.clip_norm
-    assert gd.sensitivity == pytest.approx(setup.sensitivity, rel=1e-9)
-    assert gd.sensitivity > setup.sensitivity
-    np.testing.assert_allclose(setup.noise_std, gd.noise_std, rtol=1e-9)
+    # the sum is exact: the release is calibrated to the set-up's values
+    assert gd.sensitivity == setup.sensitivity
+    np.testing.assert_array_equal(setup.noise_std, gd.noise_std)
     ell = releases["elliptical"]
     np.testing.assert_array_equal(ell.widths, [4.0, 2.0, 1.0])
     assert ell.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN

@@ -108,3 +108,35 @@ def test_release_record_and_clamping():
 def test_bad_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         shaped_laplace_mechanism(np.zeros((3, 2)), rng=0, **kwargs)
+
+
+# ------------------------------------ the accumulator, the grid path, the mean
+
+def test_shaped_laplace_takes_the_grid_path_and_the_mean():
+    from fractions import Fraction
+
+    from dpsum.release import accumulator as A
+    gen = np.random.default_rng(8)
+    widths = np.array([2.0, 8.0, 0.3])
+    X = gen.uniform(-1.5, 1.5, size=(500, 3)) * widths
+    sec = shaped_laplace_mechanism(X, epsilon=0.7, widths=widths, rng=3, secure=True)
+    assert sec.secure and sec.delta == 0.0
+    # the integer sensitivity over the discrete Laplace scales: at most epsilon, exactly
+    acc = A.shaped_laplace_accumulator(widths, epsilon=0.7, secure=True)
+    G = acc._clamp.G
+    D = [int(Fraction(float(w)) / Fraction(2) ** int(g)) for w, g in zip(widths, G)]
+    loss = sum(Fraction(Dj) / s for Dj, s in zip(D, acc._grid_scales))
+    assert loss <= Fraction(0.7)
+    # every value is on its coordinate's grid
+    for v, g in zip(sec.estimate, G):
+        assert (Fraction(float(v)) / Fraction(2) ** int(g)).denominator == 1
+    mean = shaped_laplace_mechanism(X, epsilon=0.7, widths=widths, rng=3, statistic="mean")
+    total = shaped_laplace_mechanism(X, epsilon=0.7, widths=widths, rng=3)
+    np.testing.assert_allclose(mean.estimate, total.estimate / 500, rtol=1e-15)
+    np.testing.assert_allclose(mean.noise_std, total.noise_std / 500, rtol=1e-15)
+    # the accumulator releases the in-memory release, bit for bit
+    parts = A.shaped_laplace_accumulator(widths, epsilon=0.7)
+    merged = parts.update(X[:123]).merge(parts.update(X[123:]))
+    assert np.array_equal(merged.release(rng=3).estimate, total.estimate)
+    with pytest.raises(ValueError, match="statistic"):
+        shaped_laplace_mechanism(X, epsilon=0.7, widths=widths, rng=3, statistic="median")

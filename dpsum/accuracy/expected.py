@@ -131,7 +131,8 @@ def clipped_noise_error(clip_norm: float, scaling: ArrayLike, epsilon: float, de
     sens = clipped_sum_sensitivity(clip_norm, neighbouring)
     sopt = analytic_sigma(V.check_epsilon(epsilon, scalar=True), V.check_delta(delta, scalar=True))
     with np.errstate(over="ignore"):
-        return _finite(float(_sum_of_squares(sens * sopt / b)), "clip_norm is")
+        return _finite(float(_sum_of_squares(sens * sopt / b)),
+                       "clip_norm / scaling is")
 
 
 def gaussian_data_error(stds: ArrayLike, epsilon: float, delta: float, clip_probability: float,

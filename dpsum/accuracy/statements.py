@@ -88,7 +88,14 @@ class _NoiseRadius:
     """
 
     def __init__(self, shape: np.ndarray, beta: float):
-        self.law = GeneralizedChiSquare(shape.ravel() ** 2)
+        with np.errstate(under="ignore"):
+            weights = shape.ravel() ** 2
+        if not np.all(weights >= np.finfo(np.float64).tiny):
+            raise ValueError("stds (or the release's noise_std): out of the representable "
+                             "range, the squared ratios of the smallest to the largest noise "
+                             "level are not normal floats (the noise levels must lie within a "
+                             "factor 1.5e154 of each other)")
+        self.law = GeneralizedChiSquare(weights)
         self.beta = beta
         self._spline: Any = None
 
@@ -123,8 +130,16 @@ class _NoiseRadius:
             share = self.share(math.sqrt(loss_moment / beta) / s_max)
         else:
             share = bias_share
+        tiny = float(np.finfo(np.float64).tiny)
+        if not (beta * share >= tiny and beta * (1.0 - share) >= tiny):
+            raise ValueError("beta and bias_share: the parts beta * bias_share and "
+                             "beta * (1 - bias_share) must be normal floats (at least "
+                             "2.2e-308); choose a bias_share further from 0 and 1")
         r_noise = s_max * self.unit_radius(beta * (1.0 - share))
-        r_bias = math.sqrt(loss_moment / (beta * share))
+        with np.errstate(over="ignore"):
+            r_bias = float(np.sqrt(np.float64(loss_moment) / (beta * share)))
+        V.representable(r_noise + r_bias, "stds, n and beta", "the error bound",
+                        "the bound must stay below 1.8e308")
         return ErrorBound(r_noise + r_bias, beta, beta * (1.0 - share), beta * share,
                           r_noise, r_bias, float(loss_moment))
 

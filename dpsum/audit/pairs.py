@@ -144,7 +144,9 @@ def elliptical_pair(widths: ArrayLike, *, n: int = 1, factor: float = 10.0,
     f = V.check_positive(factor, "factor", scalar=True)
     if f < 1:
         raise ValueError("factor must be >= 1 so that the record reaches the box corner")
-    v = f * width / 2.0
+    with np.errstate(over="ignore"):
+        v = V.representable(f * width / 2.0, "widths (times factor)", "the record factor * widths / 2",
+                            "factor * widths must stay below 1.8e308")
     if coordinates is not None:
         idx = np.atleast_1d(np.asarray(coordinates))
         if not np.issubdtype(idx.dtype, np.integer) or np.any(idx < 0) or np.any(idx >= width.size):
@@ -277,6 +279,13 @@ def binary_output_laws(mechanism: str, n: int, ones: int, *, epsilon: float,
     nn = V.check_integer(n, "n")
     ones = V.check_integer(ones, "ones", 0, nn - 1)
     eps = float(V.check_positive(epsilon, "epsilon", scalar=True))
+    # the optional parameters are checked whenever given, used or not
+    if delta is not None:
+        delta = V.check_delta(delta, scalar=True)
+    if p is not None:
+        p = V.check_probability(p, "p", scalar=True)
+    if threshold is not None:
+        threshold = V.check_positive(threshold, "threshold", scalar=True)
     counts = (ones + 1, ones)
     if mechanism == "randomized_response":
         if eps > 36.0:

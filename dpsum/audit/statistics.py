@@ -267,7 +267,11 @@ def pair_epsilon(first: Any, second: Any, delta: float) -> float:
     both = (P > 0) & (Q > 0)
     top = float(np.max(np.abs(np.log(P[both] / Q[both])))) if np.any(both) else 0.0
     if pair_delta(P, Q, top) > d:
-        return math.inf  # the remaining delta sits on outputs one law cannot produce
+        # at the largest log-ratio the delta is 0 up to the rounding of the
+        # ratios (delta = 0 asks for exactly that): a hair above it
+        top = top * (1.0 + 1e-12) + 1e-15
+        if pair_delta(P, Q, top) > d:
+            return math.inf  # the remaining delta sits on outputs one law cannot produce
     f = lambda e: pair_delta(P, Q, e) - d  # noqa: E731  (decreasing in e)
     return float(optimize.brentq(f, 0.0, top, xtol=1e-13, rtol=1e-12))
 

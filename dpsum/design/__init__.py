@@ -25,15 +25,10 @@ from dpsum.design.scaling import (
 
 __all__ = [
     "Scaling",
-    "CLIP_RADIUS_MARGIN",
     "GaussianDataSetup",
     "clip_radius",
     "elliptical_scaling",
     "error_optimal_scaling",
     "gaussian_data_scaling",
     "gaussian_data_setup",
-    "power_scaling",
-    "resolve_scaling",
-    "tilted_scaling",
-    "whitening_scaling",
 ]

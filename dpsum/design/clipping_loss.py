@@ -71,16 +71,33 @@ def clipping_loss_moment(stds: ArrayLike, scaling: ArrayLike, clip_norm: float, 
     lv = None if levels is None else V.check_integer(levels, "levels")
     s_top = float(np.max(sigma))
     sig = sigma / s_top
-    u = b * sig
-    u_top = float(np.max(u))
-    w = (u / u_top) ** 2  # in (0, 1]; the loss is scale-free in (b, C) jointly
-    ratio = float(C) / (s_top * u_top)
+    with np.errstate(over="ignore", under="ignore"):
+        u = b * sig
+        u_top = float(np.max(u))
+        w = (u / u_top) ** 2  # in (0, 1]; the loss is scale-free in (b, C) jointly
+        ratio = float(np.float64(C) / u_top / s_top)
+    if not (math.isfinite(u_top) and float(np.min(w)) >= np.finfo(np.float64).tiny):
+        raise ValueError("stds and scaling: out of the representable range, the model's "
+                         "weights (scaling * stds)^2 relative to the largest are not normal "
+                         "floats; each product must be finite and within a factor 1.5e154 of "
+                         "the largest")
+    with np.errstate(over="ignore"):
+        total = float(np.sum(sig ** 2) * np.float64(s_top) ** 2)
     if ratio > 1e150:
         # C^2 beyond 1e300 variances: the chi-square tail there, about
         # exp(-1e300 / 2), is 0 in floating point, and so is the loss
         return 0.0
+    if ratio < 1e-150:
+        # C^2 below 1e-300 variances: every row is clipped to (almost) the
+        # centre, and the loss is E||x - c||^2 = sum stds^2 to 1e-150 relative
+        # (an upper bound: the loss never exceeds it)
+        return V.representable(total, "stds", "the clipping loss sum(stds^2)",
+                               "the stds must be below about 1e154")
     c2 = ratio ** 2  # C^2 in the units of w
-    return float(_loss_moment(sig, w, c2, lv) * s_top**2)
+    with np.errstate(over="ignore"):
+        out = float(_loss_moment(sig, w, c2, lv) * np.float64(s_top) ** 2)
+    return V.representable(out, "stds", "the clipping loss",
+                           "the stds must be below about 1e154")
 
 
 def _loss_moment(sig: np.ndarray, w: np.ndarray, c2: float, levels: int | None) -> float:

@@ -186,6 +186,8 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
                         "parameter is given, got None")
     eps = None if epsilon is None else V.check_epsilon(epsilon, scalar=True)
     dlt = None if delta is None else V.check_delta(delta, scalar=True)
+    # n is checked whenever given, used or not
+    n_given = None if n is None else V.check_integer(n, "n")
     if clip_probability is None:
         if relation is Neighbouring.ADD_REMOVE:
             raise ValueError(
@@ -194,10 +196,12 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         if n is None:
             raise ValueError("clip_probability must be given (it defaults to 1/n only "
                              "when the number of rows n is known)")
-        nn = V.check_integer(n, "n")
+        nn = n_given
+        assert nn is not None
         if nn < 2:
-            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2 rows; "
-                             "pass clip_probability explicitly")
+            raise ValueError("clip_probability defaults to 1/n, which needs n >= 2 rows, "
+                             "and n (the number of rows of X) is 1; pass clip_probability "
+                             "explicitly")
         p = 1.0 / nn
     else:
         p = V.check_probability(clip_probability, "clip_probability", scalar=True)

@@ -91,7 +91,7 @@ def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
     log_b = -alpha * np.log(sigma)
     log_b -= log_b.max()
     b = np.exp(log_b)
-    return b / np.sqrt(np.sum((b * sigma) ** 2))
+    return _normalise(b, sigma, "stds and alpha")
 
 
 def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
@@ -138,7 +138,13 @@ def whitening_scaling(stds: ArrayLike) -> np.ndarray:
     [0.353553, 1.414214]
     """
     sigma = _positive_vector(stds, "stds")
-    return 1.0 / (sigma * np.sqrt(sigma.size))
+    with np.errstate(over="ignore", divide="ignore"):
+        b = 1.0 / (sigma * np.sqrt(sigma.size))
+    if not (np.all(np.isfinite(b)) and np.all(b >= np.finfo(np.float64).tiny)):
+        raise ValueError("stds is outside the representable range: the scaling "
+                         "1 / (stds_j sqrt(d)) is not a positive normal float; rescale "
+                         "the stds")
+    return b
 
 
 def check_scaling(scaling: ArrayLike, d: int) -> np.ndarray:
@@ -200,9 +206,23 @@ def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
 _FAMILIES = ("power", "tilted", "all")
 
 
-def _normalise(b: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """Rescale ``b`` to the constraint ``sum_j (b_j sigma_j)^2 = 1``."""
-    return b / np.sqrt(np.sum((b * sigma) ** 2))
+def _normalise(b: np.ndarray, sigma: np.ndarray, names: str = "stds") -> np.ndarray:
+    """Rescale ``b`` to the constraint ``sum_j (b_j sigma_j)^2 = 1`` (the norm
+    taken relative to its largest term, so that no square overflows or
+    underflows), refusing, naming ``stds``, a result that is not a vector of
+    positive normal floats."""
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        t = b * sigma
+        norm = float(np.sqrt(np.sum(t ** 2)))
+        if not (math.isfinite(norm) and norm >= 1e-150):   # the squares over- or underflow
+            top = float(np.max(t))
+            norm = top * float(np.sqrt(np.sum((t / top) ** 2)))
+        out = b / norm
+    if not (np.all(np.isfinite(out)) and np.all(out >= np.finfo(np.float64).tiny)):
+        raise ValueError(f"{names}: out of the representable range, the scaling (with "
+                         "sum_j (b_j stds_j)^2 = 1) is not a vector of positive normal "
+                         "floats")
+    return out
 
 
 def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
@@ -242,7 +262,8 @@ def tilted_scaling(stds: ArrayLike, kappa: float) -> np.ndarray:
     if np.isinf(k) or big:
         # the limit: w_j -> 1 / (2 kappa) for every j (relative error below
         # 1 / (4 r^2) once r + sqrt(1 + r^2) overflows)
-        return _normalise(1.0 / sigma, sigma)
+        with np.errstate(over="ignore", divide="ignore"):
+            return _normalise(1.0 / sigma, sigma)
     # w_j ∝ sigma_j / (r_j + sqrt(1 + r_j^2)): a sum of positives, no cancellation
     w = sigma / (r + np.hypot(1.0, r))
     return _normalise(np.sqrt(w) / sigma, sigma)
@@ -319,6 +340,11 @@ def _minimise_all(sigma: np.ndarray, p: float, b0: np.ndarray, max_iter: int) ->
     return np.sqrt(np.exp(res.x - res.x.max()))
 
 
+#: Largest ratio of the stds :func:`error_optimal_scaling` searches over (its
+#: families raise the ratio to powers up to 2).
+_MAX_STD_RATIO = 1e100
+
+
 def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: str = "tilted",
                           exact: bool = False, max_iter: int = 100) -> np.ndarray:
     """The scaling ``b`` that minimises the Gaussian-data mechanism's expected error
@@ -381,11 +407,19 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
     >>> bool(F(b) <= F(gaussian_data_scaling(stds)))
     True
     """
-    sigma = _positive_vector(stds, "stds")
+    given = _positive_vector(stds, "stds")
     p = V.check_probability(clip_probability, "clip_probability", scalar=True)
     family = V.check_choice(family, "family", _FAMILIES)
     max_iter = V.check_integer(max_iter, "max_iter")
     exact = V.check_bool(exact, "exact")
+    # the problem is scale-free (b(c sigma) = b(sigma) / c): it is solved for
+    # sigma / max(sigma), where only the ratio of the stds can be extreme
+    top = float(given.max())
+    if not top / float(given.min()) <= _MAX_STD_RATIO:
+        raise ValueError(f"stds must have a ratio of largest to smallest at most "
+                         f"{_MAX_STD_RATIO:g}: beyond it the searched scalings are not "
+                         "finite floats")
+    sigma = given / top
     exact_F = _make_objective(sigma, p, True)
     F = _make_objective(sigma, p, exact=False)
     candidates = []
@@ -412,4 +446,9 @@ def error_optimal_scaling(stds: ArrayLike, clip_probability: float, *, family: s
         b = _normalise(_minimise_all(sigma, p, best, max_iter), sigma)
         if exact_F(b) < min(values):
             best = b
-    return _normalise(best, sigma)
+    out = _normalise(best, sigma) / top
+    if not np.all((out >= np.finfo(np.float64).tiny) & np.isfinite(out)):
+        raise ValueError("stds: out of the representable range, the scaling b (with "
+                         "sum_j (b_j stds_j)^2 = 1) is not a positive normal float; "
+                         "rescale the stds")
+    return out

@@ -18,8 +18,5 @@ from dpsum.distributions.gchisq import (
 __all__ = [
     "GeneralizedChiSquare",
     "discrete_gaussian",
-    "discrete_gaussian_pmf",
     "discrete_laplace",
-    "discrete_laplace_pmf",
-    "discrete_laplace_std",
 ]

@@ -140,12 +140,12 @@ def _as_fraction(value: float | Fraction, name: str = "sigma2") -> Fraction:
     return out
 
 
-def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = (),
-                      rng: V.RandomLike = None) -> np.ndarray:
+def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] | None = None,
+                      rng: V.RandomLike = None) -> Any:
     """Exact samples of the discrete Gaussian ``N_Z(0, sigma^2)``.
 
     The pmf is ``exp(-x^2 / (2 sigma^2)) / sum_y exp(-y^2 / (2 sigma^2))`` on the
-    integers. Sampling follows Canonne, Kamath and Steinke (2020, the Gaussian-data mechanism):
+    integers. Sampling follows Canonne, Kamath and Steinke (2020):
     discrete Laplace proposals accepted with Bernoulli(exp(-gamma)) trials, all
     in exact integer arithmetic, so the output has exactly this distribution
     (given uniform random integers).
@@ -155,8 +155,9 @@ def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = ()
     sigma2 : float or int
         ``sigma^2 > 0``; a ``fractions.Fraction`` is used as it is, a float is
         converted exactly to a rational.
-    size : int or tuple of ints
-        Output shape.
+    size : int, tuple of ints or None
+        Output shape; None (the default) draws one sample, returned as a
+        Python ``int`` (NumPy's convention).
     rng : None, numpy.random.Generator or int
         ``None`` (the default) draws from the operating system's
         cryptographically secure generator (``os.urandom``).
@@ -164,7 +165,7 @@ def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = ()
 
     Returns
     -------
-    numpy.ndarray of Python ints (dtype object)
+    int or numpy.ndarray of Python ints (dtype object)
 
     Examples
     --------
@@ -183,7 +184,7 @@ def discrete_gaussian(sigma2: float | Fraction, size: int | tuple[int, ...] = ()
     shape = _shape(size)
     count = math.prod(shape)
     out = [_discrete_gaussian_one(s2.numerator, s2.denominator, bits) for _ in range(count)]
-    return np.array(out, dtype=object).reshape(shape)
+    return out[0] if size is None else np.array(out, dtype=object).reshape(shape)
 
 
 def _log_normaliser(sigma2: float) -> float:
@@ -211,12 +212,12 @@ def discrete_gaussian_pmf(x: ArrayLike, sigma2: float) -> np.ndarray:
     return np.exp(-xs * xs / (2 * s2) - _log_normaliser(s2))
 
 
-def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
-                     rng: V.RandomLike = None) -> np.ndarray:
+def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] | None = None,
+                     rng: V.RandomLike = None) -> Any:
     """Exact samples of the discrete Laplace distribution of scale ``tau``.
 
     The pmf is ``(1 - r) / (1 + r) r^|x|`` on the integers, ``r = exp(-1/tau)``.
-    Sampling follows Canonne, Kamath and Steinke (2020, the Elliptical Gaussian mechanism) with
+    Sampling follows Canonne, Kamath and Steinke (2020) with
     ``tau = t / s`` in lowest terms, in exact integer arithmetic, so the output
     has exactly this distribution (given uniform random integers).
 
@@ -224,8 +225,9 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
     ----------
     scale : float, int or fractions.Fraction
         ``tau > 0``; a float is converted exactly to a rational.
-    size : int or tuple of ints
-        Output shape.
+    size : int, tuple of ints or None
+        Output shape; None (the default) draws one sample, returned as a
+        Python ``int``.
     rng : None, numpy.random.Generator or int
         ``None`` (the default) draws from the operating system's
         cryptographically secure generator (``os.urandom``); a generator or
@@ -233,7 +235,7 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
 
     Returns
     -------
-    numpy.ndarray of Python ints (dtype object)
+    int or numpy.ndarray of Python ints (dtype object)
 
     Examples
     --------
@@ -246,7 +248,7 @@ def discrete_laplace(scale: float | Fraction, size: int | tuple[int, ...] = (),
     shape = _shape(size)
     t, s = tau.numerator, tau.denominator
     out = [_discrete_laplace(t, bits, s) for _ in range(math.prod(shape))]
-    return np.array(out, dtype=object).reshape(shape)
+    return out[0] if size is None else np.array(out, dtype=object).reshape(shape)
 
 
 def discrete_laplace_pmf(x: ArrayLike, scale: float) -> np.ndarray:

@@ -320,6 +320,10 @@ class GeneralizedChiSquare:
             lam = np.zeros_like(w)
         else:
             lam = V.check_vector(noncentrality, "noncentrality", w.shape[0], nonnegative=True)
+            with np.errstate(over="ignore"):
+                if not float(np.sum(lam)) <= 1e300:
+                    raise ValueError("noncentrality must sum to at most 1e300: the law's "
+                                     "moments and series must stay finite floats")
         self._weights = np.array(w, dtype=np.float64)
         self._noncentrality = np.array(lam, dtype=np.float64)
         self._weights.setflags(write=False)
@@ -461,10 +465,6 @@ class GeneralizedChiSquare:
         radius = np.asarray(radius, dtype=float)
         j = np.ceil(np.log2(np.maximum(radius * (2.0 / _RHO), 1e-300)))
         return np.minimum(np.maximum(j, 0), _NTHRESH).astype(int)  # _NTHRESH: no series
-
-    def _split_indices(self, j: np.ndarray) -> np.ndarray:
-        """Number of groups summed exactly (the rest go through the series) for each j."""
-        return self._splits[j]
 
     def _points_per_chunk(self) -> int:
         """How many points a batch may hold so that (points, groups) arrays stay small."""

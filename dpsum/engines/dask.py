@@ -11,13 +11,10 @@ reaches the client, which adds the noise once (the appendix
 :class:`dask.distributed.Client` active the tasks run on its cluster; without
 one, on dask's default scheduler (threads).
 
-The release is the in-memory mechanism's: the same public set-up, the same
-noise from the same ``rng``, and a clipped sum that differs from the
-in-memory one only by the rounding of the different summation order
-(:func:`dpsum.release.merged_sum_rounding_bound`); under add-remove, and on
-the grid path, the sums are exact and the release is the in-memory one bit
-for bit. Neither the chunking nor the number of chunks enters the
-sensitivity: the partial results are merged exactly.
+The release is the in-memory mechanism's, bit for bit: the same public
+set-up, the same noise from the same ``rng``, and the same exact sum (every
+row clipped and rounded to a public grid by itself, the integers added
+exactly), whatever the chunking and the number of chunks.
 
 dask is an optional dependency (``pip install "dpsum[dask]"``); this module
 imports it only when a dask array is actually released, so ``import dpsum``
@@ -36,10 +33,6 @@ from dpsum import _validation as V
 from dpsum.release.accumulator import Accumulator
 
 __all__ = [
-    "SPLIT_EVERY",
-    "is_dask_array",
-    "check_matrix",
-    "row_count",
     "accumulate",
 ]
 

@@ -23,17 +23,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpsum.kernels.grid import accumulate_grid, make_grid_plan
+from dpsum import _validation as V
+from dpsum.kernels.grid import EXACT_CHARGE, accumulate_grid, make_grid_plan
 
-#: Relative part of the clip radius given up to the fine grid of the float
-#: path under add-remove: rows are clipped to ``C - sqrt(d) 2^(K-1) >= C (1 -
-#: EXACT_CHARGE)`` before rounding, so each rounded row still has norm at most
-#: ``C`` (the grid kernel's guarantee, :prf:ref:`fp-thm-grid`). The grid kernel sums a block in
-#: float64 exactly only while its entries stay below ``sqrt(d) / charge``
-#: with ``2^18 / sqrt(d) / charge < 2^53``: ``2^-32`` keeps a margin of 4.
-EXACT_CHARGE = 2.0 ** -32
-
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 _MAX = Fraction(_FLOAT_MAX)
 
 

@@ -1,6 +1,15 @@
-"""Shared pieces of the clipping kernels: the public plan of a clipped pass, clip factors
-with a rounding-safe re-check, and the per-row fallback for values near the float range.
-Private to dpsum.kernels.
+"""Shared pieces of the row kernels: the public plan of a clipped pass, each row's
+squared norm in an order this module fixes, clip factors with a rounding-safe
+re-check, and the per-row fallback for values near the float range. Private to
+dpsum.kernels.
+
+**One row, one result.** A row's clipped contribution must be a function of
+that row and the public parameters alone: not of the BLAS, not of the CPU's
+vector width, not of the row's position in a block (the chapter
+:ref:`Floating point <fp-clipping>`). Every operation here is therefore an
+element-wise IEEE operation (correctly rounded, the same bits on any
+machine) or a reduction in the order :func:`_tree_sum` fixes; no matrix
+product and no ``sum``/``einsum`` whose order is the library's choice.
 """
 
 from __future__ import annotations
@@ -13,28 +22,17 @@ import numpy as np
 # the kernel's domain: C >= 2^-1000 and b_j / C (up to powers of two) in these ranges
 _MIN_CLIP_EXP, _MAX_CLIP_EXP = -1000, 1023
 
-
-
 _U = 2.0 ** -53
-
 
 # about 512 KiB of float64 per block: fits in L2 cache on current CPUs
 _BLOCK_ELEMENTS = 1 << 16
 
-
-# block sums are added in groups of this many blocks, then pairwise
-_GROUP_BLOCKS = 32
-
-
 _MAX_WEIGHT_EXP = 1021       # b_n must be a normal float: 2^-1021 <= b_n <= 2^1021
 
 
-_FAST_WEIGHT_EXP = 1000      # squared weights b_n^2 in [2^-1000, 2^1000]: fast path
-
-
-def rounding_gamma(k: float) -> float:
+def _gamma(k: float) -> float:
     """Higham's ``gamma_k = k u / (1 - k u)``: the relative error bound of ``k``
-    rounded operations."""
+    rounded operations (here: of one row's squared norm, ``k = d + 2``)."""
     ku = k * _U
     if ku >= 0.5:
         return math.inf
@@ -47,9 +45,6 @@ class ClipPlan(NamedTuple):
     e: int                  # C = C_n 2^e
     C_n: float              # in [1, 2)
     b_n: np.ndarray         # b 2^-e, normal floats
-    w_n: np.ndarray         # b_n^2 (fast path only)
-    isotropic: bool         # all b equal: the squared norm needs no weights
-    fast: bool              # squared norms from t^2 @ w_n without under/overflow risk
     shrink: float           # 1 - mu: clip factors are multiplied by it
     tau: float              # rows with computed squared norm <= tau are unclipped
     center: np.ndarray | None
@@ -59,7 +54,7 @@ class ClipPlan(NamedTuple):
 def _margin(d: int) -> float:
     """Relative margin ``mu = 2 (d + 10) u`` that absorbs the rounding of a
     ``d``-term squared norm, its square root, the clip factor and the product
-    with it (proof in :func:`clipped_sum`)."""
+    with it (proof in :func:`dpsum.kernels.grid.accumulate_grid`)."""
     return 2.0 * (d + 10) * _U
 
 
@@ -79,22 +74,29 @@ def make_clip_plan(C: float, b: np.ndarray, center: np.ndarray | None, d: int) -
         raise ValueError("scaling / clip_norm must lie in [2^-1021, 2^1021] in every "
                          "coordinate: rescale scaling or clip_norm")
     b_n = np.ldexp(b, -e)
-    w_exp = 2 * b_exp
-    fast = bool(np.all(w_exp >= -_FAST_WEIGHT_EXP) and np.all(w_exp <= _FAST_WEIGHT_EXP))
-    w_n = b_n * b_n if fast else b_n
     mu = _margin(d)
     tau = (C_n * C_n * (1.0 - mu) - _abs_slack(d)) * (1.0 - 8 * _U)
-    isotropic = bool(np.all(b == b[0]))
     rows = max(1, _BLOCK_ELEMENTS // d)
-    return ClipPlan(d, e, C_n, b_n, w_n, isotropic, fast, 1.0 - mu, tau, center, rows)
+    return ClipPlan(d, e, C_n, b_n, 1.0 - mu, tau, center, rows)
 
 
-def _clip_factors(sq: np.ndarray, plan: ClipPlan) -> np.ndarray:
-    """Clip factors ``f = (1 - mu) C_n / sqrt(sq)`` for rows with ``sq > tau``,
-    re-checked against the rigorous upper bound of the row's norm."""
-    nu = np.sqrt(sq)
-    f = plan.C_n / nu * plan.shrink
-    return _shrink_until_bounded(f, _norm_upper_bound(nu, plan.d), plan.C_n)
+def _tree_sum(s: np.ndarray) -> np.ndarray:
+    """The sums of the rows of ``s`` (shape ``(m, w)``, overwritten), each in
+    the one order this function fixes: the last ``floor(w/2)`` columns are
+    added to the first ones, element by element, and the same is repeated on
+    the ``ceil(w/2)`` columns left, until one remains.
+
+    Every step is an element-wise IEEE addition, so row ``i``'s result is a
+    function of row ``i`` alone, the same bits on any machine and in any
+    block; a row passes through at most ``ceil(log2 w)`` additions, well
+    inside the ``gamma_{d+2}`` of the norm's error bound.
+    """
+    w = s.shape[1]
+    while w > 1:
+        h = w // 2
+        np.add(s[:, :h], s[:, w - h:w], out=s[:, :h])
+        w -= h
+    return s[:, 0]
 
 
 def _norm_upper_bound(nu: np.ndarray, d: int) -> np.ndarray:
@@ -103,12 +105,12 @@ def _norm_upper_bound(nu: np.ndarray, d: int) -> np.ndarray:
     most ``(s~ + A) / (1 - gamma_{d+2}) <= s~ (1 + 16 A) / (1 - gamma_{d+2})``
     and ``sqrt(s~) <= nu / (1 - u) <= nu (1 + 2u)``; the factor ``1 + 8u``
     covers the rounding of this bound's own computation."""
-    factor = (1.0 + 2 * _U) * math.sqrt((1.0 + 16 * _abs_slack(d)) / (1.0 - rounding_gamma(d + 2)))
+    factor = (1.0 + 2 * _U) * math.sqrt((1.0 + 16 * _abs_slack(d)) / (1.0 - _gamma(d + 2)))
     return nu * (factor * (1.0 + 8 * _U))
 
 
-#: Upper limit on the re-check iterations; the proof in :func:`clipped_sum`
-#: shows that the first check already passes.
+#: Upper limit on the re-check iterations; the proof in
+#: :func:`dpsum.kernels.grid.accumulate_grid` shows that the first check already passes.
 MAX_RECHECKS = 64
 
 
@@ -144,7 +146,8 @@ def _hard_row(x: np.ndarray, plan: ClipPlan) -> tuple[np.ndarray, bool]:
     ``b_n`` so that the largest entry of ``v = (h 2^-E) ⊙ b_n`` lies in
     ``[1/4, 1)``; the row is ``v 2^(E+1)`` and its contribution is ``v 2^(E+1)``
     if that has norm at most ``C_n``, else ``phi v`` with
-    ``||phi v|| <= C_n`` (the same bound as for ordinary rows).
+    ``||phi v|| <= C_n`` (the same bound as for ordinary rows). The squared
+    norm is summed in the order of :func:`_tree_sum`.
     """
     h = x * 0.5 if plan.center is None else x * 0.5 - plan.center * 0.5
     nz = h != 0
@@ -154,7 +157,7 @@ def _hard_row(x: np.ndarray, plan: ClipPlan) -> tuple[np.ndarray, bool]:
     E = int(exps.max())
     with np.errstate(under="ignore"):
         v = np.ldexp(h, -E) * plan.b_n
-        sq = float(v @ v)            # >= 1/16: no overflow, underflow negligible
+        sq = float(_tree_sum((v * v)[None, :])[0])   # >= 1/16: no overflow
     scale = 2 * (E + 1)
     # unclipped iff sq 4^(E+1) <= tau; compared without overflow
     if scale <= 0 or math.log2(sq) + scale <= math.log2(plan.tau):
@@ -167,26 +170,31 @@ def _hard_row(x: np.ndarray, plan: ClipPlan) -> tuple[np.ndarray, bool]:
     return v * phi[0] * (1.0 - 2 * _U), True
 
 
+def rows_outside(block: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> int:
+    """The rows of ``block`` with a value outside ``[lower, upper]``: the one
+    count the diagnostics of every box (the mechanisms', the pipeline's) use.
+    **Not private.**"""
+    return int(np.count_nonzero(np.any((block < lower) | (block > upper), axis=1)))
+
+
 def _raise_non_finite(block: np.ndarray) -> None:
     """Raise the data-validation error if ``block`` holds NaN or inf."""
     if not np.all(np.isfinite(block)):
         raise ValueError("X contains NaN or infinite values")
 
 
-def _squared_norms(block: np.ndarray, plan: ClipPlan, buf: np.ndarray,
-                   sq_buf: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' computed squared norms in normalised scaled units, and the
-    matrix whose rows the clip factors multiply: the centred rows ``t``
-    (fast path, data units) or ``t ⊙ b_n`` (normalised scaled units)."""
+def _scaled_rows(block: np.ndarray, plan: ClipPlan, buf: np.ndarray,
+                 sq_buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows in normalised scaled units, ``t = fl(fl(x - c) b_n)`` (into
+    ``buf``), and their squared norms ``sum_j t_j^2`` summed by
+    :func:`_tree_sum` (``sq_buf`` is scratch): element-wise operations and one
+    fixed-order reduction, so each row's values depend on that row alone."""
     m = block.shape[0]
-    t = block if plan.center is None else np.subtract(block, plan.center, out=buf[:m])
-    if not plan.fast:                       # weights too extreme to square
-        assert sq_buf is not None
-        base = np.multiply(t, plan.b_n, out=sq_buf[:m])
-        return base, np.einsum("ij,ij->i", base, base)
-    if plan.isotropic:
-        sq = np.einsum("ij,ij->i", t, t)
-        sq *= plan.w_n[0]
-        return t, sq
-    assert sq_buf is not None
-    return t, np.square(t, out=sq_buf[:m]) @ plan.w_n
+    t = buf[:m]
+    if plan.center is None:
+        np.multiply(block, plan.b_n, out=t)
+    else:
+        np.subtract(block, plan.center, out=t)
+        np.multiply(t, plan.b_n, out=t)
+    s = np.multiply(t, t, out=sq_buf[:m])
+    return t, _tree_sum(s).copy()

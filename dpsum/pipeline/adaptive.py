@@ -81,7 +81,10 @@ MAX_PREPARATION_SHARE = 0.5
 DECISION_NOISE = 0.1
 
 
-def _reliable_share(margin: float, n: float, d: int, rho: float, du: float) -> float:
+def reliable_share(margin: float, n: float, d: int, rho: float, du: float) -> float:
+    """The share of ``rho`` that makes ``d`` quantiles (score sensitivity
+    ``du``) reliable to ``margin``: ``d epsilon^2 / (8 rho)`` with
+    ``epsilon = 4 du margin / n`` (see :func:`center_mode`)."""
     eps = 4.0 * du * margin / max(n, 1.0)
     return d * eps * eps / 8.0 / rho
 
@@ -115,10 +118,10 @@ def center_mode(n: float, d: int, rho: float, du: float, margin: float, cap: flo
     >>> center_mode(100, 8, 0.5, 1.0, 30.0, 0.15), center_mode(100, 8, 0.5, 1.0, 30.0, 0.15, 12.0)
     ('box', 'vector')
     """
-    share = _reliable_share(margin, n, d, rho, du)
+    share = reliable_share(margin, n, d, rho, du)
     if share <= cap:
         return "coordinate"
-    scalar = _reliable_share(margin if scalar_margin is None else scalar_margin, n, 1, rho, du)
+    scalar = reliable_share(margin if scalar_margin is None else scalar_margin, n, 1, rho, du)
     return "vector" if scalar <= cap else "box"
 
 

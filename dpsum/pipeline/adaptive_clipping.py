@@ -25,6 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
+from dpsum.session import GaussianEvent, as_session
+from dpsum.session import charge as charge_session
 from dpsum.pipeline.quantiles import row_norms
 from dpsum.privacy.composition import PrivacyStep, gaussian_step
 
@@ -67,13 +69,15 @@ class ClipUpdate(V.Record):
 
 def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: float,
                          learning_rate: float, count_noise: float, rows: float | None = None,
-                         rng: Any = None) -> ClipUpdate:
+                         rng: Any = None, session: Any = None) -> ClipUpdate:
     """One geometric update of the clip radius from a private count of unclipped rows.
 
     Parameters
     ----------
     X : array_like, shape (n, d)
         The rows (per-example gradients, say) of this release; finite reals.
+        With ``rows`` given it may have no rows (an empty Poisson batch is
+        data like any other); without, it needs one.
     clip_radius : float
         The current radius ``C > 0``; public (an earlier update's output).
     target_quantile : float
@@ -83,11 +87,15 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
     count_noise : float
         ``s > 0``: the standard deviation of the noise on the count.
     rows : float, optional
-        The public denominator ``m > 0``; default ``n``, the number of rows,
+        The public denominator ``m >= 1``; default ``n``, the number of rows,
         which is public under replace-one. Under add-remove pass the expected
         batch size.
     rng : numpy.random.Generator, int or None
         Source of randomness.
+    session : dpsum.session.Session, optional
+        The analysis's budget: the update is a Gaussian of multiplier
+        ``count_noise`` (the count's sensitivity is 1 under either relation),
+        charged, or refused if it does not fit, before the rows are read.
 
     Returns
     -------
@@ -102,17 +110,23 @@ def adaptive_clip_update(X: ArrayLike, clip_radius: float, *, target_quantile: f
     (True, 10.0)
     """
     C = V.check_positive(clip_radius, "clip_radius", scalar=True)
-    gamma = V.check_open_interval(target_quantile, "target_quantile")
+    gamma = V.check_open_interval(target_quantile, "target_quantile", scalar=True)
     eta = V.check_positive(learning_rate, "learning_rate", scalar=True)
     s = V.check_positive(count_noise, "count_noise", scalar=True)
     if s > 1e300:      # a draw must stay finite whatever the count (no data-dependent overflow)
         raise ValueError(f"count_noise must be at most 1e300, got {V.describe(count_noise)}")
     m_public = None if rows is None else V.check_positive(rows, "rows", scalar=True)
+    if m_public is not None and m_public < 1:
+        # an expected number of rows below one: the noisy fraction could overflow
+        raise ValueError(f"rows must be at least 1 (the public expected number of rows), "
+                         f"got {V.describe(rows)}")
     gen = V.check_rng(rng)
-    data = V.check_data_matrix(X)
+    charge_session(as_session(session), GaussianEvent(s), mechanism="adaptive_clip_update",
+                   parameters={"count_noise": s, "rows": m_public})
+    # with a public rows (add-remove: the batch size is private), an empty
+    # batch is data like any other; without, the row count is public
+    data = V.check_data_matrix(X, empty_rows=m_public is not None)
     m = float(data.shape[0]) if m_public is None else float(m_public)
-    if m == 0:
-        raise ValueError("X has no rows and rows is not given")
     count = float(np.count_nonzero(row_norms(data, None, None) <= C))
     fraction = (count + gen.normal(0.0, s)) / m
     # saturated to the positive normal floats: an overflow or underflow of the

@@ -54,7 +54,7 @@ from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scal
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.kernels._exact import exact_noisy_clipped_sum
-from dpsum.kernels.clipping import clamped_sum, clipped_sum
+from dpsum.kernels._rows import rows_outside
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
@@ -67,6 +67,7 @@ from dpsum.pipeline.adaptive import (
     heterogeneity,
     log_scale_noise_variance,
     prefer_scaled,
+    reliable_share,
     shrink_log_scales,
     vector_center_shares,
 )
@@ -87,12 +88,12 @@ from dpsum.privacy.composition import (
     bounded_range_step,
     compose,
     gaussian_step,
-    mixed_gaussian_multiplier,
     zcdp_gaussian_multiplier,
     zcdp_rho,
 )
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
-from dpsum.release.accumulator import float_rounding_charge
+from dpsum.session import ONE_OFF, ZCDPEvent, as_session
+from dpsum.session import charge as charge_session
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
@@ -247,8 +248,7 @@ def _default_split(nn: float, dd: int, total: float, relation: Neighbouring, sca
     du = quantile_sensitivity(0.5, relation)
 
     def reliable(margin: float) -> float:
-        eps = 4.0 * du * margin / max(nn, 1.0)
-        return dd * eps * eps / 8.0 / total
+        return reliable_share(margin, nn, dd, total, du)
 
     # a scalar quantile (radius, clip) is one mechanism: d = 1 in the same rule
     scalar = min(max(SCALAR_SHARE, reliable(SCALAR_MARGIN) / dd), MAX_COORDINATE_SHARE)
@@ -357,7 +357,19 @@ def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) ->
     """
     s = V.check_vector(scales, "scales", positive=True)
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
-    return gaussian_data_scaling(s + lam * float(np.mean(s)))
+    with np.errstate(over="ignore"):
+        mean = float(np.mean(s))
+        if not math.isfinite(mean):      # the mean without overflow
+            top = float(np.max(s))
+            mean = top * float(np.mean(s / top))
+        regularised = s + lam * mean
+    try:
+        return gaussian_data_scaling(regularised)
+    except ValueError:
+        raise ValueError("scales (with regularization) is outside the representable range: "
+                         "the scaling of s + lambda mean(s) is not a positive normal float "
+                         "(the regularised scales must lie within about 1e-300 and 1e300)"
+                         ) from None
 
 
 def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: ArrayLike,
@@ -391,8 +403,17 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
     p = V.check_probability(clip_probability, "clip_probability", scalar=True)
     if p == 0.5:
         return float(r)
-    weights = (b * s) ** 2
-    radius = r * _quantile_ratio((weights / weights.max()).tobytes(), float(p))
+    with np.errstate(over="ignore", under="ignore"):
+        bs = b * s
+        top = float(np.max(bs))
+        rel = bs / top
+    if not (math.isfinite(top) and top > 0
+            and float(np.min(rel)) ** 2 >= float(np.finfo(np.float64).tiny)):
+        raise ValueError("scales and scaling: out of the representable range, the model's "
+                         "weights (scales * scaling)^2 relative to the largest are not "
+                         "normal floats; each product must be finite, positive and within a "
+                         "factor 1.5e154 of the largest")
+    radius = r * _quantile_ratio((rel ** 2).tobytes(), float(p))
     return float(V.representable(radius, "median_norm", "the clip radius",
                                  "median_norm times the quantile ratio exceeds 1.8e308"))
 
@@ -418,6 +439,16 @@ def _total_rho(epsilon: Any, delta: Any, rho: Any) -> tuple[float, float | None,
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     return _rho_in_range(_zcdp_rho(float(eps), float(dlt)), "epsilon (with delta)"), eps, dlt
+
+
+#: Relative margin under the stated total budget: the steps are calibrated
+#: to ``rho (1 - _SPEND_MARGIN)``. The float shares sum to 1 within a few
+#: units in the last place and each multiplier ``1 / sqrt(2 share rho)`` or
+#: parameter ``sqrt(8 share rho / k)`` is within a few more of its exact
+#: value; ``2^-40`` (about ``9e-13``) covers all of them a thousand times,
+#: so the exact zCDP spend of the steps that ran, on every path, is at most
+#: the stated ``rho``.
+_SPEND_MARGIN = 2.0 ** -40
 
 
 #: The pipeline's total zCDP budget lies in [1e-250, 1e250]: it is split into
@@ -452,12 +483,12 @@ def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
     return gen.normal(0.0, 1.0, size=size) * std
 
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 
 
 #: The public worst case of the pipeline's clipped sums must stay below this
-#: (about 7e305; a margin of 2^8 below the largest float covers the rounding
-#: charge and the additions that follow).
+#: (about 7e305; a margin of 2^8 below the largest float covers the additions
+#: that follow).
 _WORST_LIMIT = 2.0 ** 1016
 
 
@@ -517,24 +548,11 @@ def _check_worst_case(lo: np.ndarray, hi: np.ndarray, n: int,
             "7e305); rescale the data and the box, or use widths of similar magnitude")
 
 
-def _rounding_charge(n: int, d: int, relation: Neighbouring) -> float:
-    """``1 + rho``: the factor charged to the sensitivity of a float clipped
-    (or clamped) sum of ``n`` rows under replace-one
-    (:func:`dpsum.release.accumulator.float_rounding_charge`, the
-    mechanisms' one rule); 1 under add-remove, where the sums are exact."""
-    if relation is not Neighbouring.REPLACE:
-        return 1.0
-    return float_rounding_charge(n, d)
-
-
-def _last_step_sensitivity(C: float, n: int, d: int, relation: Neighbouring,
-                           secure: bool) -> float:
-    """The declared L2 sensitivity of the last step's computed clipped sum:
-    ``2C`` (replace-one) or ``C`` (add-remove), times the rounding charge of a
-    float sum under replace-one; the grid path (``secure=True``) and the
-    add-remove path sum exactly."""
-    sens = clipped_sum_sensitivity(C, relation)
-    return sens if secure else sens * _rounding_charge(n, d, relation)
+def _box_wins(near_noisy: float, n_eff: float) -> bool:
+    """The whole-vector center's decision, post-processing of the noisy count
+    of rows within the break-even distance: the box unless more than half
+    the rows are within it."""
+    return near_noisy <= 0.5 * n_eff
 
 
 def _exp_epsilon(rho_step: float, count: int) -> float:
@@ -577,6 +595,7 @@ class _Context:
         self.secure, self.secure_gen, self.diagnostics = secure, secure_gen, diagnostics
         self.total, self.who = total, who
         self.notes: list[str] = []
+        self.accounting = ONE_OFF        # or the session's ledger entry
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
         warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
@@ -592,15 +611,10 @@ class _Context:
             T, scale, K, clipped = _grid_sum(self.data, C, b, center, s_mean, relation,
                                              self.secure_gen)
             return T / b, scale / b, clipped, np.ldexp(np.ones(b.size), K) / b
-        if relation is Neighbouring.ADD_REMOVE:
-            # n is private: the rows are summed exactly and the noise added
-            # exactly (no rounding, overflow or exception depends on n)
-            z = _gaussian_noise(gen, s_mean * sens, size=b.size)
-            noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
-            return noisy, s_mean * sens / b, clipped, None
-        T, clipped = clipped_sum(self.data, C, b, center)
-        with np.errstate(over="ignore"):     # saturated: a function of the noisy sum
-            noisy = _saturate(_saturate(T + _gaussian_noise(gen, s_mean * sens, size=b.size)) / b)
+        # the rows are summed exactly and the noise added exactly (no
+        # rounding, overflow or exception depends on the rows or on n)
+        z = _gaussian_noise(gen, s_mean * sens, size=b.size)
+        noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
         return noisy, _saturate(s_mean * sens / b), clipped, None
 
     def diagnose(self, split: BudgetSplit, steps: list[PrivacyStep], clipped: int,
@@ -614,7 +628,7 @@ class _Context:
         s_diag = zcdp_gaussian_multiplier(split.diagnostics * self.total)
         std = s_diag * math.sqrt(2.0)
         data, lo, hi = self.data, self.lo, self.hi
-        outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+        outside = rows_outside(data, lo, hi)
         if self.secure:
             z = discrete_gaussian(std * std * (1 + 1e-12), size=2, rng=self.secure_gen)
             k_clip, k_out = float(clipped + int(z[0])), float(outside + int(z[1]))
@@ -651,8 +665,13 @@ def _with_diagnostics(split: BudgetSplit, on: bool) -> BudgetSplit:
 def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
-         diagnostics: Any = True) -> PipelineRelease:
-    total, eps, dlt = _total_rho(epsilon, delta, rho)
+         diagnostics: Any = True, session: Any = None) -> PipelineRelease:
+    stated, _, dlt = _total_rho(epsilon, delta, rho)
+    sess = as_session(session)
+    # every step is calibrated to its share of a budget a hair below the
+    # stated one, so that the rounding of the shares, the multipliers and the
+    # parameters never makes the exact total exceed it (``_SPEND_MARGIN``)
+    total = stated * (1.0 - _SPEND_MARGIN)
     relation = Neighbouring.parse(neighbouring)
     rule = Scaling.parse(scaling, "scaling")
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
@@ -663,10 +682,14 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if budget is not None:
         split = _with_diagnostics(_user_budget(budget, relation, rule), diag_)
     columns = V.column_labels(X)
+    # under add-remove the empty dataset is data like any other (a one-row
+    # dataset is its neighbour): it gets a release of the same shape
     if columns is not None:
-        data, columns = V.as_dataset(X, "X")          # column by column: errors name a column
+        # column by column: errors name a column
+        data, columns = V.as_dataset(X, "X", empty_rows=True)
     else:
-        data = V.check_data_matrix(X, finite=False)
+        data = V.check_data_matrix(X, finite=False, empty_rows=True)
+    V.require_rows(data.shape[0], relation is Neighbouring.REPLACE)
     n, d = data.shape
     lo, hi = check_domain(lower, upper, d)
     # public, before the data: the noise of any step is at most about
@@ -694,6 +717,10 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                      "or to the public box (see release.strategy); the error can be "
                      "many times a coordinate's scale. A box known in advance "
                      "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
+    # every path spends at most rho in zCDP: one event, before the data's values
+    ctx.accounting = charge_session(sess, ZCDPEvent(stated), mechanism=f"private_{statistic}",
+                                    neighbouring=relation,
+                                    parameters={"rho": stated, "d": d, "secure": secure_})
     if not np.all(np.isfinite(data)):
         raise ValueError("X contains NaN or infinite values")
 
@@ -719,16 +746,13 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if mode == "coordinate" and rule is not Scaling.ADAPTIVE and budget is None and \
             split.center >= MAX_COORDINATE_SHARE:
         ctx.warn(
-            "private_mean: too few rows for this budget for a reliable coordinate-wise "
+            f"{ctx.who}: too few rows for this budget for a reliable coordinate-wise "
             "center (its share is capped); the center may escape the data. "
             "scaling='adaptive' (the default) estimates it for the whole vector instead")
 
     min_scale = (hi - lo) * ASINH_RESOLUTION
     box = _norm(hi - lo)
     k_sens = clipped_sum_sensitivity(1.0, relation)     # 2 (replace-one) or 1 (add-remove)
-    # the rounding of a float clipped sum of n rows (replace-one, n public) is
-    # charged to its sensitivity; add-remove sums exactly (charge 1)
-    charge = _rounding_charge(n, d, relation)
     ones = np.ones(d)
     mid = lo + 0.5 * (hi - lo)
 
@@ -741,7 +765,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     # 1. the center
     if mode == "box":
         return _box_release(ctx, relation, total, split.mean, steps, count, n_eff,
-                            s_count, statistic, split, p, eps, dlt, gen)
+                            s_count, statistic, split, p, dlt, gen)
     if mode == "coordinate":
         eps_c = _exp_epsilon(split.center * total, d)
         center = center_step(data, eps_c, lo, hi, du, gen)
@@ -767,22 +791,17 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         near = int(np.count_nonzero(row_norms(data, mid, None) <= r_star))
         near_noisy = float(near + _gaussian_noise(gen, s_dec))
         steps.append(gaussian_step("decision", s_dec))
-        if near_noisy <= 0.5 * n_eff:
+        if _box_wins(near_noisy, n_eff):
             return _box_release(ctx, relation, total, rest, steps, count, n_eff,
-                                s_count, statistic, split, p, eps, dlt, gen)
+                                s_count, statistic, split, p, dlt, gen)
         radius = radius_step(center, scalar_share, "center")
         moves = 0
         while True:
             c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
             s_move = zcdp_gaussian_multiplier(move_share * total)
-            # replace-one: the float sum's rounding is charged (n public)
-            z_k = _gaussian_noise(gen, s_move * k_sens * charge * c_k, size=d)
-            if relation is Neighbouring.ADD_REMOVE:      # n private: summed exactly
-                noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
-            else:
-                T_k, _ = clipped_sum(data, c_k, ones, center)
-                with np.errstate(over="ignore"):
-                    noisy_k = _saturate(T_k + z_k)
+            # summed exactly, the noise added exactly
+            z_k = _gaussian_noise(gen, s_move * k_sens * c_k, size=d)
+            noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
             # post-processing: the move is clamped to the box (a centre outside
             # it is never better), which keeps every later quantity finite
             with np.errstate(over="ignore"):
@@ -800,7 +819,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         strategy = "vector center"
         if relation is not Neighbouring.REPLACE or budget is not None:
             ctx.warn(
-                "private_mean: too few rows for this budget for a coordinate-wise center; "
+                f"{ctx.who}: too few rows for this budget for a coordinate-wise center; "
                 "the center was estimated for the whole vector at once (see "
                 "release.strategy)")
 
@@ -858,7 +877,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     C = calibrated_clip_radius(median_norm, model, b, p)
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * total)
-    sens = _last_step_sensitivity(C, n, d, relation, secure_)
+    sens = clipped_sum_sensitivity(C, relation)
     noisy, dev_std, clipped, unit = ctx.last_step(C, b, center, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
     extra = ctx.diagnose(split, steps, clipped, p * n_eff, n_eff, gen)
@@ -871,7 +890,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             scales: np.ndarray | None, b: np.ndarray, C: float, p: float, count: float,
             n_eff: float, s_count: float, relation: Neighbouring, statistic: str,
             split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
-            strategy: str, exact: bool = False, *, ctx: _Context,
+            strategy: str, *, ctx: _Context,
             unit: np.ndarray | None = None, extra: dict | None = None) -> PipelineRelease:
     # post-processing of released values, saturated at the largest float
     # (the same function whatever the data)
@@ -888,8 +907,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
     estimate, noise_std = _saturate(estimate), _saturate(noise_std)
     guarantee = None
     if dlt is not None:
-        guarantee = (compose(tuple(steps), delta=dlt, method="exact") if exact
-                     else _compose_zcdp(tuple(steps), dlt))
+        guarantee = _compose_zcdp(tuple(steps), dlt)
     used = 0.0
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
@@ -899,13 +917,12 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
         scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
         neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
         strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
-        notes=tuple(ctx.notes), grid_unit=unit, **(extra or {}))
+        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting, **(extra or {}))
 
 
 def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
                  n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
-                 eps: float | None, dlt: float | None,
-                 gen: np.random.Generator) -> PipelineRelease:
+                 dlt: float | None, gen: np.random.Generator) -> PipelineRelease:
     """The box as the model: the Elliptical Gaussian mechanism's clamped sum.
 
     Coordinate ``j`` of ``x - m`` (``m`` the box's midpoint) is clamped to
@@ -914,11 +931,11 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     radius 1/2, so this is a clipped sum with ``C = 1/2`` and scaling
     ``b / w`` (sensitivity 1 under replace-one, 1/2 under add-remove).
 
-    With an ``(epsilon, delta)`` budget the noise is calibrated by the exact
-    composition of the steps that ran (the pure exponential-mechanism steps,
-    the Gaussian count and this Gaussian sum; ``compose(method="exact")``),
-    which is tighter than the zCDP conversion, and the guarantee is that
-    composition.
+    The noise is calibrated in zCDP like every other path: this step spends
+    ``share`` of the total ``rho``, whatever the budget's form. (The exact
+    composition of an ``(epsilon, delta)`` remainder would spend more than
+    ``rho`` here, and since the path is chosen from a private count, only a
+    bound that holds on every path bounds the mixture.)
 
     With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
     in the same scaled space (a row inside the box is unchanged, a row outside
@@ -929,59 +946,56 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     on it), with Gaussian noise added exactly.
     """
     ctx.warn(
-        "private_mean: too few rows for this budget to improve on the public box; "
+        f"{ctx.who}: too few rows for this budget to improve on the public box; "
         "the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
         stacklevel=5)
     data, lo, hi = ctx.data, ctx.lo, ctx.hi
     widths = hi - lo
     mid = lo + 0.5 * widths
     b = elliptical_scaling(widths) / widths
+    # calibrated in zCDP like every other path: the path is chosen from a
+    # private count, and only a bound that holds on every path (here, the
+    # total rho) is a bound for the mixture
     s_mean = zcdp_gaussian_multiplier(share * total)
-    exact = eps is not None and dlt is not None
-    if exact:
-        pure = [st.epsilon for st in steps for _ in range(st.count)
-                if st.kind == "bounded-range"]
-        s_all = mixed_gaussian_multiplier(float(eps), float(dlt), epsilons=pure)  # type: ignore[arg-type]
-        # the Gaussian steps that ran before (the count, the decision) keep their noise
-        inv = 1.0 / s_all ** 2
-        for st in steps:
-            if st.kind == "gaussian" and st.noise_multiplier is not None:
-                inv -= st.count / st.noise_multiplier ** 2
-        if split.diagnostics > 0:          # the diagnostics' Gaussian step runs after this one
-            inv -= 1.0 / zcdp_gaussian_multiplier(split.diagnostics * total) ** 2
-        if inv > 0 and 1.0 / math.sqrt(inv) < s_mean:
-            s_mean = 1.0 / math.sqrt(inv)
     sens = clipped_sum_sensitivity(0.5, relation)
-    if ctx.secure or relation is Neighbouring.ADD_REMOVE:
-        # add-remove (n private): the exact sum of last_step, clipping at 1/2
-        # in the scaled space as the grid path does
-        noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
-    else:
-        # replace-one: the clamped sum's rounding is charged (n public), as
-        # the Elliptical Gaussian mechanism's accumulator does
-        sens *= _rounding_charge(data.shape[0], data.shape[1], relation)
-        with np.errstate(over="ignore"):      # a row overflowing to +-inf is clamped
-            T, _ = clamped_sum(data - mid, 0.5 * widths)
-            noisy = _saturate(T + _saturate(_gaussian_noise(gen, s_mean * sens,
-                                                            size=data.shape[1]) / b))
-        dev_std, unit = _saturate(s_mean * sens / b), None
+    # the exact sum of last_step, clipping at 1/2 in the scaled space (a row
+    # inside the box is unchanged, a row outside is shrunk towards the midpoint)
+    noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
     steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count, 1.0 - split.count - share - split.diagnostics, 0.0,
                             0.0, 0.0, share, 0.0, split.diagnostics)
-    outside = int(np.count_nonzero(np.any((data < lo) | (data > hi), axis=1)))
+    outside = rows_outside(data, lo, hi)
     extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
     return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
-                   relation, statistic, box_split, steps, dlt, "box", exact, ctx=ctx,
+                   relation, statistic, box_split, steps, dlt, "box", ctx=ctx,
                    unit=unit, extra=extra)
 
 
-_DOC_PARAMS = """
+def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                 delta: float | None = None, rho: float | None = None,
+                 neighbouring: Neighbouring | str = "replace",
+                 budget: Mapping | None = None, scaling: str = "adaptive",
+                 clip_probability: float | None = None,
+                 regularization: float = REGULARIZATION, rng: Any = None,
+                 secure: bool = False, diagnostics: bool = True,
+                 session: Any = None) -> PipelineRelease:
+    """The private mean of the rows of ``X`` with no public data model.
+
+    Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
+    scales, the regularised scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`, a calibrated clip radius,
+    and the Gaussian-data mechanism's clipped sum with Gaussian noise, all under one budget.
+    The estimate is ``c + b^{-1} (T + noise) / n`` with ``T`` the clipped sum
+    of the scaled deviations ``(x_i - c) ⊙ b`` (``ñ`` for ``n`` under
+    add-remove).
+
     Parameters
     ----------
     X : array_like or pandas.DataFrame, shape (n, d)
         The private data; finite reals. A DataFrame's column labels are kept
         (``columns``, :meth:`~dpsum.release.PipelineRelease.to_pandas`); an
-        error names the column, never a row or a value.
+        error names the column, never a row or a value. Under add-remove
+        ``n = 0`` is data like any other (the release is noise of the same
+        shape); under replace-one ``X`` needs a row.
     lower, upper : float or array_like, shape (d,)
         A public box that should contain every row, known without looking at
         the data (a sensor's range, a plausible order of magnitude): scalars
@@ -1035,6 +1049,11 @@ _DOC_PARAMS = """
         far above the design's expectation (``n p_C`` and 0). They also give
         :meth:`~dpsum.release.PipelineRelease.data_intervals`. False turns
         this off.
+    session : dpsum.session.Session, optional
+        The analysis's budget: the pipeline is one ``rho``-zCDP event (every
+        path spends at most ``rho``), charged, or refused if it does not fit,
+        before the data's values are read. Without one the release is a
+        one-off (its record's ``accounting`` says so).
 
     Returns
     -------
@@ -1049,44 +1068,7 @@ _DOC_PARAMS = """
     PublicInputWarning
         Too few rows for a coordinate-wise centre (before anything is spent
         when ``n`` is public), a fallback, or the diagnostics above.
-"""
 
-
-def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
-                 delta: float | None = None, rho: float | None = None,
-                 neighbouring: Neighbouring | str = "replace",
-                 budget: Mapping | None = None, scaling: str = "adaptive",
-                 clip_probability: float | None = None,
-                 regularization: float = REGULARIZATION, rng: Any = None,
-                 secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
-    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
-                neighbouring=neighbouring, budget=budget, scaling=scaling,
-                clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean", secure=secure, diagnostics=diagnostics)
-
-
-def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
-                delta: float | None = None, rho: float | None = None,
-                neighbouring: Neighbouring | str = "replace",
-                budget: Mapping | None = None, scaling: str = "adaptive",
-                clip_probability: float | None = None,
-                regularization: float = REGULARIZATION, rng: Any = None,
-                secure: bool = False, diagnostics: bool = True) -> PipelineRelease:
-    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
-                neighbouring=neighbouring, budget=budget, scaling=scaling,
-                clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum", secure=secure, diagnostics=diagnostics)
-
-
-private_mean.__doc__ = """The private mean of the rows of ``X`` with no public data model.
-
-    Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
-    scales, the regularised scaling of :prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`, a calibrated clip radius,
-    and the Gaussian-data mechanism's clipped sum with Gaussian noise, all under one budget.
-    The estimate is ``c + b^{-1} (T + noise) / n`` with ``T`` the clipped sum
-    of the scaled deviations ``(x_i - c) ⊙ b`` (``ñ`` for ``n`` under
-    add-remove).
-""" + _DOC_PARAMS + """
     Notes
     -----
     The rule for few rows or a small budget (``scaling="adaptive"``, the
@@ -1112,8 +1094,12 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
        isotropically (no spread, scales or clip steps) with fewer moves; if
        even one move does not fit with reliable radii, rule 3;
     3. otherwise the *box*: the Elliptical Gaussian mechanism on the box,
-       with an ``(epsilon, delta)`` budget calibrated by the exact
-       composition of the steps that ran.
+       its noise calibrated in zCDP like every other path's.
+
+    Every path spends at most the stated ``rho`` in zCDP terms (the steps
+    are calibrated to shares of ``rho`` a relative ``2^-40`` below it, so that
+    no rounding makes the exact total exceed it); an ``(epsilon, delta)``
+    budget is the largest ``rho`` that converts to it.
 
     Each fallback warns and is recorded in ``release.strategy``. With
     ``scaling="scaled"`` or ``"isotropic"`` the coordinate-wise center always
@@ -1125,11 +1111,38 @@ private_mean.__doc__ = """The private mean of the rows of ``X`` with no public d
     >>> r = private_mean(X, lower=-1000, upper=1000, epsilon=1.0, delta=1e-6, rng=1)
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
-"""
+    """
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
+                neighbouring=neighbouring, budget=budget, scaling=scaling,
+                clip_probability=clip_probability, regularization=regularization, rng=rng,
+                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
 
 
-private_sum.__doc__ = """The private sum of the rows of ``X`` with no public data model.
+def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
+                delta: float | None = None, rho: float | None = None,
+                neighbouring: Neighbouring | str = "replace",
+                budget: Mapping | None = None, scaling: str = "adaptive",
+                clip_probability: float | None = None,
+                regularization: float = REGULARIZATION, rng: Any = None,
+                secure: bool = False, diagnostics: bool = True,
+                session: Any = None) -> PipelineRelease:
+    """The private sum of the rows of ``X`` with no public data model.
 
     The same pipeline as :func:`private_mean`; the estimate is
     ``n c + b^{-1} (T + noise)`` (``ñ c + ...`` under add-remove).
-""" + _DOC_PARAMS
+
+    Parameters
+    ----------
+    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session
+        As for :func:`private_mean`.
+
+    Returns
+    -------
+    PipelineRelease
+        As for :func:`private_mean`, for the sum: its intervals cover the sum
+        of the clipped rows, ``data_intervals`` the data's sum.
+    """
+    return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
+                neighbouring=neighbouring, budget=budget, scaling=scaling,
+                clip_probability=clip_probability, regularization=regularization, rng=rng,
+                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)

@@ -47,13 +47,14 @@ from scipy.special import logsumexp, ndtri
 
 from dpsum import _validation as V
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import BoundedRangeEvent, as_session
+from dpsum.session import charge as charge_session
 
 __all__ = [
     "MAD_TO_STD",
     "quantile_sensitivity",
     "exponential_quantile",
     "check_domain",
-    "asinh_resolution",
     "private_center",
     "center_step",
     "private_scales",
@@ -142,7 +143,7 @@ def _sample(values: np.ndarray, q: float, coef: float, lo: np.ndarray, hi: np.nd
 
 def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, lower: ArrayLike,
                          upper: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                         rng: Any=None) -> np.ndarray | float:
+                         rng: Any=None, session: Any = None) -> np.ndarray | float:
     """The exponential-mechanism quantile of each column of ``values``.
 
     The values of a column are clamped to ``[lower, upper]`` and sorted into
@@ -160,7 +161,7 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     ----------
     values : array_like, shape (m,) or (m, k)
         One value per row (and column). ``+-inf`` is allowed and clamped;
-        NaN is refused.
+        NaN is refused. Under add-remove ``m = 0`` is data like any other.
     quantile : float
         The target ``q`` in [0, 1].
     epsilon : float
@@ -171,6 +172,11 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
         The neighbouring relation the guarantee refers to.
     rng : numpy.random.Generator, int or None
         Source of randomness.
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``k bounded-range steps of epsilon, one per column``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
 
     Returns
     -------
@@ -187,12 +193,17 @@ def exponential_quantile(values: ArrayLike, quantile: float, *, epsilon: float, 
     q = _quantile(quantile)
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    arr = V.check_finite_array(values, "values", finite=False)
+    # no rows is data under add-remove (the empty dataset has a one-row neighbour)
+    arr = V.check_finite_array(values, "values", finite=False,
+                               empty_rows=relation is Neighbouring.ADD_REMOVE)
     if arr.ndim not in (1, 2):
         raise ValueError(f"values must be 1- or 2-dimensional, got shape {arr.shape}")
     flat = arr.ndim == 1
     lo, hi = _bounds(lower, upper, 1 if flat else arr.shape[1])   # public: before the data
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps, 1 if flat else arr.shape[1]),
+                   mechanism="exponential_quantile", neighbouring=relation,
+                   parameters={"epsilon": eps, "quantile": q})
     if np.isnan(arr).any():
         raise ValueError("values contains NaN")
     table = arr[:, None] if flat else arr
@@ -212,14 +223,9 @@ def check_domain(lower: Any, upper: Any, d: int) -> tuple[np.ndarray, np.ndarray
     return lo, hi
 
 
-def asinh_resolution(lower: Any, upper: Any, d: int) -> np.ndarray:
-    """The resolution ``w = (upper - lower) 2^-30`` of :func:`private_center`'s scale."""
-    lo, hi = check_domain(lower, upper, d)
-    return (hi - lo) * ASINH_RESOLUTION
-
-
 def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
-                   neighbouring: Neighbouring | str = "replace", rng: Any=None) -> np.ndarray:
+                   neighbouring: Neighbouring | str = "replace", rng: Any=None,
+                   session: Any = None) -> np.ndarray:
     """Coordinate-wise private median on the ``asinh`` scale.
 
     Coordinate ``j`` is mapped to ``t = asinh((x - m_j) / w_j)`` with ``m_j``
@@ -235,13 +241,20 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     epsilon : float
         Per-coordinate privacy parameter, > 0.
     lower, upper : float or array_like, shape (d,)
         A public box: scalars, or length-``d`` vectors, ``lower < upper``.
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
+
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``d bounded-range steps of epsilon``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
 
     Returns
     -------
@@ -250,9 +263,12 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    data = V.check_data_matrix(X, finite=False)
+    data = _dataset(X, relation)
     lo, hi = check_domain(lower, upper, data.shape[1])
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps, data.shape[1]),
+                   mechanism="private_center", neighbouring=relation,
+                   parameters={"epsilon": eps, "d": data.shape[1]})
     _require_finite(data)
     return center_step(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
@@ -271,7 +287,7 @@ def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du
 
 def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale: ArrayLike,
                    max_scale: ArrayLike, neighbouring: Neighbouring | str = "replace",
-                   rng: Any=None) -> np.ndarray:
+                   rng: Any=None, session: Any = None) -> np.ndarray:
     """Per-coordinate private scales: the median absolute deviation on the log scale.
 
     For coordinate ``j`` the values ``log |x_ij - c_j|``, clamped to
@@ -288,7 +304,9 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     center : array_like, shape (d,)
         The public (or privately released) center.
     epsilon : float
@@ -298,6 +316,11 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``d bounded-range steps of epsilon``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
+
     Returns
     -------
     numpy.ndarray, shape (d,)
@@ -305,7 +328,7 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
-    data = V.check_data_matrix(X, finite=False)
+    data = _dataset(X, relation)
     d = data.shape[1]
     c = V.check_vector(center, "center", d)
     lo, hi = V.check_box(V.check_positive(min_scale, "min_scale"),
@@ -314,6 +337,8 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     if not np.all(lo < hi):
         raise ValueError("min_scale must be < max_scale in every coordinate")
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps, d), mechanism="private_scales",
+                   neighbouring=relation, parameters={"epsilon": eps, "d": d})
     _require_finite(data)
     return scales_step(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
@@ -349,7 +374,8 @@ def row_norms(data: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> n
 def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lower: float,
                           upper: float, center: ArrayLike | None = None,
                           scaling: ArrayLike | None = None,
-                          neighbouring: Neighbouring | str = "replace", rng: Any=None) -> float:
+                          neighbouring: Neighbouring | str = "replace", rng: Any=None,
+                          session: Any = None) -> float:
     """A private quantile of the row norms ``||(x_i - c) ⊙ b||`` on the log scale.
 
     The log norms, clamped to ``[log lower, log upper]``, enter the
@@ -361,7 +387,9 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     Parameters
     ----------
     X : array_like, shape (n, d)
-        The data; finite reals.
+        The data; finite reals. Under add-remove ``n = 0`` is data like any
+        other (the output is then drawn from the domain alone); under
+        replace-one ``X`` needs a row.
     quantile : float
         The target ``q`` in [0, 1]. Away from the top (``q = 1/2``, say) the
         mechanism is reliable even for small ``epsilon``; near ``q = 1`` the
@@ -376,6 +404,11 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     neighbouring : {"replace", "add-remove"}
     rng : numpy.random.Generator, int or None
 
+    session : dpsum.session.Session, optional
+        The analysis's budget: charged (``one bounded-range step of epsilon``), or refused if it does
+        not fit, before the data's values are read; without one the release
+        is a one-off.
+
     Returns
     -------
     float
@@ -383,6 +416,8 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     q, eps, du, lo, hi, data, c, b = _norm_quantile_inputs(
         X, quantile, epsilon, lower, upper, center, scaling, neighbouring)
     gen = V.check_rng(rng)
+    charge_session(as_session(session), BoundedRangeEvent(eps), mechanism="private_norm_quantile",
+                   neighbouring=neighbouring, parameters={"epsilon": eps, "quantile": q})
     _require_finite(data)
     return norm_quantile_step(data, q, eps, lo, hi, c, b, du, gen)
 
@@ -401,11 +436,20 @@ def _norm_quantile_inputs(X: ArrayLike, quantile: float, epsilon: float, lower: 
     hi = V.check_positive(upper, "upper", scalar=True)
     if not lo < hi:
         raise ValueError("lower must be < upper")
-    data = V.check_data_matrix(X, finite=False)
+    data = _dataset(X, relation)
     d = data.shape[1]
     c = None if center is None else V.check_vector(center, "center", d)
     b = None if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
     return q, eps, quantile_sensitivity(q, relation), lo, hi, data, c, b
+
+
+def _dataset(X: Any, relation: Neighbouring) -> np.ndarray:
+    """``X``'s type and shape (not its values): under add-remove the empty
+    dataset is data like any other (its release is noise, of the same
+    shape); under replace-one it has no neighbour and is refused."""
+    data = V.check_data_matrix(X, finite=False, empty_rows=True)
+    V.require_rows(data.shape[0], relation is Neighbouring.REPLACE)
+    return data
 
 
 def _require_finite(data: np.ndarray) -> None:

@@ -166,6 +166,11 @@ def _method(method: Any) -> str:
     return V.check_choice(method, "method", _ZCDP_METHODS)
 
 
+#: The composed steps' privacy losses (sums of their epsilons, and the
+#: Gaussian profile's argument beside them) must stay finite floats.
+_MAX_TOTAL_EPSILON = 1e300
+
+
 def _pure_steps(epsilons: Any, deltas: Any) -> tuple[np.ndarray, np.ndarray]:
     """Validate the epsilons (and optional deltas) of the non-Gaussian steps."""
     if epsilons is None:
@@ -177,6 +182,10 @@ def _pure_steps(epsilons: Any, deltas: Any) -> tuple[np.ndarray, np.ndarray]:
         eps = np.atleast_1d(check_epsilon(epsilons, "epsilons"))
         if eps.ndim != 1:
             raise ValueError("epsilons must be a 1-d sequence")
+        with np.errstate(over="ignore"):
+            if not float(np.sum(eps)) <= _MAX_TOTAL_EPSILON:
+                raise ValueError(f"epsilons must sum to at most {_MAX_TOTAL_EPSILON:g}: the "
+                                 "privacy losses of the composed steps must stay finite floats")
     if deltas is None or (eps.size == 0 and np.size(deltas) == 0):
         dels = np.zeros(eps.shape)  # no other step (compose() of Gaussian steps alone)
     else:
@@ -252,7 +261,17 @@ def split_gaussian_multiplier(multiplier: float, weights: ArrayLike) -> np.ndarr
     w = np.atleast_1d(check_positive(weights, "weights"))
     if w.ndim != 1:
         raise ValueError("weights must be a 1-d sequence")
-    return s / np.sqrt(w / float(np.sum(w)))
+    with np.errstate(over="ignore", divide="ignore", under="ignore"):
+        total = float(np.sum(w))
+        if not math.isfinite(total):        # the shares without overflow
+            top = float(np.max(w))
+            share = (w / top) / float(np.sum(w / top))
+        else:
+            share = w / total
+        out = s / np.sqrt(share)
+    return V.representable(out, "weights (with multiplier)", "the split multipliers",
+                           "the smallest weight's share of the total must stay a normal "
+                           "float and multiplier / sqrt(share) below 1.8e308")
 
 
 def gaussian_composition_delta(multipliers: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
@@ -393,7 +412,10 @@ def gdp_delta(mu: ArrayLike, epsilon: ArrayLike) -> float | np.ndarray:
     0.382924922548
     """
     m = check_positive(mu, "mu")
-    return gaussian_delta(1.0 / m, epsilon)
+    with np.errstate(divide="ignore", over="ignore"):
+        sigma = V.representable(1.0 / np.asarray(m, dtype=np.float64), "mu",
+                                "the multiplier 1 / mu", "mu must be at least 5.6e-309")
+    return gaussian_delta(sigma if np.ndim(m) else float(sigma), epsilon)
 
 
 def gdp_epsilon(mu: ArrayLike, delta: ArrayLike) -> float | np.ndarray:
@@ -486,7 +508,9 @@ def zcdp_compose(rhos: ArrayLike) -> float:
     0.13
     """
     r = _multipliers(rhos, "rhos")
-    return float(np.sum(r))
+    with np.errstate(over="ignore"):
+        total = float(np.sum(r))
+    return V.representable(total, "rhos", "their sum", "the rhos must sum to at most 1.8e308")
 
 
 def zcdp_gaussian_multiplier(rho: float) -> float:

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import enum
 import math
 
 from dpsum import _validation as V
+from dpsum._enums import _StrEnum
 from dpsum._special import log_expm1
 
 __all__ = [
@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 
-class Neighbouring(str, enum.Enum):
+class Neighbouring(_StrEnum):
     """The neighbouring relation a privacy guarantee refers to.
 
     ``REPLACE`` ("replace", :prf:ref:`replace-one <definitions-def-replace-one>`): two datasets of the
@@ -41,26 +41,19 @@ class Neighbouring(str, enum.Enum):
     ADD_REMOVE = "add-remove"
 
     @classmethod
-    def parse(cls, value: "Neighbouring | str", name: str = "neighbouring") -> "Neighbouring":
-        """Return the member named by ``value`` or raise a clear error.
+    def parse(cls, value: "Neighbouring | str",
+              name: str = "neighbouring") -> "Neighbouring":
+        """Return the member named by ``value`` or raise a clear error naming
+        the argument (the package's one rule for named choices).
 
         Examples
         --------
         >>> Neighbouring.parse("replace")
         <Neighbouring.REPLACE: 'replace'>
+        >>> str(Neighbouring.ADD_REMOVE)
+        'add-remove'
         """
-        if isinstance(value, cls):
-            return value
-        if not isinstance(value, str):
-            raise TypeError(
-                f"{name} must be 'replace' or 'add-remove', got {type(value).__name__}"
-            )
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(   # the string is not shown: no value reaches a message
-                f"{name} must be 'replace' or 'add-remove', got another string"
-            ) from None
+        return super().parse(value, name)
 
 
 def clipped_sum_sensitivity(clip_norm: float,

@@ -11,7 +11,6 @@ from dpsum.release.accumulator import (
     clipped_gaussian_accumulator,
     elliptical_gaussian_accumulator,
     gaussian_data_accumulator,
-    merged_sum_rounding_bound,
 )
 from dpsum.release.discrete_noise import (
     grid_gaussian_noise,
@@ -47,7 +46,6 @@ from dpsum.release.records import (
 )
 
 __all__ = [
-    "DIAGNOSTICS_SHARE",
     "Intervals",
     "PublicInputWarning",
     "data_intervals",
@@ -56,7 +54,6 @@ __all__ = [
     "Calibration",
     "ConfidenceBall",
     "Mechanism",
-    "PIPELINE_COUNT_SHARE",
     "PipelineRelease",
     "Release",
     "accumulator_for",
@@ -65,18 +62,7 @@ __all__ = [
     "confidence_intervals",
     "elliptical_gaussian_accumulator",
     "gaussian_data_accumulator",
-    "grid_gaussian_noise",
-    "grid_noise_law",
-    "merged_sum_rounding_bound",
-    "noise_coordinate_quantile",
     "noise_norm_quantile",
-    "norm_noise_law",
-    "pipeline_intervals",
-    "pipeline_noise_law",
-    "pipeline_radius",
-    "require_gaussian_noise",
     "secure_gaussian",
     "secure_laplace",
-    "sidak",
-    "two_sided_z",
 ]

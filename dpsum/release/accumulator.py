@@ -17,20 +17,19 @@ partial results hold private sums; they travel between the workers that
 hold the data and are never released. Only :meth:`Accumulator.release`
 produces something publishable, and it draws exactly the noise the
 in-memory mechanism draws, from the same ``rng`` in the same order, so the
-two releases agree up to the rounding of the sum
-(:func:`merged_sum_rounding_bound`).
+two releases are the same floats.
 
-**Rounding, and what it may depend on.** Under replace-one the number of
-rows ``n`` is public: the float sum's rounding is charged to the sensitivity
-by :func:`float_rounding_charge`, a function of ``n`` and ``d`` only (the
-partial sums are merged exactly, so neither the number of blocks nor the
-order of the merges enters). Under add-remove ``n`` is private, so no charge,
-cap or refusal may be computed from it: the Gaussian-data mechanism and the
-clipping baseline then sum exactly (rows rounded to a fine public grid and
-added as integers, the noise added in exact arithmetic; ``_ExactClippedSum``),
-and the release moves by at most its sensitivity whatever ``n`` is, with no
-public bound on ``n`` to state and none to exceed (the chapter
-:ref:`Floating point <fp-sum-rounding>`, :prf:ref:`fp-thm-grid`).
+**Exact sums.** Every pass clips (or clamps) each row and rounds it to a
+fine public grid, each row by itself in an order the kernel fixes, and adds
+the rows as integers (:mod:`dpsum.kernels.grid`): the partial results are
+integers, ``merge`` adds them exactly, and the noise is added to the exact
+statistic in rational arithmetic and rounded once. A release is therefore
+the same float whatever the row order, the split into blocks, the engine or
+the machine, and its sensitivity is exactly the mechanism's (``2C`` under
+replace-one, ``C + ||b ⊙ c||`` under add-remove, the box's width per
+coordinate); only a fixed per-row margin (``2^-32`` of ``C``) is given up to
+the grid, and nothing grows with ``n`` (the chapter :ref:`Floating point
+<fp-sum-rounding>`, :prf:ref:`fp-thm-grid`).
 
 Accumulators are immutable values: ``update`` and ``merge`` return new
 accumulators, so a retried task of a distributed engine can never add a
@@ -44,7 +43,7 @@ import dataclasses
 import itertools
 import math
 import os
-from collections.abc import Sequence
+import secrets
 from fractions import Fraction
 from typing import Any
 
@@ -54,105 +53,58 @@ from numpy.typing import ArrayLike
 from dpsum import _validation as V
 from dpsum.design.gaussian_data import gaussian_data_setup
 from dpsum.design.scaling import elliptical_scaling
-from dpsum.distributions.discrete import discrete_gaussian, discrete_gaussian_std
-from dpsum.kernels.clipping import (
-    accumulate_clipped,
-    clamped_sum,
-    make_clip_plan,
-    rounding_gamma,
-    sum_rounding_bound,
+from dpsum.distributions.discrete import (
+    discrete_gaussian,
+    discrete_gaussian_std,
+    discrete_laplace,
+    discrete_laplace_std,
 )
 from dpsum._special import norm_plus
-from dpsum.kernels._exact import EXACT_CHARGE, noisy_estimate, to_float
+from dpsum.kernels._exact import noisy_estimate
+from dpsum.kernels._rows import rows_outside
 from dpsum.kernels.grid import (
+    EXACT_CHARGE,
+    accumulate_clamped,
     accumulate_grid,
+    make_clamp_plan,
     grid_clamped_sum,
     grid_exponent,
     make_grid_plan,
     round_to_grid,
 )
-from dpsum.privacy.calibration import analytic_sigma, gaussian_epsilon
-from dpsum.privacy.composition import zcdp_epsilon
+from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.discrete import discrete_gaussian_sigma
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 from dpsum.release.discrete_noise import grid_gaussian_noise
 from dpsum.release.records import DIAGNOSTICS_SHARE, Calibration, Mechanism, Release
+from dpsum.session import (
+    DiscreteGaussianEvent,
+    GaussianEvent,
+    PrivacyEvent,
+    PureEvent,
+    Session,
+    as_session,
+)
+from dpsum.session import charge as charge_session
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 _MIN_WIDTH = 2.0 ** -1021        # widths / 2 is then a normal float, computed exactly
 
 __all__ = [
-    "merged_sum_rounding_bound",
-    "float_rounding_charge",
     "Accumulator",
     "gaussian_data_accumulator",
     "clipped_gaussian_accumulator",
     "elliptical_gaussian_accumulator",
+    "shaped_laplace_accumulator",
     "accumulator_for",
 ]
 
 
-def merged_sum_rounding_bound(chunk_rows: Sequence[int], d: int) -> float:
-    """Relative rounding bound of a sum computed as merged partial sums.
-
-    Let the rows be cut into ``m`` pieces of ``n_k`` rows, each piece summed
-    by one pass of the clipping kernel (its computed partial ``P_k`` is
-    within ``rho_k C`` of the exact sum of its rows' contributions ``r_i``,
-    ``rho_k = sum_rounding_bound(n_k, d)``), and the ``m`` partials added in
-    any order (any binary tree: each passes through at most ``m - 1``
-    additions). Then the computed total ``T`` satisfies
-    ``||T - sum_i r_i|| <= rho C`` with
-
-    ``rho = sum_k rho_k + gamma_{m-1} n (1 + max_k rho_k) + sqrt(d) 2^-70``,
-
-    ``n = sum_k n_k``: the partials' own errors add up (triangle inequality);
-    the merge adds at most ``gamma_{m-1} sum_k |P_k|`` per coordinate
-    (Higham 2002, eq. 4.4), and ``||P_k|| <= n_k C (1 + rho_k)``; the last
-    term covers underflow in the final power-of-two rescaling. The same
-    ``rho`` bounds the clamped sum of the Elliptical Gaussian mechanism per coordinate, relative to
-    ``h_j`` instead of ``C``.
-
-    Two computations of the same clipped sum, one in memory
-    (``rho = sum_rounding_bound(n, d)``) and one merged (this ``rho``), are
-    therefore within ``(rho_memory + rho_merged) C`` of each other.
-
-    Parameters
-    ----------
-    chunk_rows : sequence of int
-        The number of rows ``n_k >= 0`` of each piece (at least one piece).
-    d : int
-        The number of columns.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> f"{merged_sum_rounding_bound([1000, 1000, 500], 10):.3g}"
-    '3.65e-09'
-    """
-    counts = V.check_integer(chunk_rows, "chunk_rows", minimum=0, array=True)
-    if np.ndim(counts) != 1:
-        raise TypeError(f"chunk_rows must be a sequence of row counts, got "
-                        f"{V.describe(chunk_rows)}")
-    rows = [int(k) for k in counts]
-    if not rows:
-        raise ValueError("chunk_rows must name at least one piece")
-    dd = V.check_integer(d, "d")
-    rhos = [sum_rounding_bound(k, dd) for k in rows]
-    n = sum(rows)
-    merge = rounding_gamma(len(rows) - 1) * n * (1.0 + max(rhos))
-    return math.fsum(rhos) + merge + math.sqrt(dd) * 2.0 ** -70
-
-
-#: Releases per plan in this process: plan id -> count.
-_RELEASES: dict[tuple[int, int], int] = {}
 _IDS = itertools.count()
 
 
 def _new_id() -> tuple[int, int]:
-    """A process-unique tag (process id, counter): for plans and blocks."""
+    """A process-unique tag (process id, counter): for blocks."""
     return (os.getpid(), next(_IDS))
 
 
@@ -184,8 +136,7 @@ class Accumulator:
     - ``acc.merge(other)`` returns the accumulator of the rows of both;
     - ``acc.release(rng)`` adds the mechanism's noise to the total, once, and
       returns the same :class:`~dpsum.release.Release` as the in-memory
-      mechanism on the same rows with the same ``rng`` (up to the rounding
-      of the sum, :func:`merged_sum_rounding_bound`).
+      mechanism on the same rows with the same ``rng``, bit for bit.
 
     The accumulated sum and row count are private: ship an accumulator
     between the machines that hold the data, never publish it.
@@ -198,7 +149,9 @@ class Accumulator:
         self._total: Any = self._zero()
         self._rows = 0
         self._count = 0                    # rows clipped / values clamped: not private
-        self._plan_id = _new_id()          # the public set-up: releases are counted per plan
+        # the plan (this public set-up): a random id carried by every accumulator
+        # derived from it, pickled along; blocks of two plans are never merged
+        self._plan_id = secrets.token_hex(16)
         self._blocks: frozenset[tuple[int, int]] = frozenset()   # the blocks it holds
         self._clip_rows = 0                # rows clipped / rows outside the box: not private
 
@@ -206,7 +159,10 @@ class Accumulator:
     def _zero(self) -> Any:
         raise NotImplementedError
 
-    def _pass(self, block: np.ndarray) -> tuple[Any, int]:
+    def _pass(self, block: np.ndarray) -> tuple[Any, int, int]:
+        """The block's partial result, the values clipped or clamped, and the
+        rows the pass changed (clipped rows; rows outside the box): the two
+        counts are **not** private."""
         raise NotImplementedError
 
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
@@ -215,15 +171,16 @@ class Accumulator:
     def _generator(self, rng: Any) -> Any:
         return V.check_rng(rng)
 
-    def _rows_hit(self, block: np.ndarray, count: int) -> int:
-        """Rows of ``block`` the pass changed (clipped rows; rows outside the box)."""
-        return count
-
     # -- the public interface
     @property
     def d(self) -> int:
         """The number of columns."""
         return self._d
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        """The plan's neighbouring relation."""
+        return self._template.neighbouring
 
     @property
     def mechanism(self) -> Mechanism:
@@ -241,11 +198,13 @@ class Accumulator:
         (the Elliptical Gaussian mechanism) so far. **Not differentially private**: do not publish."""
         return self._count
 
-    def private_sum(self) -> np.ndarray:
-        """The accumulated statistic before noise: the clipped sum in the scaled
-        space (the Gaussian-data mechanism, clipping baseline) or the clamped sum (the Elliptical Gaussian mechanism);
-        on the grid path the exact integer sum (Python ints) in grid units.
-        **Private**: for tests and diagnostics only, never publish it."""
+    def sum_before_noise(self) -> np.ndarray:
+        """The accumulated statistic before noise, exactly: the clipped sum in
+        the scaled space (the Gaussian-data mechanism, clipping baseline) or
+        the clamped sum (the Elliptical Gaussian and shaped Laplace mechanisms)
+        as rationals (``Fraction``), on the grid path the integer sum (Python
+        ints) in grid units. **Not private**: it is the data's own sum, for
+        tests and checks only; never publish it."""
         return self._statistic()
 
     def _statistic(self) -> np.ndarray:
@@ -289,16 +248,19 @@ class Accumulator:
                              f"got shape {arr.shape}")
         if arr.shape[0] == 0:
             return self
-        partial, count = self._pass(arr)
+        partial, count, hit = self._pass(arr)
         return self._with(self._total + partial, self._rows + arr.shape[0], self._count + count,
                           self._blocks | {_new_id()},
-                          self._clip_rows + self._rows_hit(arr, count))
+                          self._clip_rows + hit)
 
     def merge(self, other: Accumulator) -> Accumulator:
         """The accumulator of the rows of ``self`` and ``other``.
 
-        Both must come from the same mechanism with the same public
-        parameters. Returns a new accumulator; neither input changes.
+        Both must come from the same plan: the same empty accumulator (by
+        ``update``, ``merge`` and ``empty``; pickling keeps the plan). Blocks of
+        two plans built separately, even with the same parameters, are
+        refused: each plan is released on its own, so their merged rows would
+        be released twice. Returns a new accumulator; neither input changes.
 
         **Rows counted once.** Every non-empty ``update`` tags its block;
         merging two accumulators that hold a block in common (an
@@ -314,7 +276,7 @@ class Accumulator:
         Raises
         ------
         ValueError
-            For a different set-up, or a block held by both.
+            For a different set-up or plan, or a block held by both.
         """
         if not isinstance(other, Accumulator):
             raise TypeError(f"other must be an Accumulator, got {type(other).__name__}")
@@ -322,6 +284,11 @@ class Accumulator:
                 or self._n != other._n:
             raise ValueError("other accumulates a different mechanism or different public "
                              "parameters; only accumulators from one set-up can be merged")
+        if self._plan_id != other._plan_id:
+            raise ValueError("other belongs to another plan (an accumulator built separately, "
+                             "even with the same parameters): merging would release its rows "
+                             "twice, once by each plan; derive both from one empty "
+                             "accumulator")
         if self._blocks & other._blocks:
             raise ValueError("other holds rows that self already holds (an accumulator merged "
                              "with itself or with one of its ancestors): the merged sum would "
@@ -331,13 +298,23 @@ class Accumulator:
                           self._clip_rows + other._clip_rows)
 
     @property
-    def releases(self) -> int:
-        """How many times this accumulator's plan (its public set-up, shared
-        by every accumulator derived from the same empty one) was released
-        in this process."""
-        return _RELEASES.get(self._plan_id, 0)
+    def privacy_event(self) -> PrivacyEvent:
+        """What a release of this plan spends: a Gaussian of the plan's noise
+        multiplier (with diagnostics, the estimate's and the count's Gaussians
+        together, one of multiplier ``sigma_opt sqrt(1 - share)``), or on the
+        grid path the discrete Gaussian of the same zCDP."""
+        t = self._template
+        s = t.sigma_opt * math.sqrt(1.0 - t.diagnostics_share)
+        return DiscreteGaussianEvent(s) if t.secure else GaussianEvent(s)
 
-    def release(self, rng: Any = None, *, repeat: bool = False) -> Release:
+    def public_parameters(self) -> dict:
+        """The plan's public parameters, as its ledger entries record them."""
+        t = self._template
+        return {"plan": self._plan_id, "d": self._d, "epsilon": t.epsilon, "delta": t.delta,
+                "sigma_opt": t.sigma_opt, "sensitivity": t.sensitivity, "secure": t.secure,
+                "statistic": t.statistic, "diagnostics_share": t.diagnostics_share}
+
+    def release(self, rng: Any = None, *, session: Session | None = None) -> Release:
         """Add the noise, once, and return the release.
 
         Draws exactly what the in-memory mechanism draws (``d`` standard
@@ -345,37 +322,30 @@ class Accumulator:
         so the same ``rng`` gives the same noise. On the grid path
         ``rng=None`` draws from the operating system's secure generator.
 
-        **One release per plan.** Every accumulator derived from one empty
-        accumulator (by ``update``, ``merge``, ``empty``) shares its plan, and
-        the releases of a plan are counted (in this process). A second
-        release spends the budget again, so it is refused unless
-        ``repeat=True``; the ``k``-th release then records the guarantee of
-        all ``k`` releases together (``epsilon`` at the same ``delta``: the
-        exact composition of ``k`` Gaussian mechanisms of multiplier
-        ``sigma_opt``, or ``k rho``-zCDP on the grid path).
+        **Every release is charged.** With a ``session`` the release's
+        :attr:`privacy_event` is checked against what remains and its ledger
+        entry written before the noise is drawn; a plan released twice in a
+        session is two entries, composed by the session. Without one the
+        release is its own one-off session, and its record's ``accounting``
+        says so: releasing a plan twice without a session spends its budget
+        twice, with no one counting.
 
         Parameters
         ----------
         rng : numpy.random.Generator, SeedSequence, int or None
             The noise's source.
-        repeat : bool
-            Allow a second (third, ...) release of the same plan.
+        session : dpsum.session.Session, optional
+            The analysis's budget.
 
         Raises
         ------
         ValueError
             Under replace-one, if no row was accumulated, or if the number of
             rows differs from the ``n`` the accumulator was built with; if the
-            plan was released before and ``repeat`` is False.
+            session refuses the release.
         """
-        repeat_ = V.check_bool(repeat, "repeat")
+        sess = as_session(session)
         gen = self._generator(rng)
-        done = _RELEASES.get(self._plan_id, 0)
-        if done and not repeat_:
-            raise ValueError("this plan (the public set-up of the accumulator) was already "
-                             f"released {done} time(s): a second release spends the privacy "
-                             "budget again; pass repeat=True to release anyway (the record then "
-                             "states the composed guarantee)")
         if self._template.neighbouring is Neighbouring.REPLACE:
             if self._rows == 0:
                 raise ValueError("X must hold at least one row under replace-one "
@@ -384,21 +354,14 @@ class Accumulator:
             if self._n is not None and self._rows != self._n:
                 raise ValueError(f"the accumulator was built for n = {self._n} rows but "
                                  f"accumulated {self._rows}")
-            self._check_rows()
-        charge = self._rounding_charge()
+        tag = charge_session(sess, self.privacy_event, mechanism=f"{self.mechanism} accumulator",
+                             parameters=self.public_parameters(),
+                             neighbouring=self._template.neighbouring)
         template = self._template
-        if charge > 1.0:
-            # the rounding of the float sum, charged to the sensitivity (and
-            # so to the noise) before it is drawn
-            template = dataclasses.replace(template, sensitivity=template.sensitivity * charge,
-                                           noise_std=template.noise_std * charge)
         estimate = self._estimate(gen, template.noise_std)
-        _RELEASES[self._plan_id] = done + 1
-        if done:
-            template = dataclasses.replace(template, epsilon=self._composed_epsilon(done + 1))
         t = template
         public_n = self._rows if t.neighbouring is Neighbouring.REPLACE else None
-        rel = dataclasses.replace(t, estimate=estimate, n=public_n)
+        rel = dataclasses.replace(t, estimate=estimate, n=public_n, accounting=tag)
         if t.diagnostics_share > 0:
             # the count's noise is drawn after the estimate's, so the estimate is
             # the same draw whether or not the count is released
@@ -415,189 +378,39 @@ class Accumulator:
                                 else np.asarray(t.discrete_scale) / public_n))
         return rel
 
-    def _rounding_charge(self) -> float:
-        """``1 + rho``: the factor by which the rounding of the float sum can
-        move it beyond its exact sensitivity (1 on the exact grid path)."""
-        return 1.0
-
-    def _float_charge(self) -> float:
-        """The float paths' ``1 + rho`` under replace-one, from public counts only.
-
-        Each non-empty ``update`` computes a partial ``P_k`` of ``n_k`` rows
-        with ``||P_k - sum_{i in k} r_i|| <= gamma_{L(n_k)} n_k C`` (the kernel's
-        bound, :func:`dpsum.kernels.sum_rounding_bound` without its underflow
-        term: the partials stay in the kernel's normalised units). The
-        partials are merged **exactly** (:func:`_fixed`: integers), so the
-        merged total ``P`` is within ``sum_k gamma_{L(n_k)} n_k C <=
-        gamma_{L(n)} n C`` of ``sum_i r_i`` whatever the number of pieces and
-        the order of the merges; the statistic is ``P`` rounded once to a float
-        (a relative ``u`` per coordinate, and an absolute ``2^-1075 <=
-        2^-75 C`` where it is subnormal), and the estimate divides it by the
-        scaling (one more relative ``u``). So the computed statistic is within
-        ``rho_sum C + 2 u n C (1 + rho_sum)`` of ``sum_i r_i``,
-        ``rho_sum = sum_rounding_bound(n, d)``, and for replace-one neighbours
-        ``||T - T'|| <= 2C (1 + rho)`` with
-        ``1 + rho = (1 + rho_sum)(1 + 2 n u)(1 + 2^-50)``
-        (:func:`float_rounding_charge`; the last factor covers the rounding
-        of this product). Only ``n`` and ``d`` enter, both public under
-        replace-one: not the number of blocks, which a caller's partition of
-        the rows (by a private attribute, say) could make private.
-        """
-        if self._template.neighbouring is not Neighbouring.REPLACE or self._rows == 0:
-            return 1.0
-        return float_rounding_charge(self._rows, self._d)
-
-    def _check_rows(self) -> None:
-        """Refuse, from the public row count, a sum that could overflow."""
-
-    def _composed_epsilon(self, k: int) -> float:
-        """The epsilon, at the plan's delta, of ``k`` releases of this plan."""
-        t = self._template
-        # with diagnostics, the estimate's and the count's Gaussians together
-        # are one Gaussian mechanism of multiplier sigma_opt sqrt(1 - share)
-        s = t.sigma_opt * math.sqrt(1.0 - t.diagnostics_share)
-        return float(gaussian_epsilon(s / math.sqrt(k), t.delta))
 
     def __repr__(self) -> str:
         return f"<Accumulator of {self.mechanism}: d = {self._d}>"
 
 
-def float_rounding_charge(n: int, d: int) -> float:
-    """The factor ``1 + rho`` by which a float path's sensitivity is charged
-    for the rounding of its sum of ``n`` rows in ``d`` columns (replace-one,
-    where ``n`` is public; the chapter :ref:`Floating point
-    <fp-sum-rounding>`): ``(1 + rho_sum)(1 + 2 n u)(1 + 2^-50)`` with
-    ``rho_sum = sum_rounding_bound(n, d)`` and ``u = 2^-53``.
-
-    It does not depend on how the rows were cut into blocks: the
-    accumulators merge their partial sums exactly (proof in the
-    accumulators' ``_float_charge``). Under add-remove no charge is computed
-    (the number of rows is private there): that float path sums exactly.
-
-    Examples
-    --------
-    >>> 1.0 < float_rounding_charge(1000, 4) < 1.0 + 1e-8
-    True
-    """
-    nn = V.check_integer(n, "n", 0)
-    dd = V.check_integer(d, "d")
-    rho_sum = sum_rounding_bound(nn, dd)
-    return (1.0 + rho_sum) * (1.0 + nn * 2.0 ** -52) * (1.0 + 2.0 ** -50)
-
-
-#: Fixed-point scale of the exact partial sums: every float is an integer
-#: multiple of ``2^-1074``, and ``m 2^(e - 53)`` with ``e >= -1073``.
-_FIX = 1126
-
-
-def _fixed(v: np.ndarray) -> np.ndarray:
-    """The floats of ``v`` as exact integers in units of ``2^-_FIX`` (an object
-    array of Python integers, which add exactly). A partial that overflowed
-    to ``+-inf`` enters as ``+-M`` (``M`` the largest float): the public
-    refusal of :func:`_check_clamped_sum_finite` covers every such case."""
-    x = np.clip(np.asarray(v, dtype=np.float64), -_FLOAT_MAX, _FLOAT_MAX)
-    mant, exp = np.frexp(x)
-    ints = np.ldexp(mant, 53).astype(np.int64).tolist()
-    shifts = (exp.astype(np.int64) - 53 + _FIX).tolist()
-    return np.array([m << s if s >= 0 else m >> -s for m, s in zip(ints, shifts)],
-                    dtype=object)
-
-
-def _unfixed(total: np.ndarray, e: int = 0) -> np.ndarray:
-    """``total 2^(e - _FIX)`` rounded once to floats, saturating at ``+-M``."""
-    scale = Fraction(2) ** (e - _FIX)
-    return np.array([to_float(Fraction(int(t)) * scale) for t in total])
-
-
 class _ClippedSum(Accumulator):
-    """The Gaussian-data mechanism and the clipping baseline: the clipping kernel's pass
-    (:func:`dpsum.kernels.clipped_sum`), partial sums in the kernel's
-    normalised units (``C`` scaled into ``[1, 2)`` by a power of two)."""
-
-    def __init__(self, template: Release, n: int | None) -> None:
-        assert template.clip_norm is not None and template.scaling is not None
-        b = np.array(template.scaling)
-        c = None if template.center is None else np.array(template.center)
-        self._plan = make_clip_plan(float(template.clip_norm), b, c, b.size)
-        super().__init__(template, n)
-
-    def _zero(self) -> np.ndarray:
-        return np.array([0] * self._plan.d, dtype=object)
-
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        acc, clipped = accumulate_clipped(block, self._plan)
-        return _fixed(acc.total()), clipped          # merged exactly from here on
-
-    def _statistic(self) -> np.ndarray:
-        """The clipped sum ``T``, saturated at ``+-M`` (``M`` the largest float).
-
-        **No overflow depends on the data.** In the kernel's normalised units
-        every contribution has norm below 2, so a block's partial sum (at
-        most ``2n < 2^64`` in magnitude) never overflows, and the partials
-        are added exactly (integers). Only the final rescaling by ``2^e`` can
-        leave the float range; it is rounded once and saturated
-        coordinate-wise at ``+-M`` instead of raising or returning ``inf``:
-        saturation ``s(t) = min(M, max(-M, t))`` is 1-Lipschitz in every
-        coordinate, so ``||s(T) - s(T')|| <= ||T - T'||`` and the sensitivity
-        argument of the unsaturated sum holds unchanged, whatever ``n`` and
-        ``C``; no exception and no infinity is a function of the rows.
-        """
-        return _unfixed(self._total, self._plan.e)
-
-    def _rounding_charge(self) -> float:
-        return self._float_charge()
-
-    def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
-        t = self._template
-        with np.errstate(over="ignore"):
-            # the statistic in the data's units, saturated like T (1-Lipschitz)
-            S = np.clip(self._statistic() / t.scaling, -_FLOAT_MAX, _FLOAT_MAX)
-            # rounding S + noise to +-inf is a threshold event of the noisy value
-            estimate = S + gen.normal(0.0, 1.0, size=self._d) * noise_std
-        if t.center is not None:
-            # as in memory: each record contributes c + b^{-1} clip(x̂_i)
-            estimate = estimate + self._rows * t.center
-        return estimate
-
-
-class _ExactClippedSum(Accumulator):
-    """The Gaussian-data mechanism and the clipping baseline on the float path
-    under **add-remove** neighbouring: rows summed exactly, noise added exactly.
-
-    **The rule.** Under add-remove the number of rows is private, so nothing
-    that shapes the release may be computed from it: not a rounding charge,
-    not a refusal, not an overflow. A floating-point sum cannot meet this
-    (its rounding grows with ``n``: the chapter :ref:`Floating point
-    <fp-sum-rounding>`), so this path does not sum in floating point:
+    """The Gaussian-data mechanism and the clipping baseline on the float path,
+    both relations: rows summed exactly, noise added exactly.
 
     1. each row is clipped to ``C_in = C - sqrt(d) 2^(K-1) >= C (1 - 2^-32)``
        and rounded to the public grid ``2^K`` (``K`` from ``C`` and ``d``
-       only): the grid kernel of :func:`dpsum.kernels.grid_clipped_sum` at the
-       fine charge ``2^-32``, whose rounded rows have exact norm at most ``C``
-       (:prf:ref:`fp-thm-grid`);
-    2. the integer rows are summed exactly (Python integers: no overflow, and
-       ``merge`` adds integers, so neither the order, the number of blocks nor
-       the engine changes the sum);
+       only), each row by itself (:func:`dpsum.kernels.grid.accumulate_grid`):
+       its rounded row has exact norm at most ``C`` (:prf:ref:`fp-thm-grid`);
+    2. the integer rows are summed exactly (``merge`` adds integers, so neither
+       the order, the number of blocks nor the engine changes the sum);
     3. the statistic in the scaled space is the exact rational
-       ``S 2^K + n (b ⊙ c)`` (the centre term of every row folded in *before*
-       the noise: ``n`` is private);
+       ``S 2^K + n (b ⊙ c)`` (the centre term folded in *before* the noise:
+       under add-remove ``n`` is private);
     4. ``d`` standard normals are drawn (the same draws as the in-memory
        mechanism), scaled by ``sigma = Delta sigma_opt``, added to the exact
        statistic in rational arithmetic, divided by ``b`` and rounded once,
        saturating at the largest float (:func:`dpsum.kernels._exact.noisy_estimate`).
 
-    **Proof sketch.** Adding or removing a row moves the exact statistic by
-    ``q 2^K + b ⊙ c`` with ``||q 2^K|| <= C`` (step 1), so by at most
-    ``Delta = C + ||b ⊙ c||``, the sensitivity recorded (``||b ⊙ c||``
-    evaluated in exact arithmetic and rounded up); step 2 adds no error
-    whatever ``n`` and the blocks are. The release is a function of
-    ``statistic + noise`` and public inputs only (step 4), so it is the
-    Gaussian mechanism on the exact statistic followed by post-processing.
-    No step depends on ``n`` except through the exact statistic: there is no
-    charge to compute, no cap on the number of rows, and no exception or
-    overflow after the arguments are checked (finite rows assumed, as
-    everywhere). The noise is NumPy's floating-point Gaussian, as on every
-    float path (``secure=True`` replaces it by an exact discrete Gaussian).
+    **Proof sketch.** Replacing a row moves the exact statistic by at most
+    ``2C`` (``n`` is public, the centre terms cancel); adding or removing one
+    moves it by ``q 2^K + b ⊙ c`` with ``||q 2^K|| <= C``, so by at most
+    ``Delta = C + ||b ⊙ c||`` (evaluated exactly and rounded up). Step 2 adds
+    no error whatever ``n`` and the blocks are, and the release is a function
+    of ``statistic + noise`` and public inputs only (step 4): the Gaussian
+    mechanism on the exact statistic followed by post-processing. No charge,
+    cap or exception depends on ``n``. The noise is NumPy's floating-point
+    Gaussian, as on every float path (``secure=True`` replaces it by an exact
+    discrete Gaussian).
     """
 
     def __init__(self, template: Release, n: int | None) -> None:
@@ -613,8 +426,9 @@ class _ExactClippedSum(Accumulator):
     def _zero(self) -> np.ndarray:
         return np.array([0] * self._d, dtype=object)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return accumulate_grid(block, self._plan, self._k)
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
+        total, clipped = accumulate_grid(block, self._plan, self._k)
+        return total, clipped, clipped
 
     def _statistic(self) -> np.ndarray:
         """The exact statistic in the scaled space (``Fraction`` entries):
@@ -627,8 +441,8 @@ class _ExactClippedSum(Accumulator):
 
     def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
         t = self._template
-        # no charge, no diagnostics share (refused under add-remove): the
-        # noise in the scaled space is Delta sigma_opt in every coordinate
+        # the noise in the scaled space: Delta sigma_opt in every coordinate
+        # (with diagnostics, sigma_opt already carries the estimate's share)
         sigma = t.sensitivity * t.sigma_opt
         z = gen.normal(0.0, 1.0, size=self._d) * sigma
         return noisy_estimate(self._statistic(), z, t.scaling)
@@ -673,71 +487,101 @@ def _outside(block: np.ndarray, template: Release) -> int:
         lo, hi = mid - half, mid + half
     else:
         lo, hi = template.lower, template.upper
-    return int(np.count_nonzero(np.any((block < lo) | (block > hi), axis=1)))
-
-
-def _check_clamped_sum_finite(half: np.ndarray, n: int) -> None:
-    """Refuse widths whose worst-case clamped sum over ``n`` rows is not finite.
-
-    The clamped sum of ``n`` rows has ``|sum_j| <= n h_j``, and its floating-point
-    evaluation at most a factor ``1 + gamma_n <= 1 + n 2^-52`` more; when that
-    bound is below the largest float no partial sum can overflow, whatever
-    the rows. ``n`` is public (replace-one), so the refusal depends on public
-    inputs only.
-    """
-    with np.errstate(over="ignore"):
-        worst = float(np.max(half)) * n * (1.0 + n * 2.0 ** -52)
-    if not worst < _FLOAT_MAX:
-        raise ValueError("widths is too large for this number of rows: the worst-case "
-                         "clamped sum, n * max(widths) / 2, exceeds the float range; "
-                         "rescale the data and widths")
+    return rows_outside(block, lo, hi)
 
 
 class _ClampedSum(Accumulator):
-    """The Elliptical Gaussian mechanism: coordinate ``j`` of ``x - m`` clamped to
-    ``[-Delta_j/2, Delta_j/2]`` with ``m`` the midpoint of the box
-    (:func:`dpsum.kernels.clamped_sum`), partial sums in the data's units;
-    the release adds ``n m`` back (``n`` is public: replace-one).
-
-    The public row count (replace-one) bounds the sum: widths whose
-    worst-case sum over ``n`` rows is not finite are refused when the
-    accumulator is built with ``n``, and at the latest before the noise, in
-    :meth:`release` (the count is public there), never by a data-dependent
-    overflow."""
+    """The Elliptical Gaussian mechanism's float path: coordinate ``j`` of
+    ``x - m`` clamped into the box's half-width ``h_j`` and rounded to a
+    power-of-two grid ``g_j <= h_j 2^-32`` (:func:`dpsum.kernels.grid.accumulate_clamped`),
+    the integers summed exactly; the noise is added to the exact statistic
+    ``sum_i q_i g + n m`` (``n`` is public: replace-one) in rational arithmetic
+    and the estimate rounded once. Each coordinate of a rounded row lies in
+    ``[-h_j, h_j]`` exactly, so a replaced row moves the statistic by at most
+    the box's width per coordinate: the mechanism's sensitivity, with no
+    rounding charge and no cap on ``n``."""
 
     def __init__(self, template: Release, n: int | None) -> None:
-        self._half, self._mid = _box_parts(template)
-        if n is not None:
-            _check_clamped_sum_finite(self._half, n)
+        half, mid = _box_parts(template)
+        self._clamp = make_clamp_plan(half, mid, template.lower, template.upper)
+        self._unit = [Fraction(2) ** int(g) for g in self._clamp.G]
+        self._mid_q = [Fraction(float(m)) for m in mid]
         super().__init__(template, n)
 
-    def _check_rows(self) -> None:
-        _check_clamped_sum_finite(self._half, self._rows)
-
     def _zero(self) -> np.ndarray:
-        return np.array([0] * self._half.size, dtype=object)
+        return np.array([0] * self._clamp.half.size, dtype=object)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        with np.errstate(over="ignore"):     # an overflow to inf is clamped to the box
-            shifted = block - self._mid if np.any(self._mid) else block
-            total, count = clamped_sum(shifted, self._half)
-        return _fixed(total), count                  # merged exactly from here on
-
-    def _rows_hit(self, block: np.ndarray, count: int) -> int:
-        return _outside(block, self._template)
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
+        return accumulate_clamped(block, self._clamp)
 
     def _statistic(self) -> np.ndarray:
-        return _unfixed(self._total)
-
-    def _rounding_charge(self) -> float:
-        # the clamped sum's rounding, per coordinate relative to h_j: the
-        # partials' bound, exact merges, one rounding of the total; no
-        # division follows, so the factor of _float_charge is an upper bound
-        return self._float_charge()
+        """The exact clamped sum (``Fraction`` entries), ``sum_i q_i g``."""
+        return np.array([Fraction(int(s)) * u for s, u in zip(self._total, self._unit)],
+                        dtype=object)
 
     def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
-        noisy = self._statistic() + gen.normal(0.0, 1.0, size=self._d) * noise_std
-        return noisy + self._rows * self._mid if np.any(self._mid) else noisy
+        stat = [v + self._rows * m for v, m in zip(self._statistic(), self._mid_q)]
+        z = gen.normal(0.0, 1.0, size=self._d) * noise_std
+        return noisy_estimate(stat, z)
+
+
+def _laplace_scales(epsilon: float, S: float, b: np.ndarray) -> np.ndarray:
+    """The shaped Laplace scales ``t_j = S / (epsilon b_j)`` (floats)."""
+    return np.array([float(Fraction(float(S)) / (Fraction(float(epsilon)) * Fraction(float(x))))
+                     for x in b])
+
+
+def _grid_laplace_scales(epsilon: float, widths: np.ndarray, scales: np.ndarray,
+                         G: np.ndarray) -> list[Fraction]:
+    """The grid path's discrete Laplace scales ``s_j = t_j / g_j`` (rationals),
+    raised together when ``sum_j D_j / s_j`` exceeds ``epsilon`` exactly,
+    ``D_j = floor(Delta_j / g_j)`` the integer sensitivity of coordinate ``j``."""
+    eps = Fraction(float(epsilon))
+    g = [Fraction(2) ** int(x) for x in G]
+    D = [int(Fraction(float(w)) / gj) for w, gj in zip(widths, g)]
+    s = [Fraction(float(t)) / gj for t, gj in zip(scales, g)]
+    loss = sum((Fraction(Dj) / sj for Dj, sj in zip(D, s)), Fraction(0))
+    return [sj * loss / eps for sj in s] if loss > eps else s
+
+
+class _ShapedLaplaceSum(_ClampedSum):
+    """The shaped Laplace mechanism: the exact clamped sum of :class:`_ClampedSum`
+    (box ``[-Delta/2, Delta/2]``) and independent Laplace noise of scale
+    ``t_j = Delta_j^(1/3) S / epsilon`` per coordinate, added exactly.
+
+    On the grid path (``secure=True``) coordinate ``j``'s integers (units
+    ``g_j``, :func:`dpsum.kernels.grid.make_clamp_plan`) move by at most
+    ``D_j = floor(Delta_j / g_j)`` for a replaced row, and the noise is an exact
+    discrete Laplace of scale ``s_j = t_j / g_j`` (a rational), so the privacy
+    loss is at most ``sum_j D_j / s_j <= sum_j Delta_j / t_j = epsilon``; the
+    scales are checked against ``epsilon`` in exact arithmetic and raised
+    together if the floats ``t_j`` rounded the sum above it.
+    """
+
+    def __init__(self, template: Release, n: int | None) -> None:
+        super().__init__(template, n)
+        assert template.widths is not None and template.scaling is not None
+        self._scales = _laplace_scales(template.epsilon, template.sensitivity,
+                                       template.scaling)
+        if template.secure:
+            self._grid_scales = _grid_laplace_scales(template.epsilon, template.widths,
+                                                     self._scales, self._clamp.G)
+
+    @property
+    def privacy_event(self) -> PrivacyEvent:
+        """What a release of this plan spends: a pure ``epsilon``-DP release."""
+        return PureEvent(self._template.epsilon)
+
+    def _generator(self, rng: Any) -> Any:
+        return V.check_secure_rng(rng) if self._template.secure else V.check_rng(rng)
+
+    def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
+        stat = list(self._statistic())
+        if self._template.secure:
+            Y = [Fraction(int(S)) + int(discrete_laplace(sj, rng=gen))
+                 for S, sj in zip(self._total, self._grid_scales)]
+            return noisy_estimate([y * u for y, u in zip(Y, self._unit)], np.zeros(self._d))
+        return noisy_estimate(stat, gen.laplace(0.0, 1.0, size=self._d) * self._scales)
 
 
 class _GridSum(Accumulator):
@@ -752,12 +596,6 @@ class _GridSum(Accumulator):
 
     def _generator(self, rng: Any) -> Any:
         return V.check_secure_rng(rng)
-
-    def _composed_epsilon(self, k: int) -> float:
-        """``k`` discrete Gaussian releases: ``k rho``-zCDP, ``rho = 1 / (2 sigma_opt^2)``
-        (the calibration's own accounting), converted at the plan's delta."""
-        t = self._template
-        return float(zcdp_epsilon(k / (2.0 * t.sigma_opt ** 2), t.delta))
 
     def _noisy(self, S: np.ndarray, gen: Any) -> np.ndarray:
         t = self._template
@@ -778,8 +616,9 @@ class _GridClippedSum(_GridSum):
         self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size)
         super().__init__(template, n)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
-        return accumulate_grid(block, self._plan, self._k)
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
+        total, clipped = accumulate_grid(block, self._plan, self._k)
+        return total, clipped, clipped
 
     def _offset(self) -> bool:
         t = self._template
@@ -819,13 +658,11 @@ class _GridClampedSum(_GridSum):
         self._K = int(template.grid_exponent)
         super().__init__(template, n)
 
-    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int]:
+    def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
         with np.errstate(over="ignore"):     # an overflow to inf is clamped to the box
             shifted = block - self._mid if np.any(self._mid) else block
-        return grid_clamped_sum(shifted, self._half, self._unit, self._K)
-
-    def _rows_hit(self, block: np.ndarray, count: int) -> int:
-        return _outside(block, self._template)
+        total, count = grid_clamped_sum(shifted, self._half, self._unit, self._K)
+        return total, count, _outside(block, self._template)
 
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
         Y = self._noisy(self._total, gen)
@@ -1028,8 +865,7 @@ def _clipped_accumulator(template: Release, secure: bool, statistic: str, share:
         return _GridClippedSum(_finish_template(_clipped_grid_template(template), statistic,
                                                 share), n)
     if template.neighbouring is Neighbouring.ADD_REMOVE:
-        return _ExactClippedSum(_finish_template(_exact_template(template), statistic, share),
-                                n)
+        template = _exact_template(template)
     return _ClippedSum(_finish_template(template, statistic, share), n)
 
 
@@ -1133,6 +969,50 @@ def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsil
     return _ClampedSum(_finish_template(template, stat, share), nn)
 
 
+def shaped_laplace_accumulator(widths: ArrayLike, *, epsilon: float, n: int | None = None,
+                               secure: bool = False, statistic: str = "sum") -> Accumulator:
+    """The empty accumulator of the shaped Laplace mechanism
+    (:func:`dpsum.mechanisms.shaped_laplace_mechanism`) on the box
+    ``[-widths/2, widths/2]``, replace-one; ``n``, ``secure`` and
+    ``statistic`` as in :func:`gaussian_data_accumulator`.
+
+    Examples
+    --------
+    >>> acc = shaped_laplace_accumulator([1.0, 8.0], epsilon=1.0)
+    >>> r = acc.update([[0.2, 5.0]]).merge(acc.update([[-0.1, 0.3]])).release(rng=0)
+    >>> r.mechanism, [round(float(s), 6) for s in r.noise_std / 2**0.5]
+    (<Mechanism.SHAPED_LAPLACE: 'shaped laplace'>, [5.0, 10.0])
+    """
+    eps = V.check_epsilon(epsilon, scalar=True)
+    width = V.check_vector(widths, "widths", None, positive=True)
+    secure_ = V.check_bool(secure, "secure")
+    stat = _statistic_choice(statistic, Neighbouring.REPLACE)
+    nn = _row_count(n, Neighbouring.REPLACE)
+    if np.any(width < _MIN_WIDTH):
+        raise ValueError("widths must be at least 2^-1021 (about 4.5e-308) in every "
+                         "coordinate, so that the half-widths are exact; rescale the data")
+    with np.errstate(over="ignore", under="ignore"):   # an overflow is refused below
+        b = width ** (-1.0 / 3.0)
+        S = float(np.sum(width * b))
+        scales = S / (eps * b)
+    if not (math.isfinite(S) and np.all(np.isfinite(scales)) and np.all(scales > 0)):
+        raise ValueError("the noise scale sum(widths^(2/3)) widths^(1/3) / epsilon overflows "
+                         "or underflows: epsilon or widths is out of range")
+    template = Release(
+        estimate=np.zeros(width.size), noise_std=math.sqrt(2.0) * scales, scaling=b,
+        clip_norm=None, epsilon=eps, delta=0.0, neighbouring=Neighbouring.REPLACE,
+        sigma_opt=math.sqrt(2.0) / eps, sensitivity=S, mechanism=Mechanism.SHAPED_LAPLACE,
+        calibration=Calibration.LAPLACE, widths=width, lower=-width / 2.0, upper=width / 2.0,
+        statistic=stat)
+    if secure_:
+        G = make_clamp_plan(width / 2.0, None).G
+        s = _grid_laplace_scales(eps, width, _laplace_scales(eps, S, b), G)
+        std = np.array([discrete_laplace_std(sj) * math.ldexp(1.0, int(Gj))
+                        for sj, Gj in zip(s, G)])
+        template = dataclasses.replace(template, secure=True, noise_std=std)
+    return _ShapedLaplaceSum(template, nn)
+
+
 def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
     """The empty accumulator of the set-up recorded in ``release``.
 
@@ -1155,7 +1035,7 @@ def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
         if release.secure:
             return _GridClippedSum(release, n)
         if release.neighbouring is Neighbouring.ADD_REMOVE:
-            return _ExactClippedSum(_exact_template(release), n)
+            return _ClippedSum(_exact_template(release), n)
         return _ClippedSum(release, n)
     raise ValueError(f"release comes from the {release.mechanism} mechanism, which does not "
                      "read a dataset row by row: it has no accumulator")

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from fractions import Fraction
 
@@ -26,7 +28,7 @@ __all__ = [
 ]
 
 
-_FLOAT_MAX = float(np.finfo(np.float64).max)
+_FLOAT_MAX = V.FLOAT_MAX
 
 
 def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: float,
@@ -70,7 +72,8 @@ def grid_gaussian_noise(S: ArrayLike, K: int, sensitivity: float, *, epsilon: fl
 
 
 def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, delta: float,
-                    rng: V.RandomLike = None) -> tuple[np.ndarray, int, float]:
+                    rng: V.RandomLike = None, before_noise: Any = None
+                    ) -> tuple[np.ndarray, int, float]:
     """The Gaussian mechanism on the grid: a precomputed statistic released with exact
     discrete Gaussian noise.
 
@@ -80,6 +83,11 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     rounding moves a vector by at most ``sqrt(d) / 2``), and the noise is
     calibrated to that integer sensitivity. The output is
     ``(round(value / 2^K) + Z) 2^K`` with ``Z ~ N_Z(0, sigma^2)`` per coordinate.
+
+    ``before_noise``, if given, is called with the noise multiplier
+    ``sigma / Delta_grid`` (the discrete Gaussian's scale over the integer
+    sensitivity: ``1 / (2 m^2)``-zCDP) once every public argument is checked,
+    before the value is read and the noise drawn (a session charges it there).
 
     Returns
     -------
@@ -109,6 +117,8 @@ def secure_gaussian(value: ArrayLike, *, sensitivity: float, epsilon: float, del
     if math.frexp(sigma)[1] + K > 1024:       # sigma 2^K, the noise in the value's units
         raise ValueError("sensitivity is too large for this epsilon and delta: the noise "
                          "standard deviation exceeds the largest float (1.8e308)")
+    if before_noise is not None:
+        before_noise(sigma / grid_sens)
     if not np.all(np.isfinite(x)):
         raise ValueError("value contains NaN or infinite values")
     q = round_to_grid(x, K)

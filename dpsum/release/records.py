@@ -15,6 +15,7 @@ from dpsum._enums import _StrEnum
 from dpsum.design.clipping_loss import clipping_loss_moment
 from dpsum.privacy.composition import ComposedGuarantee
 from dpsum.privacy.neighbouring import Neighbouring
+from dpsum.session import ONE_OFF
 from dpsum.release.noise import (
     ConfidenceBall,
     Intervals,
@@ -58,9 +59,9 @@ class Mechanism(_StrEnum):
     GAUSSIAN_ANALYTIC = "gaussian (analytic)"
     #: the Gaussian mechanism with the classic calibration (:prf:ref:`gaussian-thm-classic`).
     GAUSSIAN_CLASSIC = "gaussian (classic)"
-    #: the Elliptical Gaussian mechanism, the Elliptical Gaussian mechanism.
+    #: the Elliptical Gaussian mechanism (a box known in advance).
     ELLIPTICAL_GAUSSIAN = "elliptical gaussian"
-    #: the Gaussian-data mechanism, the Elliptical Gaussian mechanism for Gaussian data.
+    #: the Gaussian-data mechanism (clipping in a scaled space for Gaussian data).
     GAUSSIAN_DATA = "gaussian data"
     #: The isotropic clipping baseline.
     CLIPPED_GAUSSIAN = "clipped gaussian"
@@ -134,7 +135,10 @@ class Release(V.Record):
     mechanism : Mechanism
         The mechanism that produced the release (a ``str`` enum).
     center : numpy.ndarray or None
-        The public center ``c`` of the Gaussian-data mechanism (None when zero or unused).
+        The public point the rows are measured from (None when zero or
+        unused): the model's centre ``c`` for the Gaussian-data mechanism,
+        the box's midpoint ``(lower + upper) / 2`` for the Elliptical Gaussian
+        mechanism (its rows are clamped around it).
     clip_probability : float or None
         The clip probability ``p_C`` of the Gaussian-data mechanism (None otherwise).
     calibration : Calibration
@@ -181,6 +185,10 @@ class Release(V.Record):
         ``clip_count``; ``epsilon`` and ``delta`` cover both releases.
     notes : tuple of str
         The warnings the release raised (about its public inputs).
+    accounting : str
+        Where the release's budget is accounted: ``"session <id>, entry <k>"``
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
+        release made without a session (accounted on its own).
 
     Examples
     --------
@@ -217,6 +225,7 @@ class Release(V.Record):
     clip_count_std: float | None = None
     diagnostics_share: float = 0.0
     notes: tuple = ()
+    accounting: str = ONE_OFF
 
     def __post_init__(self) -> None:
         for name, value in _release_fields(self).items():
@@ -346,6 +355,8 @@ def _release_fields(rec: Release) -> dict:
     out["diagnostics_share"] = V.record_scalar(rec.diagnostics_share, "diagnostics_share",
                                                low=0.0, high=1.0, closed_high=False)
     out["notes"] = V.record_choice_tuple(rec.notes, "notes")
+    if not isinstance(rec.accounting, str):
+        raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     return out
 
 
@@ -451,6 +462,10 @@ class PipelineRelease(V.Record):
         Gaussian's scale parameter (at least its standard deviation), and the
         intervals and balls widen by one unit, since
         ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``.
+    accounting : str
+        Where the release's budget is accounted: ``"session <id>, entry <k>"``
+        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
+        release made without a session (accounted on its own).
     """
 
     estimate: np.ndarray
@@ -477,6 +492,7 @@ class PipelineRelease(V.Record):
     diagnostics_std: float | None = None
     notes: tuple = ()
     grid_unit: np.ndarray | None = None
+    accounting: str = ONE_OFF
 
     def __post_init__(self) -> None:
         for name, value in _pipeline_fields(self).items():
@@ -809,7 +825,8 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     'the exact value'
     """
     V.check_record(release, "release", (Release, PipelineRelease))
-    b = float(V.check_probability(beta, "beta", scalar=True))
+    # beta is split in parts (noise, count or clipping loss): at least 1e-300
+    b = float(V.check_failure_probability(beta, "beta"))
     sim = V.check_bool(simultaneous, "simultaneous")
     est = np.asarray(release.estimate, dtype=float)
     m = est.size
@@ -825,8 +842,9 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
         assert release.lower is not None and release.upper is not None
         b_count = b / 10.0
         lo, hi = confidence_intervals(release, b - b_count, simultaneous=sim)
-        k_up = max(float(release.clip_count) + release.diagnostics_std * float(
-            ndtri(1.0 - b_count)), 0.0)
+        # the upper quantile from the lower tail: finite however small b_count
+        k_up = max(float(release.clip_count) - release.diagnostics_std * float(
+            ndtri(b_count)), 0.0)
         reach = np.maximum(release.upper - release.center, release.center - release.lower)
         loss = k_up * np.maximum(reach, 0.0)
         if stat == "mean":
@@ -938,6 +956,8 @@ def _pipeline_fields(rec: PipelineRelease) -> dict:
                                              optional=True)
     out["notes"] = V.record_choice_tuple(rec.notes, "notes")
     out["grid_unit"] = V.record_array(rec.grid_unit, "grid_unit", positive=True, size=d)
+    if not isinstance(rec.accounting, str):
+        raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     return out
 
 
@@ -1018,6 +1038,7 @@ def _jsonable(x: Any) -> Any:
 
 
 def _to_dict(rel: Any, beta: float) -> dict:
+    beta = float(V.check_probability(beta, "beta", scalar=True))  # with or without intervals
     out: dict = {
         "mechanism": str(rel.mechanism) if isinstance(rel, Release) else f"private_{rel.statistic}",
         "statistic": rel.statistic,
@@ -1031,6 +1052,7 @@ def _to_dict(rel: Any, beta: float) -> dict:
     if isinstance(rel, PipelineRelease):
         out["guarantee"]["rho"] = _rounded(rel.rho)
         out["guarantee"]["budget"] = rel.budget.as_dict()
+    out["guarantee"]["accounting"] = rel.accounting
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
                  "lower", "upper", "stds", "n", "sensitivity", "grid_exponent", "count",
@@ -1053,6 +1075,7 @@ def _to_pandas(rel: Any, beta: float) -> Any:
         import pandas as pd
     except ImportError:
         raise ImportError("to_pandas needs pandas: pip install pandas") from None
+    beta = float(V.check_probability(beta, "beta", scalar=True))
     data = {"estimate": np.asarray(rel.estimate, dtype=float),
             "noise_std": np.asarray(rel.noise_std, dtype=float)}
     if _has_intervals(rel):

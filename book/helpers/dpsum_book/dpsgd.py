@@ -6,7 +6,10 @@ gradient is a private sum: each row enters the step's batch with probability
 original coordinates, or in a space scaled by ``b``), the clipped gradients are
 summed by :func:`dpsum.clipped_gaussian_accumulator` with noise ``z C``
 (add-remove neighbouring), and the sum is divided by the public expected
-batch size ``q n``. The noise multiplier ``z`` is calibrated by the package's
+batch size ``q N``. Under add-remove the number of private rows is private,
+so ``N`` is the task's public nominal size (:attr:`Task.nominal_rows`, fixed
+from the dataset's published size and the split's fractions), never the
+number of rows the training holds. The noise multiplier ``z`` is calibrated by the package's
 accountant of subsampled Gaussian steps (:func:`calibrate_multiplier`).
 
 Two tasks: scikit-learn's bundled digits (1,797 images, 64 pixels, 10 classes)
@@ -31,7 +34,7 @@ __all__ = ["Task", "Config", "digits_task", "classification_task", "per_example_
            "accuracy", "calibrate_multiplier", "gradient_scales", "train", "nonprivate",
            "best_linear", "summarise", "run", "VARIANTS", "CONFIGS", "EPSILONS",
            "naive_epsilon", "dp_accounting_epsilon", "accounting_table", "load_results",
-           "scales_multiplier"]
+           "scales_multiplier", "expected_batch"]
 
 #: the clipping variants compared: isotropic; scaled with scales from the public
 #: split; scaled with scales from a private release (part of the budget)
@@ -43,6 +46,11 @@ class Task:
     """A classification task: private training rows, a public split, a test split.
 
     Features carry a final constant column (the bias); labels are 0..K-1.
+    ``nominal_rows`` is the public nominal size ``N`` of the private split,
+    fixed before the data are seen (from the dataset's published size and
+    the split's fractions): every division by a number of rows uses it, so
+    that a release does not depend on the private number of rows (add-remove
+    neighbours differ in it).
     """
 
     name: str
@@ -53,6 +61,7 @@ class Task:
     X_test: np.ndarray
     y_test: np.ndarray
     classes: int
+    nominal_rows: int
 
 
 @dataclass(frozen=True)
@@ -91,11 +100,21 @@ def _with_bias(X: np.ndarray) -> np.ndarray:
 
 def _split(name: str, X: np.ndarray, y: np.ndarray, classes: int, test: float,
            public: float) -> Task:
-    order = np.random.default_rng(0).permutation(len(y))
-    n_test, n_pub = int(test * len(y)), int(public * len(y))
+    size = len(y)                   # the dataset's published size
+    order = np.random.default_rng(0).permutation(size)
+    n_test, n_pub = int(test * size), int(public * size)
     te, pu, tr = np.split(order, [n_test, n_test + n_pub])
     X = _with_bias(X)
-    return Task(name, X[tr], y[tr], X[pu], y[pu], X[te], y[te], classes)
+    # the nominal size of the private split: public, from the published size
+    # and the fractions alone
+    nominal = size - n_test - n_pub
+    return Task(name, X[tr], y[tr], X[pu], y[pu], X[te], y[te], classes, nominal)
+
+
+def expected_batch(task: Task, cfg: Config) -> float:
+    """The public expected batch size ``q N`` (``N`` the task's nominal size):
+    the divisor of every noisy gradient sum."""
+    return cfg.sampling_rate * task.nominal_rows
 
 
 def digits_task() -> Task:
@@ -153,7 +172,7 @@ def _private_scales(task: Task, cfg: Config, C0: float, gen: np.random.Generator
     eps = float(gaussian_epsilon(scales_multiplier(cfg) * C0, cfg.delta, C0))
     acc = clipped_gaussian_accumulator(d, epsilon=eps, delta=cfg.delta, clip_norm=C0,
                                        neighbouring="add-remove")
-    s = acc.update(G).release(rng=gen).estimate / len(task.y)
+    s = acc.update(G).release(rng=gen).estimate / task.nominal_rows
     return np.maximum(s, 0.01 * max(float(s.max()), 1e-12))
 
 
@@ -210,13 +229,13 @@ def train(task: Task, cfg: Config, variant: str = "isotropic", *, rng: Any = Non
     acc = clipped_gaussian_accumulator(p, epsilon=eps_step, delta=cfg.delta, clip_norm=C,
                                        neighbouring="add-remove")
     W = W0.copy()
-    expected = cfg.sampling_rate * n
+    expected = expected_batch(task, cfg)      # public: never the private n
     for _ in range(cfg.steps):
         batch = gen.random(n) < cfg.sampling_rate
         G = per_example_gradients(W, task.X[batch], task.y[batch]) * b
-        # every step releases the same plan: repeat=True; the guarantee of all
-        # the steps together is the subsampled accountant's (calibrate_multiplier)
-        noisy = acc.empty().update(G).release(rng=gen, repeat=True).estimate / b
+        # every step releases the same plan, one release each; the guarantee of
+        # all the steps together is the subsampled accountant's (calibrate_multiplier)
+        noisy = acc.empty().update(G).release(rng=gen).estimate / b
         W -= cfg.learning_rate * noisy.reshape(W.shape) / expected
     return {"accuracy": accuracy(W, task.X_test, task.y_test), "multiplier": z,
             "clip_radius": C}
@@ -253,7 +272,7 @@ def nonprivate(task: Task, cfg: Config, *, rng: Any = None) -> float:
     for _ in range(cfg.steps):
         batch = gen.random(n) < cfg.sampling_rate
         G = per_example_gradients(W, task.X[batch], task.y[batch])
-        W -= cfg.learning_rate * G.sum(axis=0).reshape(W.shape) / (cfg.sampling_rate * n)
+        W -= cfg.learning_rate * G.sum(axis=0).reshape(W.shape) / expected_batch(task, cfg)
     return accuracy(W, task.X_test, task.y_test)
 
 

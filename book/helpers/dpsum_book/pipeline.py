@@ -21,7 +21,7 @@ import numpy as np
 import dpsum
 from dpsum import pipeline
 from dpsum.design import elliptical_scaling
-from dpsum.kernels.clipping import clipped_sum
+from dpsum.kernels.grid import clipped_sum
 from dpsum.pipeline.quantiles import ASINH_RESOLUTION
 from dpsum.privacy import zcdp_gaussian_multiplier
 from dpsum_book import data as book_data

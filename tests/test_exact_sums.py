@@ -1,0 +1,217 @@
+"""Exact sums on every path: the same bits on any machine, order and split.
+
+Each row's clipped, rounded contribution is computed by element-wise IEEE
+operations and one reduction in an order the kernel fixes
+(``dpsum.kernels._rows._tree_sum``), so it is a function of that row and the
+public parameters alone. The first test recomputes every row's integers with
+an emulation of IEEE double arithmetic in exact rationals (each operation's
+exact result rounded to the nearest float by ``float(Fraction)``), so it
+checks the kernel against the specification, not against NumPy or a BLAS.
+The others check the consequence: a release is bit-identical under any
+permutation of the rows and any split into blocks, on every vector mechanism
+and relation.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dpsum
+from _releases import same_release
+from dpsum.kernels import _rows
+from dpsum.kernels.grid import EXACT_CHARGE, grid_rows, make_grid_plan
+from dpsum.release import accumulator as A
+
+U = 2.0 ** -53
+
+
+def fl(q: Fraction) -> float:
+    """The exact rational ``q`` rounded to the nearest double (ties to even)."""
+    return float(q)
+
+
+def F(x: float) -> Fraction:
+    return Fraction(float(x))
+
+
+def tree(values: list[float]) -> float:
+    """The kernel's fixed order: add the last floor(w/2) to the first, repeat."""
+    s = list(values)
+    w = len(s)
+    while w > 1:
+        h = w // 2
+        for i in range(h):
+            s[i] = fl(F(s[i]) + F(s[w - h + i]))
+        w -= h
+    return s[0]
+
+
+def reference_row(x, plan, k):
+    """One row's grid integers, each IEEE operation emulated exactly."""
+    d = plan.d
+    t = []
+    for j in range(d):
+        v = float(x[j]) if plan.center is None else fl(F(x[j]) - F(plan.center[j]))
+        t.append(fl(F(v) * F(plan.b_n[j])))
+    sq = tree([fl(F(v) * F(v)) for v in t])
+    nu = math.sqrt(sq)                        # IEEE square root: correctly rounded
+    f = 1.0 if nu == 0 else min(1.0, fl(fl(F(plan.C_n) / F(nu)) * F(plan.shrink)))
+    upper = float(_rows._norm_upper_bound(np.array([nu]), d)[0])
+    for _ in range(_rows.MAX_RECHECKS):
+        if not fl(fl(F(f) * F(upper)) * F(1.0 + 2 * U)) > plan.C_n:
+            break
+        f = fl(F(f) * F(1.0 - 2.0 ** -20))
+    g = fl(F(f) * F(math.ldexp(1.0, -k)))
+    return [float(round(fl(F(v) * F(g)))) for v in t]   # round: ties to even
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 40), st.integers(1, 9), st.integers(0, 2**32 - 1), st.booleans())
+def test_each_row_is_the_ieee_computation_in_the_fixed_order(d, n, seed, centred):
+    gen = np.random.default_rng(seed)
+    X = gen.standard_normal((n, d)) * 10.0 ** gen.uniform(-3, 3, size=d)
+    b = 10.0 ** gen.uniform(-1, 1, size=d)
+    c = gen.standard_normal(d) if centred else None
+    C = float(np.median(np.linalg.norm(((X - (0 if c is None else c)) * b), axis=1))) + 1e-9
+    plan, K, k = make_grid_plan(C, b, c, d, EXACT_CHARGE)
+    Q, K2 = grid_rows(X, C, b, c, charge=EXACT_CHARGE)
+    assert K2 == K
+    for i in range(n):
+        assert Q[i].tolist() == reference_row(X[i], plan, k)
+
+
+def test_a_row_gives_the_same_integers_in_any_block_at_any_position():
+    gen = np.random.default_rng(4)
+    d = 13                                    # not a multiple of any vector width
+    X = gen.standard_normal((1001, d)) * 3
+    alone = [grid_rows(X[i:i + 1], 4.0)[0][0] for i in (0, 500, 1000)]
+    together = grid_rows(X, 4.0)[0]
+    shifted = grid_rows(X[3:], 4.0)[0]
+    for row, i in zip(alone, (0, 500, 1000)):
+        assert np.array_equal(row, together[i])
+        if i >= 3:
+            assert np.array_equal(row, shifted[i - 3])
+
+
+def _releases(X, relation, secure=False):
+    n, d = X.shape
+    lo, hi = -3.0 * np.ones(d), 3.0 * np.ones(d)
+    kw = dict(epsilon=1.0, delta=1e-6, neighbouring=relation, rng=7)
+    out = [dpsum.clipped_gaussian_mechanism(X, clip_norm=2.5, secure=secure, **kw),
+           dpsum.gaussian_data_mechanism(X, stds=np.ones(d), center=0.3, secure=secure,
+                                         clip_probability=1e-2, **kw)]
+    if relation == "replace":
+        out.append(dpsum.elliptical_gaussian_mechanism(X, lower=lo, upper=hi, epsilon=1.0,
+                                                       delta=1e-6, rng=7, secure=secure))
+        out.append(dpsum.mechanisms.shaped_laplace_mechanism(X, epsilon=1.0, widths=hi - lo,
+                                                             rng=7, secure=secure))
+    return out
+
+
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+@pytest.mark.parametrize("secure", [False, True])
+def test_every_mechanism_releases_the_same_bits_in_any_row_order(relation, secure):
+    gen = np.random.default_rng(11)
+    X = gen.standard_normal((3001, 5)) * [1, 2, 3, 0.1, 10] + 0.5
+    perm = gen.permutation(len(X))
+    for a, b in zip(_releases(X, relation, secure), _releases(X[perm], relation, secure)):
+        assert same_release(a, b), a.mechanism
+
+
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_the_pipeline_releases_the_same_bits_in_any_row_order(relation):
+    gen = np.random.default_rng(12)
+    X = gen.lognormal(1.0, 1.0, size=(4000, 3))
+    perm = gen.permutation(len(X))
+    kw = dict(lower=0.0, upper=1e3, epsilon=1.0, delta=1e-6, neighbouring=relation,
+              diagnostics=False)
+    a = dpsum.private_mean(X, rng=3, **kw)
+    b = dpsum.private_mean(X[perm], rng=3, **kw)
+    assert np.array_equal(a.estimate, b.estimate)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 600), st.integers(1, 7), st.integers(0, 2**32 - 1))
+def test_any_split_into_blocks_gives_the_same_release(n, pieces, seed):
+    gen = np.random.default_rng(seed)
+    X = gen.standard_normal((n, 4)) * 5
+    acc = A.clipped_gaussian_accumulator(4, epsilon=1.0, delta=1e-6, clip_norm=3.0, n=n)
+    cuts = [0, *np.sort(gen.integers(0, n + 1, size=pieces - 1)).tolist(), n]
+    parts = [acc.update(X[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total.merge(p)
+    whole = acc.update(X)
+    assert np.array_equal(total.sum_before_noise(), whole.sum_before_noise())
+    fresh = A.clipped_gaussian_accumulator(4, epsilon=1.0, delta=1e-6, clip_norm=3.0, n=n)
+    assert same_release(total.release(rng=seed), fresh.update(X).release(rng=seed))
+
+
+def test_worst_case_replace_one_neighbours_move_the_exact_sum_by_at_most_2C():
+    # the two rows as far apart as the ball allows, among rows whose positions
+    # in the block differ between the neighbours (the row order follows the data)
+    gen = np.random.default_rng(5)
+    d, C = 7, 1.0
+    X = gen.standard_normal((997, d))
+    direction = gen.standard_normal(d)
+    Xa = np.vstack([X[:400], 1e12 * direction, X[400:]])
+    Xb = np.vstack([-1e12 * direction, X])
+    plan, K, k = make_grid_plan(2 * C / 2, np.ones(d), None, d, EXACT_CHARGE)
+    Sa = A.clipped_gaussian_accumulator(d, epsilon=1, delta=1e-6, clip_norm=C).update(Xa)
+    Sb = A.clipped_gaussian_accumulator(d, epsilon=1, delta=1e-6, clip_norm=C).update(Xb)
+    gap = sum((Fraction(int(a) - int(b)) * Fraction(2) ** K) ** 2
+              for a, b in zip(Sa.sum_before_noise(), Sb.sum_before_noise()))
+    assert gap <= Fraction(2 * C) ** 2
+    assert Sa.release(rng=1).sensitivity == 2 * C
+
+
+# ------------------------------------------- the compiled kernel: same bits
+
+
+
+@pytest.fixture(scope="module")
+def numba_kernel():
+    from dpsum.kernels import _compiled
+    if not _compiled.available():
+        pytest.skip("numba is not installed (the fast extra) or DPSUM_KERNEL=numpy")
+    return _compiled
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 700), st.integers(1, 40), st.integers(0, 2**32 - 1), st.booleans(),
+       st.sampled_from([1e-300, 1e-150, 1.0, 1e150, 1e300]))
+def test_the_compiled_kernel_gives_the_numpy_kernels_bits(numba_kernel, n, d, seed, centred,
+                                                          scale):
+    from dpsum.kernels import grid
+    gen = np.random.default_rng(seed)
+    with np.errstate(over="ignore"):
+        X = gen.standard_normal((n, d)) * scale
+        X[gen.random(n) < 0.1] *= 1e8                    # clipped rows
+        X = np.clip(X, -1.7e308, 1.7e308)
+    X[gen.random(n) < 0.02] = 1.7e308                   # rows that overflow
+    X[gen.random(n) < 0.02] = 5e-324                    # subnormal rows
+    b = 10.0 ** gen.uniform(-2, 2, size=d)
+    c = gen.standard_normal(d) * scale if centred else None
+    C = float(scale * np.sqrt(d))
+    plan, K, k = make_grid_plan(C, b, c, d, EXACT_CHARGE)
+    with np.errstate(all="ignore"):
+        a = grid._accumulate_numpy(X, plan, k)
+        z = grid._accumulate_compiled(X, plan, k)
+    assert [int(v) for v in a[0]] == [int(v) for v in z[0]]
+    assert a[1] == z[1]
+
+
+def test_the_compiled_kernel_refuses_non_finite_rows_as_the_numpy_one(numba_kernel):
+    from dpsum.kernels import grid
+    X = np.ones((50, 3))
+    X[31, 1] = np.nan
+    plan, K, k = make_grid_plan(1.0, np.ones(3), None, 3, EXACT_CHARGE)
+    for f in (grid._accumulate_numpy, grid._accumulate_compiled):
+        with pytest.raises(ValueError, match="X contains NaN or infinite values"):
+            f(X, plan, k)
