@@ -47,4 +47,5 @@ __all__ = [
     "private_scales",
     "private_sum",
     "robust_scaling",
+    "norm_quantile_law",
 ]
