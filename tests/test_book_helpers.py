@@ -217,7 +217,7 @@ def test_lab_notes_are_found(tmp_path, text):
 def test_lab_notes_leave_teaching_text_alone(tmp_path):
     page = _page(tmp_path, [_md("The benchmarks compare two mechanisms at $p_C = 10^{-3}$; "
                                 "to make the test fail, clip at $C/2$. In Python, `dpsum` "
-                                "releases the sum (see the {doc}`18_auditing` chapter).")])
+                                "releases the sum (see the {doc}`19_auditing` chapter).")])
     assert conventions.problems(page, "lab_notes") == []
 
 
@@ -279,11 +279,11 @@ def test_rules_for_pages(tmp_path):
 
 
 def test_report_prints_a_row_per_page(capsys):
-    paths = [ROOT / "book" / "14_accuracy.ipynb", ROOT / "book" / "03_composition.ipynb"]
+    paths = [ROOT / "book" / "15_accuracy.ipynb", ROOT / "book" / "03_composition.ipynb"]
     assert conventions.main([str(p) for p in paths]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:3] == ["page", "words", "figures"]
-    assert out[1].startswith("14_accuracy") and out[2].startswith("03_composition")
+    assert out[1].startswith("15_accuracy") and out[2].startswith("03_composition")
 
 
 # ------------------------------------------------------------ architecture

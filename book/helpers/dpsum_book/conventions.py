@@ -811,6 +811,7 @@ MECHANISM_CHAPTERS: dict[str, str] = {
     "private_pipeline": "the private pipeline",
     "dp_sgd": "DP-SGD's private sum of gradients",
     "binary_sums": "randomized response, binomial noise, sample-and-threshold",
+    "rows_to_people": "contribution bounds per unit and per-group sums",
 }
 #: Of those, the chapters that show their mechanism in NumPy (rule 5 of the
 #: third edition): every mechanism chapter but the pipeline and DP-SGD, whose
