@@ -140,7 +140,7 @@ def _diagnostics_on(diagnostics: Any, relation: Neighbouring) -> bool | float:
     (the default) is on under replace-one, where the count is compared with
     the design's expectation for the public ``n``, and off under add-remove,
     where ``n`` is private and there is nothing public to compare it with
-    (:func:`dpsum.private_mean` releases a private count for that)."""
+    (:func:`dpsum.pipeline.private_mean` releases a private count for that)."""
     if diagnostics is None:
         return relation is Neighbouring.REPLACE
     return diagnostics
@@ -479,7 +479,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         ``stds``; :func:`~dpsum.release.data_intervals` then refuse.
         Replace-one only: under add-remove ``n`` is private, so there is no
         public expectation to compare the count with
-        (:func:`dpsum.private_mean` releases a private count for that).
+        (:func:`dpsum.pipeline.private_mean` releases a private count for that).
         False turns it off.
 
     session : dpsum.session.Session, optional
