@@ -58,8 +58,6 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
-from pipeline_targets import holm  # the same Holm correction (this folder)
-
 #: the root seed of every table (a setting's stream: [SEED, table index, n, run])
 SEED = 20261128
 
@@ -266,6 +264,18 @@ def verdict(res: dict, n: int) -> dict:
     else:
         p = float(stats.t.sf(np.mean(D) / (sd / math.sqrt(k)), k - 1))
     return {"factor": factor, "ref": ref, "ratio": ratio, "ratio_se": se_ratio, "p": p}
+
+
+def holm(pvalues):
+    """Holm-adjusted p-values."""
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p)
+    adj = np.empty_like(p)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, (p.size - rank) * p[i])
+        adj[i] = min(1.0, running)
+    return adj
 
 
 #: the real tables' widths
