@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from fractions import Fraction
 import warnings
 from typing import Any
 
@@ -50,8 +49,6 @@ from dpsum import _validation as V
 from dpsum._validation import RandomLike
 from dpsum.distributions.discrete import discrete_gaussian_std
 from dpsum.engines import dask as dask_engine
-from dpsum.kernels._exact import noisy_estimate
-from dpsum.kernels.grid import accumulate_clamped, make_clamp_plan
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.session import GaussianEvent, DiscreteGaussianEvent, PureEvent, as_session

@@ -79,7 +79,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpsum import _validation as V
-from dpsum.privacy.calibration import analytic_sigma, gaussian_delta, gaussian_epsilon
+from dpsum.privacy.calibration import analytic_sigma, gaussian_epsilon
 from dpsum.privacy.composition import (
     ComposedGuarantee,
     PrivacyStep,

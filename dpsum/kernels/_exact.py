@@ -17,7 +17,6 @@ exception depends on ``n``. Private to the package (the accumulators of
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from fractions import Fraction
 

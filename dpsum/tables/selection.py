@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from scipy.special import ndtri
 
 from dpsum import _validation as V
