@@ -46,11 +46,13 @@ def _moved2(a, b) -> Fraction:
 # ------------------------------------------------------------ the old leak
 
 def _sequential(values) -> float:
-    """A float sum in the order written (Python floats: IEEE, one order on
-    every machine), as a naive implementation would compute it."""
+    """A float sum in the order written, as a naive implementation would
+    compute it, each addition emulated exactly (the exact rational sum
+    rounded to the nearest double, ties to even): the same value on any
+    machine, whatever its BLAS or vector width."""
     total = 0.0
     for v in values:
-        total += v
+        total = float(Fraction(total) + Fraction(float(v)))
     return total
 
 
@@ -105,7 +107,8 @@ def _pair(rng: np.random.Generator, d: int, scale: float) -> tuple[np.ndarray, n
     n = int(rng.integers(1, 3000))
     X = rng.normal(0, 1, size=(n, d)) * scale * 10.0 ** rng.uniform(-3, 3, size=(n, 1))
     X[rng.random(n) < 0.3] *= 1e-12
-    row = -np.sign(X.sum(axis=0) + 0.5) * scale * 10.0 ** rng.uniform(0, 5)
+    # the direction from exact column sums: no summation order enters
+    row = -np.sign(np.array([math.fsum(col) for col in X.T]) + 0.5) * scale * 10.0 ** rng.uniform(0, 5)
     k = int(rng.integers(0, n + 1))
     return X, np.insert(X, k, row, axis=0)
 
