@@ -519,7 +519,7 @@ def _reference_bound(X, units, keys, bounds, key):
     """The bounding rule written out unit by unit (no sorting tricks): a
     unit's groups ranked by (cell word, group), its rows in a cell by (row
     word, content); the first max_groups groups and max_rows rows kept."""
-    from dpsum.tables import _keys as H
+    from dpsum import _units as H
     uid = sorted(set(units.tolist()))
     gid = sorted(set(keys.tolist()))
     uw = dict(zip(uid, H.words(uid, key, b"dpsum-unit")))

@@ -48,7 +48,7 @@ from dpsum.kernels._exact import EXACT_CHARGE
 from dpsum.kernels.grid import make_grid_plan
 from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
-from dpsum.tables import _keys as H
+from dpsum import _units as H
 from dpsum.tables._round import noisy_grid_sum
 from dpsum.tables.selection import SELECTION_DELTA_SHARE, threshold_for_share
 from dpsum.tables._sums import _statistics
