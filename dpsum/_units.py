@@ -82,6 +82,11 @@ def ids_structure(values: Any, name: str, n: int) -> Any:
             col = np.asarray(values)
         except (ValueError, TypeError):
             raise ValueError(f"{name} must be a 1-d array of ids, got a ragged sequence") from None
+        if getattr(col.dtype, "kind", "O") in "US" and not isinstance(values, np.ndarray) \
+                and col.ndim == 1 and not all(isinstance(v, (str, np.str_)) for v in values):
+            # NumPy turns [1, "a"] into strings: the kinds were mixed
+            raise TypeError(f"{name} mixes kinds of ids (integers and strings, say): use one "
+                            "kind")
     if col.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional (one id per row of X), got shape "
                          f"{tuple(np.shape(col))}")
@@ -473,14 +478,23 @@ class UnitRows:
         """Whether the release is over privacy units."""
         return self.bounds is not None
 
+    def read_ids(self, n: int) -> None:
+        """Check the ids (one per row of ``n``) and code them (reads the ids,
+        not the values); once."""
+        if self.bounds is not None and self._codes is None:
+            col = ids_structure(self.ids, "privacy_unit", n)
+            self._codes = canonical_codes(col, "privacy_unit")
+
     def count(self, n: int | None) -> int | None:
-        """The number of units (reads and checks the ids; ``n`` rows), or
+        """The number of units (``n`` rows; the ids checked and coded), or
         ``n`` itself without a privacy unit."""
         if self.bounds is None or n is None:
             return n
-        if self._codes is None:
-            col = ids_structure(self.ids, "privacy_unit", n)
-            self._codes = canonical_codes(col, "privacy_unit")
+        if self._codes is not None and len(self._codes[0]) != n:
+            raise ValueError(f"privacy_unit must have one id per row of X ({n} rows), got "
+                             f"{len(self._codes[0])} entries")
+        self.read_ids(n)
+        assert self._codes is not None
         return len(self._codes[1])
 
     def box(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -540,7 +554,9 @@ def unit_rows(X: Any, privacy_unit: Any, max_rows: Any, per_unit: Any,
     then taken out of the values) or an array of one id per row; None: the
     release is over rows, and ``max_rows`` and ``per_unit`` must be None.
     ``max_rows`` (an int ``>= 1``) is required with a unit; ``per_unit``
-    defaults to ``statistic`` (``"sum"`` or ``"mean"``).
+    defaults to ``statistic`` (``"sum"`` or ``"mean"``). The ids are checked
+    (one per row, integers or strings of one kind, none missing) here, before
+    any value of ``X`` is read.
     """
     if privacy_unit is None:
         for value, name in ((max_rows, "max_rows"), (per_unit, "per_unit")):
@@ -568,14 +584,22 @@ def unit_rows(X: Any, privacy_unit: Any, max_rows: Any, per_unit: Any,
                 pos = [i for i, c in enumerate(X.columns) if not c == privacy_unit]
             if not pos:
                 raise ValueError("X has no value column besides privacy_unit")
-            ids_structure(ids, "privacy_unit", len(X))
-            return UnitRows(X.iloc[:, pos], ids, bounds)
-        ids_structure(privacy_unit, "privacy_unit", len(X))
-        return UnitRows(X, privacy_unit, bounds)
+            out = UnitRows(X.iloc[:, pos], ids, bounds)
+        else:
+            out = UnitRows(X, privacy_unit, bounds)
+        out.read_ids(len(X))
+        return out
     if is_label(privacy_unit):
         raise TypeError("privacy_unit names a column, but X is not a DataFrame: pass an "
                         "array of one id per row (or a DataFrame X)")
-    return UnitRows(X, privacy_unit, bounds)
+    out = UnitRows(X, privacy_unit, bounds)
+    try:
+        n = len(X)                 # the rows of X, where its type tells (no value read)
+    except TypeError:
+        n = None
+    if n is not None:
+        out.read_ids(n)
+    return out
 
 
 def pipeline_units(X: Any, lower: Any, upper: Any, rng: Any, privacy_unit: Any,
