@@ -529,8 +529,8 @@ class UnitRows:
         """One vector per unit, in a canonical order (by the rank of the
         unit's id): at most ``max_rows`` of its rows, chosen by keyed hash
         (the key drawn from ``gen``, or from the OS when ``gen`` is None),
-        combined by ``per_unit``. Reads the values (refusing NaN and
-        infinities). Without a privacy unit, ``data`` itself."""
+        combined by ``per_unit``. Reads the ids, then the values (refusing
+        NaN and infinities). Without a privacy unit, ``data`` itself."""
         if self.bounds is None:
             return data
         arr = np.asarray(data, dtype=np.float64)
@@ -544,6 +544,21 @@ class UnitRows:
                               self.bounds, key)[0]
         return vectors
 
+    def fold(self, data: Any, gen: np.random.Generator | None, plan: Any, acc: Any
+             ) -> tuple[Any, Any]:
+        """``(rows, accumulator)`` for a mechanism's pass: without a privacy
+        unit ``(data, acc)``; with one, the collapsed rows (:meth:`collapse`)
+        and ``plan(units)``, the mechanism's set-up rebuilt for the number
+        of units (``acc = plan(n)`` was built for the ``n`` rows, so that
+        every public argument was checked before the ids were read). The
+        privacy event does not depend on the count (checked)."""
+        if self.bounds is None:
+            return data, acc
+        vectors = self.collapse(data, gen)
+        out = plan(vectors.shape[0])
+        assert out.privacy_event == acc.privacy_event
+        return vectors, out
+
 
 def unit_rows(X: Any, privacy_unit: Any, max_rows: Any, per_unit: Any,
               statistic: Any) -> UnitRows:
@@ -554,9 +569,10 @@ def unit_rows(X: Any, privacy_unit: Any, max_rows: Any, per_unit: Any,
     then taken out of the values) or an array of one id per row; None: the
     release is over rows, and ``max_rows`` and ``per_unit`` must be None.
     ``max_rows`` (an int ``>= 1``) is required with a unit; ``per_unit``
-    defaults to ``statistic`` (``"sum"`` or ``"mean"``). The ids are checked
-    (one per row, integers or strings of one kind, none missing) here, before
-    any value of ``X`` is read.
+    defaults to ``statistic`` (``"sum"`` or ``"mean"``). The ids' structure
+    is checked here (one per row, a dtype that holds integers or strings);
+    their values (none missing, one kind) when they are read, after every
+    public argument and before any value of ``X`` (:meth:`UnitRows.fold`).
     """
     if privacy_unit is None:
         for value, name in ((max_rows, "max_rows"), (per_unit, "per_unit")):
@@ -584,22 +600,20 @@ def unit_rows(X: Any, privacy_unit: Any, max_rows: Any, per_unit: Any,
                 pos = [i for i, c in enumerate(X.columns) if not c == privacy_unit]
             if not pos:
                 raise ValueError("X has no value column besides privacy_unit")
-            out = UnitRows(X.iloc[:, pos], ids, bounds)
-        else:
-            out = UnitRows(X, privacy_unit, bounds)
-        out.read_ids(len(X))
-        return out
+            ids_structure(ids, "privacy_unit", len(X))
+            return UnitRows(X.iloc[:, pos], ids, bounds)
+        ids_structure(privacy_unit, "privacy_unit", len(X))
+        return UnitRows(X, privacy_unit, bounds)
     if is_label(privacy_unit):
         raise TypeError("privacy_unit names a column, but X is not a DataFrame: pass an "
                         "array of one id per row (or a DataFrame X)")
-    out = UnitRows(X, privacy_unit, bounds)
     try:
         n = len(X)                 # the rows of X, where its type tells (no value read)
     except TypeError:
         n = None
     if n is not None:
-        out.read_ids(n)
-    return out
+        ids_structure(privacy_unit, "privacy_unit", n)
+    return UnitRows(X, privacy_unit, bounds)
 
 
 def pipeline_units(X: Any, lower: Any, upper: Any, rng: Any, privacy_unit: Any,

@@ -412,14 +412,17 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
     data, n, d, columns = _dataset(units.X)
     lo, hi = units.box(*V.check_box(lower, upper, d))
-    acc = elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
-                                          n=_public_rows(units.count(n), Neighbouring.REPLACE),
-                                          secure=secure_, statistic=statistic,
-                                          diagnostics=_diagnostics_on(diagnostics,
-                                                                      Neighbouring.REPLACE))
+    def plan(rows: int | None) -> Accumulator:
+        return elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
+                                               n=_public_rows(rows, Neighbouring.REPLACE),
+                                               secure=secure_, statistic=statistic,
+                                               diagnostics=_diagnostics_on(
+                                                   diagnostics, Neighbouring.REPLACE))
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
-    rel = _pass(units.collapse(data, gen), acc).release(gen, session=sess)
+    data, acc = units.fold(data, gen, plan, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     if rel.statistic == "mean":
         rel = _project_onto_box(rel)
     return _finish(rel, columns, "elliptical_gaussian_mechanism", 0.0, "outside the box",
@@ -560,14 +563,18 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
     c = V.check_center(center, d)
-    nn = _public_rows(units.count(n), relation)
-    acc = gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
-                                    clip_probability=clip_probability, n=nn, scaling=scaling,
-                                    neighbouring=relation, secure=secure_, statistic=statistic,
-                                    diagnostics=_diagnostics_on(diagnostics, relation))
+    def plan(rows: int | None) -> Accumulator:
+        return gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
+                                         clip_probability=clip_probability,
+                                         n=_public_rows(rows, relation), scaling=scaling,
+                                         neighbouring=relation, secure=secure_,
+                                         statistic=statistic,
+                                         diagnostics=_diagnostics_on(diagnostics, relation))
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
-    rel = _pass(units.collapse(data, gen), acc).release(gen, session=sess)
+    data, acc = units.fold(data, gen, plan, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
                    "the public center or stds are probably wrong for these data (a centre "
                    "far from the data or scales too small); the estimate is biased towards "
@@ -654,14 +661,17 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     secure_ = V.check_bool(secure, "secure")
     units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
     data, n, d, columns = _dataset(units.X)
-    acc = clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
-                                       neighbouring=relation,
-                                       n=_public_rows(units.count(n), relation),
-                                       secure=secure_, statistic=statistic,
-                                       diagnostics=_diagnostics_on(diagnostics, relation))
+    def plan(rows: int | None) -> Accumulator:
+        return clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
+                                            neighbouring=relation,
+                                            n=_public_rows(rows, relation),
+                                            secure=secure_, statistic=statistic,
+                                            diagnostics=_diagnostics_on(diagnostics, relation))
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
-    rel = _pass(units.collapse(data, gen), acc).release(gen, session=sess)
+    data, acc = units.fold(data, gen, plan, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
                    "clipped", "clip_norm is probably too small for these data; the estimate "
                    "is biased towards 0 and its confidence_intervals cover the clipped rows' "
@@ -921,10 +931,13 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
     data, n, d, columns = _dataset(units.X)
     width = units.widths(V.check_vector(widths, "widths", d, positive=True))
-    acc = shaped_laplace_accumulator(width, epsilon=eps,
-                                     n=_public_rows(units.count(n), Neighbouring.REPLACE),
-                                     secure=secure_, statistic=statistic)
+    def plan(rows: int | None) -> Accumulator:
+        return shaped_laplace_accumulator(width, epsilon=eps,
+                                          n=_public_rows(rows, Neighbouring.REPLACE),
+                                          secure=secure_, statistic=statistic)
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
-    rel = _pass(units.collapse(data, gen), acc).release(gen, session=sess)
+    data, acc = units.fold(data, gen, plan, acc)
+    rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "shaped_laplace_mechanism", None, "", "")
