@@ -955,7 +955,8 @@ def _tables_baselines() -> dict[str, Any]:
         "private_group_sums": [
             dict(_TABLE_ARGS),
             {**_TABLE_ARGS, "groups": None, "neighbouring": "add-remove", "statistic": "sum",
-             "per_unit": "sum", "count_share": OMIT, "truncation_share": 0.0},
+             "per_unit": "sum", "count_share": OMIT, "truncation_share": 0.0,
+             "session": OMIT},         # the session is driven by the replace-one baseline
         ],
         "bound_contributions": {
             "X": _TABLE_X, "privacy_unit": _TABLE_UNITS, "by": _TABLE_KEYS, "columns": OMIT,
