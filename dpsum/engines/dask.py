@@ -30,10 +30,12 @@ from typing import Any
 import numpy as np
 
 from dpsum import _validation as V
+from dpsum.data import Dataset, Pass
 from dpsum.release.accumulator import Accumulator
 
 __all__ = [
     "accumulate",
+    "run_pass",
 ]
 
 
@@ -162,3 +164,51 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
         parts = [merge(parts[i:i + fan_in]) for i in range(0, len(parts), fan_in)]
     (total,) = dask.compute(parts[0])
     return accumulator.merge(total)
+
+
+def _block_state(plan: Any, block: np.ndarray, index: int, start: float) -> Any:
+    """The map task of :func:`run_pass`: one row chunk's partial state, after
+    refusing NaN and infinite values (named by chunk and rows, never by value)."""
+    arr = np.asarray(block, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        rows = "" if math.isnan(start) else \
+            f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"
+        raise ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}")
+    return plan.update(arr)
+
+
+def _merge_states(plan: Any, parts: list) -> Any:
+    """The reduce task of :func:`run_pass`: merge a few partial states."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = plan.merge(total, part)
+    return total
+
+
+def run_pass(plan: Pass, data: Dataset, *, split_every: int = SPLIT_EVERY) -> Any:
+    """Apply a pass (:class:`dpsum.data.Pass`) to every row of ``data``.
+
+    In memory, one ``plan.update(rows)``; on a dask array, one task per row
+    chunk computes its partial state, a tree of tasks merges ``split_every``
+    at a time, and the merged state is computed and returned. The merge is
+    exact and order-independent, so the result is the same on both engines
+    and under any chunking. A numpy dataset's values must have been checked
+    (:meth:`dpsum.data.Dataset.require_finite`); a dask dataset's blocks are
+    checked here.
+    """
+    if not data.is_dask:
+        return plan.update(data.rows)
+    dask = _dask()
+    X = data.rows
+    starts = np.concatenate([[0.0], np.cumsum(X.chunks[0], dtype=np.float64)])
+    fold = dask.delayed(_block_state, pure=True)
+    parts = [fold(plan, block, i, starts[i])
+             for i, block in enumerate(X.to_delayed(optimize_graph=True)[:, 0])]
+    if not parts:
+        return plan.update(np.empty((0, data.d)))
+    merge = dask.delayed(_merge_states, pure=True)
+    while len(parts) > 1:
+        parts = [merge(plan, parts[i:i + split_every])
+                 for i in range(0, len(parts), split_every)]
+    (total,) = dask.compute(parts[0])
+    return total

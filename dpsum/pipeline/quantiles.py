@@ -276,10 +276,23 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
 def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
             gen: np.random.Generator) -> np.ndarray:
     """:func:`private_center` on validated inputs."""
+    return center_from_values(center_values(data, lo, hi), eps, lo, hi, du, gen)
+
+
+def center_values(block: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The center step's per-row values: ``asinh((x - m) / w)``, element-wise
+    (a function of each value alone; the step sorts them)."""
     mid = lo + 0.5 * (hi - lo)
     w = (hi - lo) * ASINH_RESOLUTION
     with np.errstate(over="ignore"):
-        t = np.arcsinh((data - mid) / w)
+        return np.arcsinh((block - mid) / w)
+
+
+def center_from_values(t: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
+                       gen: np.random.Generator) -> np.ndarray:
+    """The center step's exponential mechanism on the values of :func:`center_values`."""
+    mid = lo + 0.5 * (hi - lo)
+    w = (hi - lo) * ASINH_RESOLUTION
     t_lo, t_hi = np.arcsinh((lo - mid) / w), np.arcsinh((hi - mid) / w)
     out = mid + w * np.sinh(_sample(t, 0.5, eps / (2.0 * du), t_lo, t_hi, gen))
     return np.clip(out, lo, hi)
@@ -346,8 +359,18 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
 def scales_step(data: np.ndarray, c: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray,
             du: float, gen: np.random.Generator) -> np.ndarray:
     """:func:`private_scales` on validated inputs."""
+    return scales_from_values(scales_values(data, c), eps, lo, hi, du, gen)
+
+
+def scales_values(block: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The scale step's per-row values ``log |x - c|``, element-wise."""
     with np.errstate(divide="ignore", over="ignore"):
-        t = np.log(np.abs(data - c))     # log 0 = -inf and overflow = +inf are clamped
+        return np.log(np.abs(block - c))     # log 0 = -inf and overflow = +inf are clamped
+
+
+def scales_from_values(t: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
+                       gen: np.random.Generator) -> np.ndarray:
+    """The scale step's exponential mechanism on the values of :func:`scales_values`."""
     return np.exp(_sample(t, 0.5, eps / (2.0 * du), np.log(lo), np.log(hi), gen)) * MAD_TO_STD
 
 
@@ -462,10 +485,26 @@ def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: fl
                    c: np.ndarray | None, b: np.ndarray | None, du: float,
                    gen: np.random.Generator) -> float:
     """:func:`private_norm_quantile` on validated inputs."""
+    return log_quantile_from_values(norm_values(data, c, b), q, eps, lo, hi, du, gen)
+
+
+def norm_values(block: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> np.ndarray:
+    """The norm quantile's per-row values ``log ||(x - c) ⊙ b||``, shape (m, 1)."""
     with np.errstate(divide="ignore"):
-        t = np.log(row_norms(data, c, b))
-    out = _sample(t[:, None], q, eps / (2.0 * du), np.array([np.log(lo)]),
-                  np.array([np.log(hi)]), gen)
+        return np.log(row_norms(block, c, b))[:, None]
+
+
+def l1_values(block: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The L1 norm quantile's per-row values ``log ||x - c||_1``, shape (m, 1)."""
+    with np.errstate(divide="ignore"):
+        return np.log(_row_l1_norms(block, c))[:, None]
+
+
+def log_quantile_from_values(t: np.ndarray, q: float, eps: float, lo: float, hi: float,
+                             du: float, gen: np.random.Generator) -> float:
+    """A norm quantile's exponential mechanism on log values (shape (m, 1)),
+    searched in ``[lo, hi]``."""
+    out = _sample(t, q, eps / (2.0 * du), np.array([np.log(lo)]), np.array([np.log(hi)]), gen)
     return float(np.exp(out[0]))
 
 
@@ -530,8 +569,4 @@ def l1_norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi:
     """A private quantile of the L1 norms ``||x_i - c||_1`` on the log scale
     (validated inputs; one mechanism, ``epsilon``-DP and ``epsilon^2/8``-zCDP,
     like :func:`private_norm_quantile`)."""
-    with np.errstate(divide="ignore"):
-        t = np.log(_row_l1_norms(data, c))
-    out = _sample(t[:, None], q, eps / (2.0 * du), np.array([np.log(lo)]),
-                  np.array([np.log(hi)]), gen)
-    return float(np.exp(out[0]))
+    return log_quantile_from_values(l1_values(data, c), q, eps, lo, hi, du, gen)
