@@ -32,13 +32,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from typing import Any, Protocol, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 import numpy as np
 
 from dpsum import _validation as V
 
-__all__ = ["Dataset", "as_data", "Pass", "is_dask_array"]
+__all__ = ["Dataset", "as_data", "Pass", "RowCount", "RowValues", "is_dask_array"]
 
 
 S = TypeVar("S")
@@ -80,7 +80,8 @@ class Dataset:
     Attributes
     ----------
     rows : numpy.ndarray or dask.array.Array, shape (n, d)
-        float64 rows; a dask array has one chunk across the columns.
+        float64 rows, C-contiguous (each block of a dask array is made so
+        by the passes); a dask array has one chunk across the columns.
     columns : tuple or None
         The column labels of a DataFrame.
     n : int or None
@@ -146,6 +147,9 @@ def as_data(X: Any, name: str = "X") -> Dataset:
     if arr.ndim != 2 or arr.shape[1] == 0:
         raise ValueError(f"{name} must be 2-dimensional with at least one column, "
                          f"got shape {arr.shape}")
+    # rows contiguous in memory (a copy only of a column-major array): every
+    # per-row value is then computed in the same order whatever the layout
+    arr = np.ascontiguousarray(arr)
     return Dataset(arr, None, int(arr.shape[0]), int(arr.shape[1]))
 
 
@@ -167,3 +171,29 @@ def _dask_data(X: Any, name: str, labels: tuple | None) -> Dataset:
         X = X.rechunk({0: rows, 1: -1}) if rows else X.rechunk({1: -1})
     n = X.shape[0]
     return Dataset(X, labels, None if math.isnan(n) else int(n), int(d))
+
+
+@dataclasses.dataclass(frozen=True)
+class RowCount:
+    """The number of rows."""
+
+    def update(self, block: np.ndarray) -> int:
+        return int(block.shape[0])
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RowValues:
+    """The per-row values ``values(block, *args)`` of an order-statistic step,
+    shape ``(m, k)``; merged by concatenation (the step sorts them)."""
+
+    values: Callable[..., np.ndarray]
+    args: tuple
+
+    def update(self, block: np.ndarray) -> np.ndarray:
+        return self.values(block, *self.args)
+
+    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, b], axis=0)

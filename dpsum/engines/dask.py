@@ -24,30 +24,21 @@ never needs it.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 import numpy as np
 
 from dpsum import _validation as V
-from dpsum.data import Dataset, Pass
+from dpsum.data import Dataset, Pass, is_dask_array
 from dpsum.release.accumulator import Accumulator
 
 __all__ = [
     "accumulate",
-    "run_pass",
 ]
 
 
 #: Partial results merged by one task of the reduction tree.
 SPLIT_EVERY = 8
-
-
-def is_dask_array(X: Any) -> bool:
-    """Whether ``X`` is a :class:`dask.array.Array` (without importing dask:
-    if ``dask.array`` was never imported, ``X`` cannot be one)."""
-    module = sys.modules.get("dask.array")
-    return module is not None and isinstance(X, module.Array)
 
 
 def _dask() -> Any:
@@ -79,13 +70,6 @@ def check_matrix(X: Any) -> Any:
         rows = "auto" if not any(math.isnan(c) for c in X.chunks[0]) else None
         X = X.rechunk({0: rows, 1: -1}) if rows else X.rechunk({1: -1})
     return X
-
-
-def row_count(X: Any) -> int | None:
-    """The number of rows of the dask array ``X``, None when its chunk sizes
-    are unknown (call ``X.compute_chunk_sizes()`` where ``n`` is public)."""
-    n = X.shape[0]
-    return None if math.isnan(n) else int(n)
 
 
 def _fold_chunk(empty: Accumulator, block: np.ndarray, index: int, start: float) -> Accumulator:
@@ -169,7 +153,7 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
 def _block_state(plan: Any, block: np.ndarray, index: int, start: float) -> Any:
     """The map task of :func:`run_pass`: one row chunk's partial state, after
     refusing NaN and infinite values (named by chunk and rows, never by value)."""
-    arr = np.asarray(block, dtype=np.float64)
+    arr = np.ascontiguousarray(block, dtype=np.float64)    # rows contiguous, as in memory
     if not np.all(np.isfinite(arr)):
         rows = "" if math.isnan(start) else \
             f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"

@@ -60,7 +60,7 @@ from dpsum import _validation as V
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
-from dpsum.data import Dataset, as_data
+from dpsum.data import Dataset, RowCount, RowValues, as_data
 from dpsum.engines.dask import run_pass
 from dpsum.kernels._exact import noisy_estimate
 from dpsum.kernels.grid import EXACT_CHARGE, GRID_CHARGE
@@ -79,8 +79,7 @@ from dpsum.pipeline.adaptive import (
     shrink_log_scales,
     vector_center_shares,
 )
-from dpsum.pipeline.passes import ClippedSum, Displacement, NearCount, RowCount, RowValues, \
-    SumState
+from dpsum.pipeline.passes import ClippedSum, Displacement, NearCount, SumState
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,

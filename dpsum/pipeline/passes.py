@@ -5,9 +5,9 @@ small frozen plan with ``update(block) -> state`` (the partial state of a
 block of float64 rows) and ``merge(a, b) -> state``, exact and
 order-independent (:class:`dpsum.data.Pass`):
 
-- :class:`RowCount` — the number of rows (an integer);
-- :class:`RowValues` — the per-row values of an order-statistic step (the
-  coordinate-wise center, the scales, a norm quantile): merged by
+- :class:`dpsum.data.RowCount` — the number of rows (an integer);
+- :class:`dpsum.data.RowValues` — the per-row values of an order-statistic
+  step (the coordinate-wise center, the scales, a norm quantile): merged by
   concatenation, sorted by the step's exponential mechanism, so that only
   their multiset matters;
 - :class:`NearCount` — the rows within a public distance of a point (the
@@ -32,7 +32,7 @@ function in :mod:`dpsum.pipeline.mean`, once, after the pass.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,32 +41,6 @@ from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.quantiles import row_norms
 
 __all__: list[str] = []
-
-
-@dataclasses.dataclass(frozen=True)
-class RowCount:
-    """The number of rows."""
-
-    def update(self, block: np.ndarray) -> int:
-        return int(block.shape[0])
-
-    def merge(self, a: int, b: int) -> int:
-        return a + b
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class RowValues:
-    """The per-row values ``values(block, *args)`` of an order-statistic step,
-    shape ``(m, k)``; merged by concatenation (the step sorts them)."""
-
-    values: Callable[..., np.ndarray]
-    args: tuple
-
-    def update(self, block: np.ndarray) -> np.ndarray:
-        return self.values(block, *self.args)
-
-    def merge(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.concatenate([a, b], axis=0)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
