@@ -38,7 +38,9 @@ import numpy as np
 
 from dpsum import _validation as V
 
-__all__ = ["Dataset", "as_data", "Pass", "RowCount", "RowValues", "is_dask_array"]
+# the two names a caller needs; Pass, RowCount, RowValues and is_dask_array
+# are the release functions' building blocks
+__all__ = ["Dataset", "as_data"]
 
 
 S = TypeVar("S")
@@ -141,8 +143,8 @@ def as_data(X: Any, name: str = "X") -> Dataset:
     if is_dask_array(X):
         return _dask_data(X, name, None)
     if V.column_labels(X) is not None:
-        arr, labels = V.as_dataset(X, name, empty_rows=True)
-        return Dataset(arr, labels, int(arr.shape[0]), int(arr.shape[1]))
+        frame, columns = V.as_dataset(X, name, empty_rows=True)
+        return Dataset(frame, columns, int(frame.shape[0]), int(frame.shape[1]))
     arr = V.as_real_array(X, name)
     if arr.ndim != 2 or arr.shape[1] == 0:
         raise ValueError(f"{name} must be 2-dimensional with at least one column, "

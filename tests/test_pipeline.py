@@ -328,9 +328,11 @@ def test_audit_of_the_correct_pipeline_passes():
 
 
 def test_audit_catches_non_private_scales(monkeypatch):
-    def exact_scales(data, c, eps, lo, hi, du, gen):
-        return np.maximum(data.std(axis=0), 1e-6)       # from the data, no noise
-    monkeypatch.setattr(pipeline_mean, "scales_step", exact_scales)
+    def exact_scales(t, eps, lo, hi, du, gen):
+        # the root mean square of |x - c| from the pass's values log |x - c|:
+        # from the data, no noise
+        return np.maximum(np.sqrt(np.mean(np.exp(2.0 * t), axis=0)), 1e-6)
+    monkeypatch.setattr(pipeline_mean, "scales_from_values", exact_scales)
     assert _audit_scales(23).epsilon_lower_bound > _EPS
 
 

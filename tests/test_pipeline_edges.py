@@ -171,17 +171,17 @@ def test_vector_center_moves_are_noised_at_2_c_k(monkeypatch):
     import dpsum.pipeline.mean as M
     radii: list[float] = []
     stds: list[float] = []
-    real_sum, real_noise = M.exact_noisy_clipped_sum, M._gaussian_noise
+    real_sum, real_noise = M.ClippedSum, M._gaussian_noise
 
-    def spy_sum(data, C, b, c, z):
+    def spy_sum(C, *args):                     # the pass of each exact clipped sum
         radii.append(float(C))
-        return real_sum(data, C, b, c, z)
+        return real_sum(C, *args)
 
     def spy_noise(gen, std, size=None):
         stds.append(float(np.max(std)) if np.ndim(std) else float(std))
         return real_noise(gen, std, size=size)
 
-    monkeypatch.setattr(M, "exact_noisy_clipped_sum", spy_sum)
+    monkeypatch.setattr(M, "ClippedSum", spy_sum)
     monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
     n, d = 200, 3
     X = np.random.default_rng(0).normal(size=(n, d))

@@ -58,14 +58,11 @@ __all__ = [
     "exponential_quantile",
     "check_domain",
     "private_center",
-    "center_step",
     "private_scales",
     "scales_step",
     "private_norm_quantile",
-    "norm_quantile_step",
     "norm_quantile_law",
     "row_norms",
-    "l1_norm_quantile_step",
 ]
 
 
@@ -276,12 +273,6 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     return center_from_values(t, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
-def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
-            gen: np.random.Generator) -> np.ndarray:
-    """:func:`private_center` on validated inputs."""
-    return center_from_values(center_values(data, lo, hi), eps, lo, hi, du, gen)
-
-
 def center_values(block: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The center step's per-row values: ``asinh((x - m) / w)``, element-wise
     (a function of each value alone; the step sorts them)."""
@@ -488,13 +479,6 @@ def _norm_column(block: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) 
     return row_norms(block, c, b)[:, None]
 
 
-def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
-                   c: np.ndarray | None, b: np.ndarray | None, du: float,
-                   gen: np.random.Generator) -> float:
-    """:func:`private_norm_quantile` on validated inputs."""
-    return log_quantile_from_values(norm_values(data, c, b), q, eps, lo, hi, du, gen)
-
-
 def norm_values(block: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> np.ndarray:
     """The norm quantile's per-row values ``log ||(x - c) ⊙ b||``, shape (m, 1)."""
     with np.errstate(divide="ignore"):
@@ -570,11 +554,3 @@ def _row_l1_norms(data: np.ndarray, c: np.ndarray) -> np.ndarray:
         for start in range(0, n, rows):
             out[start:start + rows] = np.abs(data[start:start + rows] - c).sum(axis=1)
     return np.where(np.isnan(out), np.inf, out)
-
-
-def l1_norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
-                          c: np.ndarray, du: float, gen: np.random.Generator) -> float:
-    """A private quantile of the L1 norms ``||x_i - c||_1`` on the log scale
-    (validated inputs; one mechanism, ``epsilon``-DP and ``epsilon^2/8``-zCDP,
-    like :func:`private_norm_quantile`)."""
-    return log_quantile_from_values(l1_values(data, c), q, eps, lo, hi, du, gen)
