@@ -151,7 +151,8 @@ def as_data(X: Any, name: str = "X") -> Dataset:
                          f"got shape {arr.shape}")
     # rows contiguous in memory (a copy only of a column-major array): every
     # per-row value is then computed in the same order whatever the layout
-    arr = np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
     return Dataset(arr, None, int(arr.shape[0]), int(arr.shape[1]))
 
 

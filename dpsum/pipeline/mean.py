@@ -33,6 +33,19 @@ bounds every coordinate, they run these steps, each private:
 With ``scaling="isotropic"`` steps 2-4 are skipped: isotropic clipping with a
 private radius, the baseline of the chapter.
 
+One path for the data. ``X`` enters once, at the boundary
+(:func:`dpsum.data.as_data`: numpy, pandas or dask), and every step that reads
+it is a pass (:mod:`dpsum.pipeline.passes`): a frozen plan whose ``update``
+maps a block of rows to a partial state and whose ``merge`` is exact
+(integer sums, or per-row values that the step sorts), applied by one runner
+(:func:`dpsum.engines.dask.run_pass`) in memory or on a dask cluster; each
+step's noise is drawn after its pass, from the same ``rng`` in the same
+order on both engines. The last step, the box fallback and the whole-vector
+center's moves are the same pass, the exact clipped sum of
+:class:`~dpsum.pipeline.passes.ClippedSum` (the grid kernel of the
+accumulators), which also counts the diagnostics' clipped rows and rows
+outside the box.
+
 Accounting. Every step is zero-concentrated DP: an exponential-mechanism
 quantile with parameter ``epsilon`` is ``epsilon^2/8``-zCDP (it is
 bounded-range), a Gaussian release with multiplier ``s`` is
@@ -1183,12 +1196,17 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
 
     Parameters
     ----------
-    X : array_like or pandas.DataFrame, shape (n, d)
+    X : array_like, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame, shape (n, d)
         The private data; finite reals. A DataFrame's column labels are kept
         (``columns``, :meth:`~dpsum.release.PipelineRelease.to_pandas`); an
         error names the column, never a row or a value. Under add-remove
         ``n = 0`` is data like any other (the release is noise of the same
-        shape); under replace-one ``X`` needs a row.
+        shape); under replace-one ``X`` needs a row. On a dask array or
+        DataFrame every step's pass runs on the cluster, block by block
+        (:func:`dpsum.engines.dask.run_pass`), and the release is the same
+        floats as on the numpy array with the same ``rng``, whatever the
+        chunking; only the steps' merged states (integer sums, and for the
+        quantile steps one value per row) reach the client.
     lower, upper : float or array_like, shape (d,)
         A public box that should contain every row, known without looking at
         the data (a sensor's range, a plausible order of magnitude): scalars
