@@ -242,12 +242,12 @@ def test_total_error_bound_covers_the_true_sum_and_noise_alone_does_not():
     assert math.isclose(planned.bound, bound.bound, rel_tol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["randomized_response", "binomial", "sample_and_threshold"])
+@pytest.mark.parametrize("name", ["randomized response", "binomial", "sample and threshold"])
 def test_count_interval_covers(name):
     rng = np.random.default_rng(5)
     bits = (rng.random(2000) < 0.2).astype(int)
     k = int(bits.sum())
-    if name == "randomized_response":
+    if name == "randomized response":
         bits, k = bits[:300], int(bits[:300].sum())
         release_of = lambda: dpsum.randomized_response(bits, epsilon=1.0, rng=rng)  # noqa: E731
     elif name == "binomial":
