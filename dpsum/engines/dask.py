@@ -16,6 +16,12 @@ set-up, the same noise from the same ``rng``, and the same exact sum (every
 row clipped and rounded to a public grid by itself, the integers added
 exactly), whatever the chunking and the number of chunks.
 
+The same engine runs any pass (:class:`dpsum.data.Pass`: ``update(block)``
+and an exact ``merge``) over a :class:`dpsum.data.Dataset`
+(:func:`run_pass`): the steps of :func:`dpsum.pipeline.private_mean` and
+the quantile functions of :mod:`dpsum.pipeline` run there, in memory or on a
+cluster, with the same result.
+
 dask is an optional dependency (``pip install "dpsum[dask]"``); this module
 imports it only when a dask array is actually released, so ``import dpsum``
 never needs it.

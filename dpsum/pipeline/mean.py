@@ -864,11 +864,6 @@ def _open(a: _Args, data: Dataset, lower: Any, upper: Any, rng: Any, statistic: 
     ``n`` is public, and the session charged."""
     sess = as_session(session)
     relation = a.relation
-    n = data.n
-    if n is None and relation is Neighbouring.REPLACE:
-        n = run_pass(RowCount(), data)          # public under replace-one
-    if n is not None:
-        V.require_rows(n, relation is Neighbouring.REPLACE)
     d = data.d
     lo, hi = check_domain(lower, upper, d)
     # public, before the data: the noise of any step is at most about
@@ -877,6 +872,11 @@ def _open(a: _Args, data: Dataset, lower: Any, upper: Any, rng: Any, statistic: 
         reach = float(np.max(hi - lo)) * math.sqrt(d) * 1e3 / math.sqrt(a.total)
     V.representable(reach, "lower and upper", "the noise for a box this wide at this budget",
                     "the box width times sqrt(d / rho) must stay below about 1e305")
+    n = data.n
+    if n is None and relation is Neighbouring.REPLACE:
+        n = run_pass(RowCount(), data)          # public under replace-one
+    if n is not None:
+        V.require_rows(n, relation is Neighbouring.REPLACE)
     _check_worst_case(lo, hi, n or 0, relation)
     ctx = _Context(a, dataclasses.replace(data, n=n), lo, hi, rng, statistic)
     if relation is Neighbouring.REPLACE and a.split is None and n is not None and \
