@@ -449,6 +449,7 @@ def _pipeline_coverage(release_of, R, seed):
     return ball, marginal, box, clipped_differs
 
 
+@pytest.mark.slow
 def test_pipeline_replace_one_covers_the_clipped_mean_exactly():
     R = 2000
     ball, marginal, box, differs = _pipeline_coverage(
@@ -499,6 +500,7 @@ def test_pipeline_replace_one_widths_are_the_gaussian_quantiles_of_public_fields
                         noise.noise_norm_quantile(rel.noise_std, BETA), rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
     R = 1000
     d = PIPE_DATA.shape[1]
@@ -534,6 +536,7 @@ def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
     assert miss / 200 > 0.5
 
 
+@pytest.mark.slow
 def test_pipeline_add_remove_mean_covers():
     # the mean under add-remove: error nu - (theta - c) Z / ñ, bounded on
     # |Z| <= sigma_count z by (|nu| + u |estimate - c|) / (1 - u), u = sigma_count z / ñ

@@ -232,6 +232,7 @@ def test_exact_false_alarm_probability_is_far_below_alpha():
                        delta=DELTA, alpha=ALPHA).max() > 0.99
 
 
+@pytest.mark.slow
 def test_replace_one_calibrated_with_C_instead_of_2C_is_caught():
     """Noise calibrated to the add-remove sensitivity C under replace-one:
     the noise is half what the replace-one pair needs."""

@@ -70,6 +70,7 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from dpsum import _validation as V
+from dpsum._units import pipeline_units
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
@@ -1184,7 +1185,9 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
                  clip_probability: float | None = None,
                  regularization: float = REGULARIZATION, rng: Any = None,
                  secure: bool = False, diagnostics: bool = True,
-                 session: Any = None) -> PipelineRelease:
+                 session: Any = None, privacy_unit: Any = None,
+                 max_rows: int | None = None,
+                 per_unit: str | None = None) -> PipelineRelease:
     """The private mean of the rows of ``X`` with no public data model.
 
     Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
@@ -1265,6 +1268,25 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         path spends at most ``rho``), charged, or refused if it does not fit,
         before the data's values are read. Without one the release is a
         one-off (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        pipeline then runs on one row per unit and ``neighbouring`` is over units
+        (replace-one: the number of units ``n`` is public; add-remove: it is private and
+        counted privately).
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default: ``"mean"`` for
+        :func:`private_mean`, ``"sum"`` for :func:`private_sum`). The mean over people
+        needs ``"mean"`` (each unit weighs as one row, however many rows it has); the
+        sum of all rows needs ``"sum"`` (a unit's share of the total is the sum of its
+        rows), and ``"sum"`` with :func:`private_mean` is the mean per-unit total. With
+        ``"sum"`` the box grows to hold a sum of up to ``m = max_rows`` rows,
+        ``[min(lower, m lower), max(upper, m upper)]``; with ``"mean"`` it is unchanged.
 
     Returns
     -------
@@ -1336,6 +1358,8 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
     """
+    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
+                                          per_unit, "mean")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
@@ -1349,7 +1373,9 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
                 clip_probability: float | None = None,
                 regularization: float = REGULARIZATION, rng: Any = None,
                 secure: bool = False, diagnostics: bool = True,
-                session: Any = None) -> PipelineRelease:
+                session: Any = None, privacy_unit: Any = None,
+                max_rows: int | None = None,
+                per_unit: str | None = None) -> PipelineRelease:
     """The private sum of the rows of ``X`` with no public data model.
 
     The same pipeline as :func:`private_mean`; the estimate is
@@ -1357,8 +1383,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
 
     Parameters
     ----------
-    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session
-        As for :func:`private_mean`.
+    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session, privacy_unit, max_rows, per_unit
+        As for :func:`private_mean` (``per_unit`` defaults to ``"sum"`` here).
 
     Returns
     -------
@@ -1366,6 +1392,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
         As for :func:`private_mean`, for the sum: its intervals cover the sum
         of the clipped rows, ``data_intervals`` the data's sum.
     """
+    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
+                                          per_unit, "sum")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
