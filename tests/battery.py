@@ -994,12 +994,7 @@ def methods() -> list[tuple[str, Any, dict]]:  # noqa: F811 - extended for dpsum
 # mechanisms, of private_mean/private_sum and of the counts of bits, each driven from a baseline
 # that uses them (the ids beside the rows of X: private data, trapped).
 _UNIT_IDS = np.array([4, 9, 4])                 # beside _valid("X"), three rows
-# ``regularization`` is driven by the two pipeline baselines above, not here:
-# with 1e308 the pipeline can refuse a tiny clip radius depending on the data
-# and the noise (an unnamed error; it happens without units too, e.g. rows
-# 1.4 N(0, I) of default_rng(6), 60 x 2, the box +-10 and rng=1), which is
-# the pipeline's to fix, not a property of the unit arguments.
-_PIPELINE_UNITS = {**_PIPELINE_ARGS, "regularization": OMIT, "X": np.random.default_rng(6).normal(size=(180, 2)),
+_PIPELINE_UNITS = {**_PIPELINE_ARGS, "X": np.random.default_rng(6).normal(size=(180, 2)),
                    "privacy_unit": np.repeat(np.arange(60), 3), "max_rows": 2,
                    "per_unit": "mean"}
 

@@ -180,6 +180,9 @@ SCALAR_SHARE = 0.01
 
 #: ``lambda`` of :func:`robust_scaling`.
 REGULARIZATION = 0.1
+#: The largest ``regularization`` the pipeline takes: with ``lambda`` above it
+#: every ``b_j`` is within ``1e-6`` relatively of the isotropic scaling.
+MAX_REGULARIZATION = 1e6
 
 
 #: The scale step searches median absolute deviations up to this multiple of
@@ -622,6 +625,9 @@ def _arguments(epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: An
     relation = Neighbouring.parse(neighbouring)
     rule = Scaling.parse(scaling, "scaling")
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
+    if lam > MAX_REGULARIZATION:
+        raise ValueError(f"regularization must be at most {MAX_REGULARIZATION:g}: beyond it "
+                         "the scaling is isotropic to within 1e-6; pass scaling='isotropic'")
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)
     secure_ = V.check_bool(secure, "secure")
@@ -1039,9 +1045,16 @@ def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
 def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
-         diagnostics: Any = True, session: Any = None) -> PipelineRelease:
+         diagnostics: Any = True, session: Any = None,
+         units: tuple[Any, Any, Any] = (None, None, "sum")) -> PipelineRelease:
     a = _arguments(epsilon, delta, rho, neighbouring, budget, scaling, clip_probability,
                    regularization, secure, diagnostics)
+    sess = as_session(session)
+    if sess is not None:          # refused before the unit ids or the rows are read
+        sess.check(ZCDPEvent(a.stated), neighbouring=a.relation)
+    unit, max_rows, per_unit = units
+    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, unit, max_rows, per_unit,
+                                          statistic)
     # the boundary: type and shape, before anything reads the values; under
     # add-remove the empty dataset is data like any other
     ctx = _open(a, as_data(X, "X"), lower, upper, rng, statistic, session)
@@ -1233,13 +1246,17 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         Shares of the total rho for the steps other than the mean (keys among
         "count", "center", "radius", "scales", "clip"; exactly the steps that
         run); the mean gets the rest. Default :func:`default_budget`.
-    scaling : {"scaled", "isotropic"}
-        Estimate per-coordinate scales (default), or clip isotropically with
-        a private radius (the baseline).
+    scaling : {"adaptive", "scaled", "isotropic"}
+        ``"adaptive"`` (default): choose privately between per-coordinate
+        scales and isotropic clipping, and between clipping and the box (the
+        bias check); ``"scaled"``: always estimate per-coordinate scales;
+        ``"isotropic"``: clip isotropically with a private radius (the
+        baseline).
     clip_probability : float, optional
         ``p_C`` in (0, 1); default :func:`default_clip_probability`.
     regularization : float
-        ``lambda`` of :func:`robust_scaling`.
+        ``lambda`` of :func:`robust_scaling`, in ``[0, 1e6]``
+        (:data:`MAX_REGULARIZATION`).
     rng : numpy.random.Generator, int or None
         Source of randomness. With ``secure=True``, None draws the last
         step's noise from the operating system's secure generator.
@@ -1358,12 +1375,11 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
     """
-    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
-                                          per_unit, "mean")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="mean", secure=secure, diagnostics=diagnostics, session=session,
+                units=(privacy_unit, max_rows, per_unit))
 
 
 def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
@@ -1392,9 +1408,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
         As for :func:`private_mean`, for the sum: its intervals cover the sum
         of the clipped rows, ``data_intervals`` the data's sum.
     """
-    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
-                                          per_unit, "sum")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="sum", secure=secure, diagnostics=diagnostics, session=session,
+                units=(privacy_unit, max_rows, per_unit))
