@@ -351,7 +351,8 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: Scaling) -> B
                        shares.get("spread", 0.0))
 
 
-def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) -> np.ndarray:
+def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION,
+                   objective: str | ArrayLike = "total") -> np.ndarray:
     """The scaling lemma's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
 
     ``b_j`` is proportional to ``(s_j + lambda mean(s))^(-1/2)``. A scale
@@ -366,6 +367,10 @@ def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) ->
         Positive (private) scales.
     regularization : float
         ``lambda >= 0``.
+    objective : {"total", "relative"} or array_like, shape (d,)
+        As in :func:`dpsum.design.gaussian_data_scaling`, with the
+        regularised scales for the stds (``"relative"``: relative to
+        ``s_j + lambda mean(s)``).
 
     Examples
     --------
@@ -381,7 +386,7 @@ def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) ->
             mean = top * float(np.mean(s / top))
         regularised = s + lam * mean
     try:
-        return gaussian_data_scaling(regularised)
+        return gaussian_data_scaling(regularised, objective)
     except ValueError:
         raise ValueError("scales (with regularization) is outside the representable range: "
                          "the scaling of s + lambda mean(s) is not a positive normal float "
@@ -613,6 +618,7 @@ class _Context:
         self.total, self.who = total, who
         self.notes: list[str] = []
         self.accounting = ONE_OFF        # or the session's ledger entry
+        self.objective: str | np.ndarray = "total"      # set by _run
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
         warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
@@ -672,11 +678,20 @@ class _Context:
         return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
 
 
-def _box_noise_norm(widths: np.ndarray, relation: Neighbouring) -> float:
+def _width_weights(objective: str | np.ndarray, widths: np.ndarray) -> str | np.ndarray:
+    """The scaled path's weights: ``"relative"`` is relative to the box widths
+    (public, in the user's units), ``u_j = (min(w) / w_j)^2``."""
+    if isinstance(objective, str) and objective == "relative":
+        return np.maximum((float(np.min(widths)) / widths) ** 2, 1e-300)
+    return objective
+
+
+def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
+                    objective: str | np.ndarray = "total") -> float:
     """``sqrt(sum_j (Delta / b_j)^2)`` of the box path (the Elliptical Gaussian
     mechanism on the box, :func:`_box_release`): its noise's L2 norm on the
     sum per unit noise multiplier. A public function of the box."""
-    b = elliptical_scaling(widths) / widths
+    b = elliptical_scaling(widths, objective) / widths
     return _norm(clipped_sum_sensitivity(0.5, relation) / b)
 
 
@@ -738,7 +753,7 @@ def _bias_check(ctx: _Context, relation: Neighbouring, total: float, share: floa
     # everything relative to the box path's noise norm (no overflow: the
     # ratios are compared, and n cancels)
     s_rest = zcdp_gaussian_multiplier(rest * total)
-    k_box = _box_noise_norm(widths, relation)
+    k_box = _box_noise_norm(widths, relation, ctx.objective)
     with np.errstate(over="ignore"):
         unit = math.ldexp(D / k_box, -CHECK_BITS) / s_rest   # one integer unit
         clip_ratio = _norm(clipped_sum_sensitivity(C, relation) / b) / k_box
@@ -778,7 +793,8 @@ def _with_diagnostics(split: BudgetSplit, on: bool) -> BudgetSplit:
 def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
-         diagnostics: Any = True, session: Any = None) -> PipelineRelease:
+         diagnostics: Any = True, session: Any = None, objective: Any = None
+         ) -> PipelineRelease:
     stated, _, dlt = _total_rho(epsilon, delta, rho)
     sess = as_session(session)
     # every step is calibrated to its share of a budget a hair below the
@@ -821,6 +837,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         secure_gen = gen
     ctx = _Context(data, lo, hi, columns, secure_, secure_gen, diag_, total,
                    f"private_{statistic}")
+    ctx.objective = V.check_objective(objective, d, frame=columns is not None)
     if relation is Neighbouring.REPLACE and budget is None:
         # n is public: the strategy is known before anything is spent
         if _center_mode(float(n), d, total, quantile_sensitivity(0.5, relation),
@@ -966,7 +983,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
             tau2 = log_scale_noise_variance(eps_s, n_eff, du, _LOG_MAD_DENSITY)
             scales, _ = shrink_log_scales(scales, tau2)
         # 4. scaling (post-processing)
-        b = robust_scaling(scales, lam)
+        b = robust_scaling(scales, lam, _width_weights(ctx.objective, hi - lo))
         model = scales
         # 5. clip radius: private median of the scaled norms, extrapolated by the model
         eps_k = _exp_epsilon(split.clip * total, 1)
@@ -1047,7 +1064,7 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
         neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
         strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
         notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting,
-        unprojected=unprojected, **(extra or {}))
+        unprojected=unprojected, **V.objective_record(ctx.objective), **(extra or {}))
 
 
 def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
@@ -1083,7 +1100,7 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     data, lo, hi = ctx.data, ctx.lo, ctx.hi
     widths = hi - lo
     mid = lo + 0.5 * widths
-    b = elliptical_scaling(widths) / widths
+    b = elliptical_scaling(widths, ctx.objective) / widths
     # calibrated in zCDP like every other path: the path is chosen from a
     # private count, and only a bound that holds on every path (here, the
     # total rho) is a bound for the mixture
@@ -1111,7 +1128,8 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
                  clip_probability: float | None = None,
                  regularization: float = REGULARIZATION, rng: Any = None,
                  secure: bool = False, diagnostics: bool = True,
-                 session: Any = None) -> PipelineRelease:
+                 session: Any = None,
+                 objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private mean of the rows of ``X`` with no public data model.
 
     Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
@@ -1187,6 +1205,26 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         path spends at most ``rho``), charged, or refused if it does not fit,
         before the data's values are read. Without one the release is a
         one-off (its record's ``accounting`` says so).
+    objective : {"total", "relative"}, array_like of shape (d,), or None
+        What the last step's noise shape minimises: ``"total"``, the squared
+        error of the whole vector in the data's units; ``"relative"``, each
+        column's squared error relative to its box width, on every path
+        (weights ``u_j ∝ (upper_j - lower_j)^-2``: on the box path equal
+        relative noise, :func:`dpsum.design.elliptical_scaling`; on the
+        scaled path ``b_j ∝ u_j^(1/4) s_j^(-1/2)`` with the regularised
+        private scales ``s``, :func:`robust_scaling`); or positive
+        per-column weights on the squared error. (The box is public and in
+        the user's units; the private scales are floored by a multiple of
+        their mean, which on mixed units lifts the small columns' scales to
+        the large ones', so they would not say what "relative" means.) The isotropic path (``b = 1``) does
+        not depend on it. None (the default) is ``"relative"`` for a pandas
+        DataFrame and ``"total"`` otherwise: a DataFrame's columns are
+        named quantities, often in different units (ages, incomes, ratios),
+        whose squared errors do not add up to anything meaningful, and a
+        user reads each column's error against its own range; an array is
+        one vector in one space. The choice is recorded in
+        ``release.objective``. (The bias check still compares the two
+        paths by their total squared error.)
 
     Returns
     -------
@@ -1261,7 +1299,8 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="mean", secure=secure, diagnostics=diagnostics, session=session,
+                objective=objective)
 
 
 def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
@@ -1271,7 +1310,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
                 clip_probability: float | None = None,
                 regularization: float = REGULARIZATION, rng: Any = None,
                 secure: bool = False, diagnostics: bool = True,
-                session: Any = None) -> PipelineRelease:
+                session: Any = None,
+                objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private sum of the rows of ``X`` with no public data model.
 
     The same pipeline as :func:`private_mean`; the estimate is
@@ -1279,7 +1319,7 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
 
     Parameters
     ----------
-    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session
+    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session, objective
         As for :func:`private_mean`.
 
     Returns
@@ -1291,4 +1331,5 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="sum", secure=secure, diagnostics=diagnostics, session=session,
+                objective=objective)
