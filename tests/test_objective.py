@@ -207,24 +207,26 @@ def test_pipeline_box_path_under_the_relative_objective_shares_the_widths():
 RUNS = 10
 
 
-@pytest.mark.parametrize("box", ["tight", "loose"])
-def test_relative_objective_fixes_the_worst_column_of_the_customer_table(box):
-    """Ages, incomes and ratios: under "total" the incomes take the budget and
-    the worst column's relative RMSE is above 1 (tight box, n = 10^4) or far
-    above (loose); under "relative" it is a few percent, for the pipeline and
-    the box alike. The worst column's relative RMSE over RUNS runs has a
+@pytest.mark.parametrize("name, box", [("customer", "tight"), ("customer", "loose"),
+                                       ("mixed-scales", "tight")])
+def test_relative_objective_fixes_the_worst_column_of_mixed_units(name, box):
+    """Ages, incomes and ratios (and columns of scales 1e-5 ... 1e5): under
+    "total" the widest columns take the budget and the worst column's
+    relative RMSE is above 1 (n = 10^4); under "relative" it is a few
+    percent or less, for the pipeline and the box alike. The worst column's relative RMSE over RUNS runs has a
     relative standard error of about 1/sqrt(2 RUNS) (< 0.25); the factor 5
     asked for is many standard errors below the factor measured (60 or more)."""
     suite = _suite()
-    t = suite.TABLES["customer"]
+    t = suite.TABLES[name]
     lo, hi = t.box(box)
     worst = {}
     for objective in ("total", "relative"):
         res = suite.run_setting(lambda g: t.draw(g, 10_000), lo, hi, RUNS,
-                                [suite.SEED, 0, 10_000, box == "loose"], objective=objective)
+                                [suite.SEED, list(suite.TABLES).index(name), 10_000,
+                                 box == "loose"], objective=objective)
         worst[objective] = res["worst_col"]
     assert worst["relative"]["pipeline"] < worst["total"]["pipeline"] / 5
-    assert worst["relative"]["pipeline"] < 0.5
+    assert worst["relative"]["pipeline"] < 0.1
     if box == "tight":
         assert worst["relative"]["box"] < worst["total"]["box"] / 5
-        assert worst["relative"]["box"] < 0.1
+        assert worst["relative"]["box"] < 0.5

@@ -351,8 +351,7 @@ def _user_budget(budget: Mapping, relation: Neighbouring, scaling: Scaling) -> B
                        shares.get("spread", 0.0))
 
 
-def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION,
-                   objective: str | ArrayLike = "total") -> np.ndarray:
+def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION) -> np.ndarray:
     """The scaling lemma's scaling of regularised scales: ``b = gaussian_data_scaling(s + lambda mean(s))``.
 
     ``b_j`` is proportional to ``(s_j + lambda mean(s))^(-1/2)``. A scale
@@ -367,10 +366,6 @@ def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION,
         Positive (private) scales.
     regularization : float
         ``lambda >= 0``.
-    objective : {"total", "relative"} or array_like, shape (d,)
-        As in :func:`dpsum.design.gaussian_data_scaling`, with the
-        regularised scales for the stds (``"relative"``: relative to
-        ``s_j + lambda mean(s)``).
 
     Examples
     --------
@@ -386,7 +381,7 @@ def robust_scaling(scales: ArrayLike, regularization: float = REGULARIZATION,
             mean = top * float(np.mean(s / top))
         regularised = s + lam * mean
     try:
-        return gaussian_data_scaling(regularised, objective)
+        return gaussian_data_scaling(regularised)
     except ValueError:
         raise ValueError("scales (with regularization) is outside the representable range: "
                          "the scaling of s + lambda mean(s) is not a positive normal float "
@@ -678,12 +673,32 @@ class _Context:
         return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
 
 
-def _width_weights(objective: str | np.ndarray, widths: np.ndarray) -> str | np.ndarray:
-    """The scaled path's weights: ``"relative"`` is relative to the box widths
-    (public, in the user's units), ``u_j = (min(w) / w_j)^2``."""
-    if isinstance(objective, str) and objective == "relative":
-        return np.maximum((float(np.min(widths)) / widths) ** 2, 1e-300)
-    return objective
+def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np.ndarray,
+                             widths: np.ndarray) -> np.ndarray:
+    """The scaled path's ``b`` for an objective with weights ``omega``: the
+    robust scaling in the units ``omega^(-1/2)`` of each column (the total
+    objective there), mapped back, ``b = robust_scaling(s sqrt(omega)) sqrt(omega)``;
+    without the floor it is ``b_j ∝ omega_j^(1/4) s_j^(-1/2)``, the weighted
+    Lagrangian's point, and the floor ``lambda mean`` is taken in those units
+    (on mixed units a floor in the data's units would lift the small columns'
+    scales to the large ones'). ``"relative"`` has ``omega_j = w_j^-2`` (the
+    box widths). Post-processing of the private scales and public weights; a
+    result that is not a vector of positive normal floats falls back to the
+    total objective's scaling."""
+    if isinstance(objective, str) and objective == "total":
+        return robust_scaling(scales, lam)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        if isinstance(objective, str):             # relative: omega^(1/2) ∝ 1 / w
+            root = float(np.min(widths)) / widths
+        else:
+            root = np.sqrt(objective / float(np.max(objective)))
+        try:
+            b = robust_scaling(scales * root, lam) * root
+        except ValueError:
+            b = np.zeros_like(root)
+    if np.all(np.isfinite(b)) and np.all(b >= np.finfo(np.float64).tiny):
+        return b
+    return robust_scaling(scales, lam)
 
 
 def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
@@ -983,7 +998,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
             tau2 = log_scale_noise_variance(eps_s, n_eff, du, _LOG_MAD_DENSITY)
             scales, _ = shrink_log_scales(scales, tau2)
         # 4. scaling (post-processing)
-        b = robust_scaling(scales, lam, _width_weights(ctx.objective, hi - lo))
+        b = _weighted_robust_scaling(scales, lam, ctx.objective, hi - lo)
         model = scales
         # 5. clip radius: private median of the scaled norms, extrapolated by the model
         eps_k = _exp_epsilon(split.clip * total, 1)
@@ -1211,12 +1226,13 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         column's squared error relative to its box width, on every path
         (weights ``u_j ∝ (upper_j - lower_j)^-2``: on the box path equal
         relative noise, :func:`dpsum.design.elliptical_scaling`; on the
-        scaled path ``b_j ∝ u_j^(1/4) s_j^(-1/2)`` with the regularised
-        private scales ``s``, :func:`robust_scaling`); or positive
-        per-column weights on the squared error. (The box is public and in
-        the user's units; the private scales are floored by a multiple of
-        their mean, which on mixed units lifts the small columns' scales to
-        the large ones', so they would not say what "relative" means.) The isotropic path (``b = 1``) does
+        scaled path :func:`robust_scaling` of the private scales measured in
+        units of each column's width, mapped back, ``b_j ∝ u_j^(1/4)
+        s_j^(-1/2)`` but for the floor, which is taken in those units); or
+        positive per-column weights on the squared error, used the same
+        way. (The box is public and in the user's units; the private scales
+        are floored by a multiple of their mean, which in the data's units
+        would lift the small columns' scales to the large ones'.) The isotropic path (``b = 1``) does
         not depend on it. None (the default) is ``"relative"`` for a pandas
         DataFrame and ``"total"`` otherwise: a DataFrame's columns are
         named quantities, often in different units (ages, incomes, ratios),
