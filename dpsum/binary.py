@@ -123,9 +123,9 @@ class BinaryMechanism(_StrEnum):
     True
     """
 
-    RANDOMIZED_RESPONSE = "randomized_response"
+    RANDOMIZED_RESPONSE = "randomized response"
     BINOMIAL = "binomial"
-    SAMPLE_AND_THRESHOLD = "sample_and_threshold"
+    SAMPLE_AND_THRESHOLD = "sample and threshold"
 
 
 # ---------------------------------------------------------------------------
@@ -172,7 +172,7 @@ class BinaryRelease(V.Record):
     epsilon, delta : float
         The privacy guarantee (``delta = 0`` for randomized response).
     mechanism : BinaryMechanism
-        ``"randomized_response"``, ``"binomial"`` or ``"sample_and_threshold"``
+        ``"randomized response"``, ``"binomial"`` or ``"sample and threshold"``
         (a ``str`` enum).
     probability : float
         The mechanism's coin: the keep probability ``e^eps / (1 + e^eps)`` of
@@ -191,7 +191,7 @@ class BinaryRelease(V.Record):
     --------
     >>> r = randomized_response([1, 0, 1, 1], epsilon=1.0, rng=0)
     >>> r.mechanism, r.n, r.delta
-    (<BinaryMechanism.RANDOMIZED_RESPONSE: 'randomized_response'>, 4, 0.0)
+    (<BinaryMechanism.RANDOMIZED_RESPONSE: 'randomized response'>, 4, 0.0)
     """
 
     estimate: float
@@ -1178,16 +1178,16 @@ def binary_mse(mechanism: BinaryMechanism | str, *, n: ArrayLike, k: ArrayLike,
                epsilon: float, delta: float) -> float | np.ndarray:
     """Closed-form expected squared error of a mechanism's estimate of ``k``.
 
-    ``"randomized_response"``: ``n e^eps / (e^eps - 1)^2``;
+    ``"randomized response"``: ``n e^eps / (e^eps - 1)^2``;
     ``"binomial"``: ``n p (1 - p)`` with the default ``p``, and ``inf`` where
     ``n < 100 ln(2/delta) / epsilon^2`` (the mechanism is not available);
-    ``"sample_and_threshold"``: ``bias^2 + variance`` (depends on ``k`` only).
+    ``"sample and threshold"``: ``bias^2 + variance`` (depends on ``k`` only).
     Vectorised over ``n`` and ``k`` (broadcast); ``epsilon`` and ``delta`` are
     scalars, and the two approximate-DP mechanisms need ``epsilon <= 1``.
 
     Examples
     --------
-    >>> round(binary_mse("randomized_response", n=100, k=30, epsilon=1.0, delta=1e-6), 6)
+    >>> round(binary_mse("randomized response", n=100, k=30, epsilon=1.0, delta=1e-6), 6)
     92.067359
     >>> binary_mse("binomial", n=10, k=3, epsilon=1.0, delta=1e-6)  # too few users
     inf
@@ -1222,7 +1222,7 @@ def _count_tails(release: BinaryRelease, k: int, y: int) -> tuple[float, float]:
     n, p = release.n, release.probability
     if release.mechanism == "binomial":  # Y = k + Binomial(n, p)
         return float(stats.binom.cdf(y - k, n, p)), float(stats.binom.sf(y - k - 1, n, p))
-    if release.mechanism == "randomized_response":  # Y = Binomial(k, q) + Binomial(n - k, 1 - q)
+    if release.mechanism == "randomized response":  # Y = Binomial(k, q) + Binomial(n - k, 1 - q)
         assert n is not None          # public for randomized response
         a = np.arange(k + 1)
         pa = stats.binom.pmf(a, k, p)

@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
+from dpsum._units import unit_rows
 from dpsum._validation import RandomLike
 from dpsum.distributions.discrete import discrete_gaussian_std
 from dpsum.engines import dask as dask_engine
@@ -310,7 +311,9 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   lower: ArrayLike, upper: ArrayLike, rng: RandomLike = None,
                                   secure: bool = False, statistic: str = "sum",
                                   diagnostics: bool | float | None = None,
-                                  session: Any = None,
+                                  session: Any = None, privacy_unit: Any = None,
+                                  max_rows: int | None = None,
+                                  per_unit: str | None = None,
                                   objective: str | ArrayLike | None = None) -> Release:
     """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
     in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
@@ -365,6 +368,26 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Here the relation is
+        replace-one, so the number of units is public: it is ``n`` (the ``Release.n``
+        and a mean's denominator).
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). The sum of
+        all rows (``statistic="sum"``) needs ``"sum"`` (a unit's share of the total is
+        the sum of its rows); the mean over people needs ``"mean"`` (each unit weighs as
+        one row, whatever its number of rows); ``"sum"`` with ``statistic="mean"`` is
+        the mean per-unit total. With ``"sum"`` the box grows to hold a sum of up to ``m
+        = max_rows`` rows: ``[min(lower, m lower), max(upper, m upper)]``, the box the
+        release records; with ``"mean"`` it is unchanged.
     objective : {"total", "relative"}, array_like of shape (d,), or None
         What the noise's shape minimises (:prf:ref:`elliptical-thm-weighted`):
         ``"total"``, the expected squared error of the whole vector in the
@@ -386,8 +409,8 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     -------
     Release
         ``lower``, ``upper`` and ``widths`` record the box; ``scaling`` is the
-        optimal ``b`` for the objective, which ``objective`` records. A mean is projected onto the box (post-processing that
-        never increases its error: the clamped mean lies in the box), its
+        optimal ``b`` for the objective, which ``objective`` records. A mean
+        is projected onto the box (post-processing that never increases its error: the clamped mean lies in the box), its
         intervals intersected with the box; ``unprojected`` keeps the
         unbiased estimate. Its intervals cover the sum of the clamped rows; its
         :meth:`~dpsum.release.Release.data_intervals` the data sum, assuming every row lies
@@ -403,17 +426,21 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     """
     eps, dlt = _privacy(epsilon, delta)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
-    lo, hi = V.check_box(lower, upper, d)
-    obj = V.check_objective(objective, d, frame=columns is not None)
-    acc = elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
-                                          n=_public_rows(n, Neighbouring.REPLACE),
-                                          secure=secure_, statistic=statistic,
-                                          diagnostics=_diagnostics_on(diagnostics,
-                                                                      Neighbouring.REPLACE),
-                                          objective=obj)
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
+    lo, hi = units.box(*V.check_box(lower, upper, d))
+    obj = V.check_objective(objective, d, frame=V.column_labels(X) is not None)
+    def plan(rows: int | None) -> Accumulator:
+        return elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
+                                               n=_public_rows(rows, Neighbouring.REPLACE),
+                                               secure=secure_, statistic=statistic,
+                                               diagnostics=_diagnostics_on(
+                                                   diagnostics, Neighbouring.REPLACE),
+                                               objective=obj)
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     if rel.statistic == "mean":
         rel = _project_onto_box(rel)
@@ -431,7 +458,9 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                             secure: bool = False, statistic: str = "sum",
                             diagnostics: bool | float | None = None,
-                            session: Any = None,
+                            session: Any = None, privacy_unit: Any = None,
+                            max_rows: int | None = None,
+                            per_unit: str | None = None,
                             objective: str | ArrayLike | None = None) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
     known scales (:prf:ref:`gaussian-data-alg-clipped`).
@@ -504,6 +533,27 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Under replace-one the number
+        of units is public: it is ``n`` (the default ``clip_probability`` ``1/n``, a
+        mean's denominator); under add-remove it is private.
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). ``stds``
+        and ``center`` then model **one unit's vector**, not one row: with ``"mean"``
+        and a unit's ``k`` rows independent draws of the row model, its mean has centre
+        ``center`` and standard deviations ``stds / sqrt(k)``, so the row model's
+        ``stds`` are conservative (a larger clip radius than needed); with ``"sum"`` the
+        unit's vector is centred at ``k center`` with ``stds sqrt(k)``, which depends on
+        ``k``: give the model of the sums (``center`` 0 suits rows centred at 0). The
+        sum of all rows needs ``"sum"``, the mean over people ``"mean"``.
     objective : {"total", "relative"}, array_like of shape (d,), or None
         What ``scaling="scaled"`` minimises (:func:`dpsum.design.gaussian_data_scaling`,
         the clip radius held fixed as in the scaling lemma): ``"total"``,
@@ -537,21 +587,26 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     eps, dlt = _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
     V.check_vector(stds, "stds", d, positive=True)
     if center is None:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
     c = V.check_center(center, d)
-    obj = V.check_objective(objective, d, frame=columns is not None)
-    nn = _public_rows(n, relation)
-    acc = gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
-                                    clip_probability=clip_probability, n=nn, scaling=scaling,
-                                    neighbouring=relation, secure=secure_, statistic=statistic,
-                                    diagnostics=_diagnostics_on(diagnostics, relation),
-                                    objective=obj)
+    obj = V.check_objective(objective, d, frame=V.column_labels(X) is not None)
+    def plan(rows: int | None) -> Accumulator:
+        return gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
+                                         clip_probability=clip_probability,
+                                         n=_public_rows(rows, relation), scaling=scaling,
+                                         neighbouring=relation, secure=secure_,
+                                         statistic=statistic,
+                                         diagnostics=_diagnostics_on(diagnostics, relation),
+                                         objective=obj)
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
                    "the public center or stds are probably wrong for these data (a centre "
@@ -566,7 +621,9 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
                                neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                                secure: bool = False, statistic: str = "sum",
                                diagnostics: bool | float | None = None,
-                               session: Any = None) -> Release:
+                               session: Any = None, privacy_unit: Any = None,
+                               max_rows: int | None = None,
+                               per_unit: str | None = None) -> Release:
     """Isotropic clipping: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
     (add-remove).
@@ -602,6 +659,22 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Under replace-one the number
+        of units is public (``n``); under add-remove it is private.
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). The unit's
+        vector, not each row, is clipped to ``clip_norm``. The sum of all rows needs
+        ``"sum"`` (``clip_norm`` then bounds a unit's total, up to ``max_rows`` rows);
+        the mean over people ``"mean"`` (each unit weighs as one row).
 
     Returns
     -------
@@ -619,13 +692,18 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     relation = Neighbouring.parse(neighbouring)
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
-    acc = clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
-                                       neighbouring=relation, n=_public_rows(n, relation),
-                                       secure=secure_, statistic=statistic,
-                                       diagnostics=_diagnostics_on(diagnostics, relation))
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
+    def plan(rows: int | None) -> Accumulator:
+        return clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
+                                            neighbouring=relation,
+                                            n=_public_rows(rows, relation),
+                                            secure=secure_, statistic=statistic,
+                                            diagnostics=_diagnostics_on(diagnostics, relation))
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
                    "clipped", "clip_norm is probably too small for these data; the estimate "
@@ -794,7 +872,9 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
 
 def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
                              rng: RandomLike = None, secure: bool = False,
-                             statistic: str = "sum", session: Any = None) -> Release:
+                             statistic: str = "sum", session: Any = None,
+                             privacy_unit: Any = None, max_rows: int | None = None,
+                             per_unit: str | None = None) -> Release:
     """The shaped Laplace mechanism on the sum of the rows of ``X`` (book,
     chapter "Laplace or Gaussian?"): the pure-DP analogue of the Elliptical
     Gaussian mechanism.
@@ -833,6 +913,25 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Here the relation is
+        replace-one, so the number of units is public: it is ``n`` (the ``Release.n``
+        and a mean's denominator).
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). The sum of
+        all rows needs ``"sum"``, the mean over people ``"mean"`` (as for
+        :func:`elliptical_gaussian_mechanism`). With ``"sum"`` the box ``[-Delta/2,
+        Delta/2]`` grows to hold a sum of up to ``m = max_rows`` rows: the widths become
+        ``m Delta`` (``[min(lo, m lo), max(hi, m hi)]`` of a box centred at 0), the
+        widths the release records; with ``"mean"`` they are unchanged.
 
     Returns
     -------
@@ -862,12 +961,16 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
-    width = V.check_vector(widths, "widths", d, positive=True)
-    acc = shaped_laplace_accumulator(width, epsilon=eps,
-                                     n=_public_rows(n, Neighbouring.REPLACE),
-                                     secure=secure_, statistic=statistic)
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
+    width = units.widths(V.check_vector(widths, "widths", d, positive=True))
+    def plan(rows: int | None) -> Accumulator:
+        return shaped_laplace_accumulator(width, epsilon=eps,
+                                          n=_public_rows(rows, Neighbouring.REPLACE),
+                                          secure=secure_, statistic=statistic)
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "shaped_laplace_mechanism", None, "", "")

@@ -56,6 +56,7 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from dpsum import _validation as V
+from dpsum._units import pipeline_units
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
@@ -701,6 +702,14 @@ def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np
     return robust_scaling(scales, lam)
 
 
+def _default_objective(objective: Any, X: Any) -> Any:
+    """None is ``"relative"`` for a pandas input (named columns, perhaps in
+    different units), else left for :func:`_run` (``"total"``)."""
+    if objective is None and V.column_labels(X) is not None:
+        return "relative"
+    return objective
+
+
 def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
                     objective: str | np.ndarray = "total") -> float:
     """``sqrt(sum_j (Delta / b_j)^2)`` of the box path (the Elliptical Gaussian
@@ -1143,7 +1152,9 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
                  clip_probability: float | None = None,
                  regularization: float = REGULARIZATION, rng: Any = None,
                  secure: bool = False, diagnostics: bool = True,
-                 session: Any = None,
+                 session: Any = None, privacy_unit: Any = None,
+                 max_rows: int | None = None,
+                 per_unit: str | None = None,
                  objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private mean of the rows of ``X`` with no public data model.
 
@@ -1220,6 +1231,25 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         path spends at most ``rho``), charged, or refused if it does not fit,
         before the data's values are read. Without one the release is a
         one-off (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        pipeline then runs on one row per unit and ``neighbouring`` is over units
+        (replace-one: the number of units ``n`` is public; add-remove: it is private and
+        counted privately).
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default: ``"mean"`` for
+        :func:`private_mean`, ``"sum"`` for :func:`private_sum`). The mean over people
+        needs ``"mean"`` (each unit weighs as one row, however many rows it has); the
+        sum of all rows needs ``"sum"`` (a unit's share of the total is the sum of its
+        rows), and ``"sum"`` with :func:`private_mean` is the mean per-unit total. With
+        ``"sum"`` the box grows to hold a sum of up to ``m = max_rows`` rows,
+        ``[min(lower, m lower), max(upper, m upper)]``; with ``"mean"`` it is unchanged.
     objective : {"total", "relative"}, array_like of shape (d,), or None
         What the last step's noise shape minimises: ``"total"``, the squared
         error of the whole vector in the data's units; ``"relative"``, each
@@ -1312,6 +1342,9 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
     """
+    objective = _default_objective(objective, X)     # before the units fold a DataFrame
+    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
+                                          per_unit, "mean")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
@@ -1326,7 +1359,9 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
                 clip_probability: float | None = None,
                 regularization: float = REGULARIZATION, rng: Any = None,
                 secure: bool = False, diagnostics: bool = True,
-                session: Any = None,
+                session: Any = None, privacy_unit: Any = None,
+                max_rows: int | None = None,
+                per_unit: str | None = None,
                 objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private sum of the rows of ``X`` with no public data model.
 
@@ -1335,8 +1370,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
 
     Parameters
     ----------
-    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session, objective
-        As for :func:`private_mean`.
+    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session, privacy_unit, max_rows, per_unit, objective
+        As for :func:`private_mean` (``per_unit`` defaults to ``"sum"`` here).
 
     Returns
     -------
@@ -1344,6 +1379,9 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
         As for :func:`private_mean`, for the sum: its intervals cover the sum
         of the clipped rows, ``data_intervals`` the data's sum.
     """
+    objective = _default_objective(objective, X)     # before the units fold a DataFrame
+    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
+                                          per_unit, "sum")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
