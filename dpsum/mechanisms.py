@@ -49,6 +49,7 @@ from dpsum import _validation as V
 from dpsum._units import unit_rows
 from dpsum._validation import RandomLike
 from dpsum.distributions.discrete import discrete_gaussian_std
+from dpsum.data import as_data
 from dpsum.engines import dask as dask_engine
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
@@ -98,22 +99,14 @@ def _privacy(epsilon: Any, delta: Any) -> tuple[float, float]:
 
 
 def _dataset(X: Any) -> tuple[Any, int | None, int, tuple | None]:
-    """The dataset as an array (numpy or dask), its shape ``(n, d)`` and its
-    column labels (a pandas input); only its type and shape are checked here,
-    its values in the pass (a DataFrame's column by column, so that an error
-    names the column)."""
-    if dask_engine.is_dask_array(X):
-        data = dask_engine.check_matrix(X)
-        return data, dask_engine.row_count(data), int(data.shape[1]), None
-    if V.column_labels(X) is not None:
-        # no rows is accepted here as for an array; _public_rows refuses it
-        # under replace-one (under add-remove it is data like any other)
-        arr, labels = V.as_dataset(X, "X", empty_rows=True)
-        return arr, int(arr.shape[0]), int(arr.shape[1]), labels
-    arr = V.as_real_array(X, "X")
-    if arr.ndim != 2 or arr.shape[1] == 0:
-        raise ValueError(f"X must be 2-dimensional with at least one column, got shape {arr.shape}")
-    return arr, int(arr.shape[0]), int(arr.shape[1]), None
+    """The dataset at the boundary (:func:`dpsum.data.as_data`): its rows (a
+    numpy or dask array of float64), its shape ``(n, d)`` and its column
+    labels; only its type and shape are checked here, its values in the pass
+    (a DataFrame's column by column, so that an error names the column). No
+    rows is accepted here as for an array; :func:`_public_rows` refuses it
+    under replace-one (under add-remove it is data like any other)."""
+    data = as_data(X, "X")
+    return data.rows, data.n, data.d, data.columns
 
 
 def _finish(rel: Release, columns: tuple | None, who: str, expected_fraction: float | None,

@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpsum.pipeline import private_mean, private_sum
-from dpsum.pipeline.mean import _Context
+from dpsum.data import as_data
+from dpsum.pipeline.mean import _arguments, _Context
 from dpsum.privacy.neighbouring import Neighbouring
 
 
@@ -116,9 +117,11 @@ class _ZeroNoise:
 def _last_step_statistic(X: np.ndarray, C: float) -> np.ndarray:
     n, d = X.shape
     lo, hi = np.full(d, -4.0), np.full(d, 4.0)
-    ctx = _Context(X, lo, hi, None, False, None, False, 1.0, "private_mean")
-    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0, 2 * C,
-                                   Neighbouring.REPLACE, _ZeroNoise())
+    args = _arguments(None, None, 1.0, Neighbouring.REPLACE, None, "adaptive", None, 0.1,
+                      False, False)
+    ctx = _Context(args, as_data(X), lo, hi, 0, "mean")
+    ctx.gen = _ZeroNoise()
+    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0, 2 * C)
     return noisy
 
 
@@ -171,17 +174,17 @@ def test_vector_center_moves_are_noised_at_2_c_k(monkeypatch):
     import dpsum.pipeline.mean as M
     radii: list[float] = []
     stds: list[float] = []
-    real_sum, real_noise = M.exact_noisy_clipped_sum, M._gaussian_noise
+    real_sum, real_noise = M.ClippedSum, M._gaussian_noise
 
-    def spy_sum(data, C, b, c, z):
+    def spy_sum(C, *args):                     # the pass of each exact clipped sum
         radii.append(float(C))
-        return real_sum(data, C, b, c, z)
+        return real_sum(C, *args)
 
     def spy_noise(gen, std, size=None):
         stds.append(float(np.max(std)) if np.ndim(std) else float(std))
         return real_noise(gen, std, size=size)
 
-    monkeypatch.setattr(M, "exact_noisy_clipped_sum", spy_sum)
+    monkeypatch.setattr(M, "ClippedSum", spy_sum)
     monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
     n, d = 200, 3
     X = np.random.default_rng(0).normal(size=(n, d))
