@@ -152,7 +152,8 @@ def test_record_holds_only_private_and_public_quantities():
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
                       "budget", "steps", "guarantee", "strategy", "secure", "lower", "upper",
                       "columns", "clip_count", "outside_count", "diagnostics_std", "notes",
-                      "grid_unit", "accounting", "unprojected"}
+                      "grid_unit", "accounting", "unprojected", "objective",
+                      "objective_weights"}
     assert r.strategy == "coordinate center, scaled"
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)
