@@ -7,7 +7,7 @@ a maximum over paths, or a path accounted in another currency (the box's old
 exact composition of an (epsilon, delta) remainder spent up to 1.17 rho),
 is not a bound for the mixture. Each path is forced here (the seams
 ``_center_mode``, ``prefer_scaled``, ``_box_wins``, ``VECTOR_STOP`` and the
-bias check's ``_prefer_box`` of
+bias check's ``_prefer_box``, its veto's ``_vetoes`` and ``_signed_exceeds`` of
 :mod:`dpsum.pipeline.mean`) and the zCDP of the steps that ran is summed
 exactly (Fractions of the recorded floats: ``1/(2 s^2)`` per Gaussian step,
 ``epsilon^2/8`` per bounded-range step) and compared with the stated rho.
@@ -31,8 +31,8 @@ RELATIONS = ("replace", "add-remove")
 SIZES = ((1, 1), (30, 3), (400, 8))
 
 #: path -> (scaling, forced center mode, prefer scaled, box wins, stop at once
-#: [, the bias check prefers the box]; the check is forced to clipping
-#: unless the path says otherwise)
+#: [, the bias check prefers the box[, the veto holds]]; the check is forced
+#: to clipping and the veto to let it switch unless the path says otherwise)
 PATHS = {
     "coordinate, scaled": ("scaled", None, None, None, None),
     "coordinate, isotropic": ("isotropic", None, None, None, None),
@@ -45,6 +45,8 @@ PATHS = {
     "coordinate, then the bias check's box": ("adaptive", "coordinate", True, None, None,
                                               True),
     "vector, then the bias check's box": ("adaptive", "vector", False, False, True, True),
+    "coordinate, the bias check's box vetoed": ("adaptive", "coordinate", True, None, None,
+                                                True, True),
 }
 
 
@@ -65,8 +67,10 @@ def stated_rho(budget: dict) -> Fraction:
     return Fraction(float(zcdp_rho(budget["epsilon"], budget["delta"])))
 
 
-def _force(monkeypatch, mode, prefer, box, stop, check=False) -> None:
+def _force(monkeypatch, mode, prefer, box, stop, check=False, veto=False) -> None:
     monkeypatch.setattr(M, "_prefer_box", lambda *a: check)
+    monkeypatch.setattr(M, "_vetoes", lambda *a: veto)
+    monkeypatch.setattr(M, "_signed_exceeds", lambda *a: False)
     if mode is not None:
         monkeypatch.setattr(M, "_center_mode", lambda *a: mode)
     if prefer is not None:
@@ -113,6 +117,9 @@ def test_every_path_spends_at_most_the_stated_rho(path, monkeypatch):
         "box": {"box"},
         "coordinate, then the bias check's box": {"box (bias check)"},
         "vector, then the bias check's box": {"box (bias check)", "box"},
+        # (the box without a veto where clipping's noise alone loses to it)
+        "coordinate, the bias check's box vetoed": {"coordinate center, scaled",
+                                                    "box (bias check)"},
     }[path]
     # the forced path ran (every strategy it can end in but the split's own box)
     assert seen <= want and (want - {"box"} or {"box"}) <= seen, (path, seen)

@@ -93,7 +93,8 @@ from dpsum.pipeline.adaptive import (
     shrink_log_scales,
     vector_center_shares,
 )
-from dpsum.pipeline.passes import ClippedSum, Displacement, NearCount, SumState
+from dpsum.pipeline.passes import (ClippedSum, Displacement, NearCount, SignedDisplacement,
+                                   SumState)
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
@@ -199,6 +200,20 @@ CHECK_SHARE_RANGE = (0.02, 0.1)
 #: The bias check's per-row terms are quantised to ``2^-CHECK_BITS`` of the
 #: box diameter and summed exactly as integers.
 CHECK_BITS = 20
+
+#: The veto's share of ``rho`` (taken from the mean's with the check's, and
+#: given back to the mean when the check keeps clipping, so the veto does
+#: not run) (:func:`_veto`).
+VETO_SHARE = 0.03
+
+#: The veto caps each row's signed displacement at this multiple of the
+#: clip region's longest semi-axis ``C / min_j b_j`` (and at the box's
+#: diameter) (:func:`_veto`).
+VETO_CAP = 1.0
+
+#: The veto's margin, in standard deviations of each noisy term it reads
+#: (:func:`_vetoes`).
+VETO_Z = 2.0
 
 
 # density of log|Z| at its median log(Phi^{-1}(3/4)), Z standard normal:
@@ -824,10 +839,11 @@ def _check_share(widths: np.ndarray, relation: Neighbouring, mean_share: float) 
     return float(min(max(mean_share * ratio * ratio, lo), hi))
 
 
-def _bias_check(ctx: _Context, share: float, rest: float, C: float, b: np.ndarray,
-                center: np.ndarray) -> bool:
-    """The bias check: whether the box (:func:`_box_release`) is predicted to
-    beat clipping at ``C`` around ``center`` in the scaling ``b``. True for the box.
+def _bias_check(ctx: _Context, share: float, veto_share: float, rest: float, C: float,
+                b: np.ndarray, center: np.ndarray) -> bool:
+    """The bias check and its veto: whether the box (:func:`_box_release`) is
+    predicted to beat clipping at ``C`` around ``center`` in the scaling ``b``
+    (True for the box).
 
     The clipping displacement of row ``i`` in the data's units is
     ``r_i = (1 - min(1, C / ||x̂_i||)) ||x_i - c||`` (``x̂_i = (x_i - c) ⊙ b``), and
@@ -843,12 +859,15 @@ def _bias_check(ctx: _Context, share: float, rest: float, C: float, b: np.ndarra
     or disappears), ``share * rho``-zCDP. Only the decision is used (and
     released, as the strategy): post-processing of the noisy sum, of
     public quantities and of earlier private outputs (``C``, ``b``, ``c``,
-    ``ñ``). The mean then gets ``rest`` of ``rho`` on either path, so every
-    path spends the same total.
+    ``ñ``). The mean then gets ``rest`` of ``rho`` on either path (and the
+    veto's share too when the veto does not run), so every path spends the
+    same total.
 
-    The rule: the box when ``bias^2 + v_clip > v_box``, with ``bias`` the
-    noisy bound (at least 0) over ``ñ``, and ``v_clip``, ``v_box`` the two
-    paths' expected squared noise on the mean at the share ``rest``.
+    The rule: the box when ``bias^2 + v_clip > v_box``
+    (:func:`_prefer_box`), with ``bias`` the noisy bound (at least 0) over
+    ``ñ``, and ``v_clip``, ``v_box`` the two paths' expected squared noise on
+    the mean at the share ``rest``; unless the veto (:func:`_veto`, spending
+    ``veto_share``) bounds the signed bias below the same threshold.
     """
     relation, total = ctx.relation, ctx.total
     widths = ctx.hi - ctx.lo
@@ -862,6 +881,7 @@ def _bias_check(ctx: _Context, share: float, rest: float, C: float, b: np.ndarra
     else:
         noisy = float(S + ctx.noise(sigma))
     ctx.steps.append(gaussian_step("check", s_chk))
+    signed, capped, veto_std = _veto(ctx, veto_share, C, b, center, D)
     # everything relative to the box path's noise norm (no overflow: the
     # ratios are compared, and n cancels)
     s_rest = zcdp_gaussian_multiplier(rest * total)
@@ -869,7 +889,89 @@ def _bias_check(ctx: _Context, share: float, rest: float, C: float, b: np.ndarra
     with np.errstate(over="ignore"):
         unit = math.ldexp(D / k_box, -CHECK_BITS) / s_rest   # one integer unit
         clip_ratio = _norm(clipped_sum_sensitivity(C, relation) / b) / k_box
-        return _prefer_box(noisy * unit, sigma * unit, clip_ratio * clip_ratio, 1.0)
+        v_clip = clip_ratio * clip_ratio
+        bound, bound_std = noisy * unit, sigma * unit
+        threshold = math.sqrt(max(1.0 - v_clip, 0.0))
+        if _prefer_box(bound, bound_std, v_clip, 1.0):
+            # the veto, unless the box wins on clipping's noise alone
+            return not (v_clip < 1.0 and _vetoes(signed, capped, b.size, bound, bound_std,
+                                                 threshold))
+        return _signed_exceeds(signed, b.size, veto_std / (k_box * s_rest), v_clip, threshold)
+
+
+def _veto(ctx: _Context, share: float, C: float, b: np.ndarray, center: np.ndarray,
+          D: float) -> tuple[float, float, float]:
+    """The veto's release: the norm of the noisy capped signed displacement
+    sum ``V`` and the noisy ``U_K``, both in units of their noise's standard
+    deviation, and that standard deviation in the data's units.
+
+    With ``K = min(D, VETO_CAP C / min_j b_j)`` (public given the earlier
+    outputs: the clip region's longest semi-axis in the data's units), row
+    ``i``'s displacement ``delta_i`` (``||delta_i|| = r_i``) is capped to
+    ``delta_i^K = delta_i min(1, K / r_i)``. One pass
+    (:class:`~dpsum.pipeline.passes.SignedDisplacement`) sums ``V = sum_i delta_i^K``
+    and ``U_K = sum_i min(r_i, K)`` exactly on the grid ``K 2^-CHECK_BITS``;
+    per row the ``d + 1`` integers have L2 norm at most
+    ``sqrt(2) 2^CHECK_BITS``, so one row changes the sums by at most
+    ``sqrt(2) 2^CHECK_BITS`` under add-remove and ``sqrt(5) 2^CHECK_BITS``
+    under replace-one (the vector by ``2``, the norm by ``1`` times
+    ``2^CHECK_BITS``). Gaussian noise of that scale times ``s`` (the
+    multiplier of ``share * rho``; discrete Gaussian with ``secure=True``) is
+    added to each: ``share * rho``-zCDP. ``||V|| / U_K`` is the share of the
+    capped displacements that does not cancel (:func:`_vetoes`,
+    :func:`_signed_exceeds`: post-processing).
+    """
+    d = b.size
+    K = min(D, VETO_CAP * C / float(np.min(b)))
+    state = ctx.run(SignedDisplacement(C, b, center, K, CHECK_BITS))
+    s_v = zcdp_gaussian_multiplier(share * ctx.total)
+    sens = math.sqrt(5.0 if ctx.relation is Neighbouring.REPLACE else 2.0)
+    sigma = s_v * sens * 2.0 ** CHECK_BITS
+    if ctx.secure:
+        z = discrete_gaussian(sigma * sigma * (1 + 1e-12), size=d + 1, rng=ctx.secure_gen)
+        noisy = np.array([float(int(a) + int(e)) for a, e in zip(state, np.ravel(z))])
+    else:
+        noisy = np.array([float(a) for a in state]) + ctx.noise(sigma, size=d + 1)
+    ctx.steps.append(gaussian_step("veto", s_v))
+    with np.errstate(over="ignore"):
+        return (_norm(noisy[:d] / sigma), float(noisy[d]) / sigma,
+                math.ldexp(sigma * K, -CHECK_BITS))
+
+
+def _vetoes(signed: float, capped: float, d: int, bound: float, bound_std: float,
+            threshold: float) -> bool:
+    """The veto's rule (post-processing). ``signed`` is the norm of the noisy
+    capped vector sum ``V`` and ``capped`` the noisy ``U_K``, both in units of
+    their noise's standard deviation (per coordinate); ``bound`` is the
+    check's noisy bound (std ``bound_std``). With ``z = VETO_Z``, an upper
+    value of ``||V||`` from the unbiased ``||Ṽ||^2 - d`` (variance
+    ``2 d + 4 ||V||^2``), ``v = sqrt(max(0, ||Ṽ||^2 - d + z sqrt(2 d + 4 ||Ṽ||^2)))``,
+    and a lower value ``U_K - z`` of ``U_K``, the signed bias is estimated as
+    ``(bound + z bound_std) min(1, v / (U_K - z))`` (1 when ``U_K <= z``); the
+    veto holds when this is below ``threshold``."""
+    z = VETO_Z
+    sq = signed * signed
+    v = math.sqrt(max(0.0, sq - d + z * math.sqrt(2.0 * d + 4.0 * sq)))
+    low = capped - z
+    ratio = min(1.0, v / low) if low > 0 else 1.0
+    return bool((bound + z * bound_std) * ratio < threshold)
+
+
+def _signed_exceeds(signed: float, d: int, std: float, v_clip: float,
+                    threshold: float) -> bool:
+    """The second way to the box (post-processing): the capped signed sum's
+    norm alone, ``signed`` in units of its noise's standard deviation per
+    coordinate ``std`` (in the units of ``threshold``), exceeds the
+    threshold by the check's margin. With ``z`` the check's quantile
+    (:func:`_prefer_box`), a lower value of ``||V||`` from the unbiased
+    ``||Ṽ||^2 - d`` is ``sqrt(max(0, ||Ṽ||^2 - d - z sqrt(2 d + 4 ||Ṽ||^2)))``;
+    the box when it times ``std`` exceeds ``threshold``. Where the
+    displacements do not cancel, ``V`` measures the bias with a noise of the
+    cap's scale, far below the check's (of the box's diameter)."""
+    z = float(ndtri(1.0 - CHECK_RISK * v_clip))
+    sq = signed * signed
+    low = math.sqrt(max(0.0, sq - d - z * math.sqrt(2.0 * d + 4.0 * sq)))
+    return bool(low * std > threshold)
 
 
 #: The bias check risks at most this fraction of the clipping path's noise
@@ -1136,9 +1238,10 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         # 5b. the bias check: the box when clipping at C is predicted, from a
         # private bound on its displacement, to lose to it
         chk = _check_share(ctx.hi - ctx.lo, ctx.relation, mean_share)
-        mean_share -= chk
-        ctx.split = dataclasses.replace(ctx.split, mean=mean_share, check=chk)
-        if _bias_check(ctx, chk, mean_share, C, b, center):
+        veto = min(VETO_SHARE, 0.25 * (mean_share - chk))
+        mean_share = mean_share - chk - veto
+        ctx.split = dataclasses.replace(ctx.split, mean=mean_share, check=chk + veto)
+        if _bias_check(ctx, chk, veto, mean_share, C, b, center):
             return _box_release(ctx, mean_share,
                                 reason="the private bias check predicts that clipping "
                                        "loses to the public box for these data")

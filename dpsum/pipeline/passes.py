@@ -14,6 +14,8 @@ order-independent (:class:`dpsum.data.Pass`):
   whole-vector center's decision);
 - :class:`Displacement` — the bias check's integer sum of per-row clipping
   displacements;
+- :class:`SignedDisplacement` — the veto's integer sums: the signed
+  displacement vectors, each capped at a public norm, and their norms;
 - :class:`ClippedSum` — the exact clipped sum of the scaled deviations
   ``(x - c) ⊙ b`` on a public grid (the kernel of the accumulators,
   :func:`dpsum.kernels.grid.accumulate_grid`), with the clipped rows and the
@@ -83,6 +85,46 @@ class Displacement:
 
     def merge(self, a: int, b: int) -> int:
         return a + b
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SignedDisplacement:
+    """The veto's data part: the exact integer sums over the rows of the
+    clipping displacement ``delta_i = (1 - min(1, C / ||x̂_i||)) (x_i - c)``
+    capped at the norm ``cap`` (``delta_i min(1, cap / ||delta_i||)``) and of
+    its capped norm ``min(r_i, cap)``, both on the grid ``cap 2^-bits``
+    (each coordinate truncated towards zero, the norm floored): per row an
+    integer vector of norm at most ``2^bits`` and an integer in
+    ``[0, 2^bits]``, computed from its own row. The state is the ``d + 1``
+    sums (Python ints), the norms' last."""
+
+    clip_norm: float
+    scaling: np.ndarray
+    center: np.ndarray
+    cap: float
+    bits: int
+
+    def update(self, block: np.ndarray) -> tuple:
+        C, K, top = self.clip_norm, self.cap, 2 ** self.bits
+        scaled = row_norms(block, self.center, self.scaling)
+        dist = row_norms(block, self.center, None)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            factor = np.where(scaled > C, 1.0 - C / scaled, 0.0)
+            r = factor * dist
+            r = np.where(np.isnan(r), np.inf, r)
+            # the vector's factor, a hair below the cap so that the truncated
+            # integer vector's norm is at most 2^bits whatever the rounding
+            shrink = np.where(r > K, K / r, 1.0) * factor * (1.0 - 2.0 ** -40)
+            v = np.trunc((block - self.center) * shrink[:, None] * (top / K))
+            v = np.where(np.isfinite(v), v, 0.0)
+            units = np.floor(np.minimum(r, K) / K * top)
+        v = np.clip(v, -top, top).astype(np.int64)
+        units = np.clip(units, 0, top).astype(np.int64)
+        return tuple(int(x) for x in np.sum(v, axis=0, dtype=np.int64)) + \
+            (int(np.sum(units, dtype=np.int64)),)
+
+    def merge(self, a: tuple, b: tuple) -> tuple:
+        return tuple(x + y for x, y in zip(a, b))
 
 
 @dataclasses.dataclass(frozen=True)
