@@ -24,9 +24,11 @@ bounds every coordinate, they run these steps, each private:
    (:func:`calibrated_clip_radius`);
 5b. ``check`` (``scaling="adaptive"``, the default split) — the bias check
    (:func:`_bias_check`): a private, exactly summed bound on how far clipping
-   at ``C`` moves the rows decides, as post-processing, between the clipped
-   sum and the box's Elliptical Gaussian mechanism (the book's appendix
-   :ref:`the bias check <a3-bias-check>`);
+   at ``C`` moves the rows, and its veto (:func:`_veto`): the exact sum of
+   the signed displacements capped at the clip region's longest semi-axis,
+   which sees whether they cancel, decide, as post-processing, between the
+   clipped sum and the box's Elliptical Gaussian mechanism (the book's
+   appendix :ref:`the bias check <a3-bias-check>`);
 6. ``mean`` — the Gaussian-data mechanism's clipped sum with Gaussian noise, calibrated to
    what is left of the budget.
 

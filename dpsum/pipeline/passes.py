@@ -120,8 +120,8 @@ class SignedDisplacement:
             units = np.floor(np.minimum(r, K) / K * top)
         v = np.clip(v, -top, top).astype(np.int64)
         units = np.clip(units, 0, top).astype(np.int64)
-        return tuple(int(x) for x in np.sum(v, axis=0, dtype=np.int64)) + \
-            (int(np.sum(units, dtype=np.int64)),)
+        sums = np.sum(v, axis=0, dtype=np.int64).reshape(-1)
+        return tuple(int(x) for x in sums) + (int(np.sum(units, dtype=np.int64)),)
 
     def merge(self, a: tuple, b: tuple) -> tuple:
         return tuple(x + y for x, y in zip(a, b))
