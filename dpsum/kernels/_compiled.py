@@ -49,67 +49,194 @@ def available() -> bool:
     return True
 
 
+#: Rows of a sub-tile: its values (about 32 KiB) stay in the L1 cache between
+#: the pass that sums the squares and the pass that rounds and adds.
+_SUB_ELEMENTS = 4096
+
+
+def _square_or_zero(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int, j: int,
+                    d: int) -> float:  # pragma: no cover - compiled
+    """``t_ij^2`` for ``j < d``, else ``+0``."""
+    if j < d:
+        v = (X[i, j] - center[j]) * b_n[j]
+        return v * v
+    return 0.0
+
+
+def _row_norm(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int,
+              full: int) -> float:  # pragma: no cover - compiled
+    """Row ``i``'s squared norm ``sum_j t_ij^2``, ``t_ij = fl(fl(x_ij - c_j) b_j)``,
+    in the order of :func:`dpsum.kernels._rows._lane_sum` (``full``: ``d``
+    rounded down to a multiple of 8). The 8 lanes are 8 accumulators the SLP
+    vectoriser packs into vector registers; ``x - 0`` is ``x`` exactly."""
+    d = X.shape[1]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    for j in range(0, full, 8):
+        v0 = (X[i, j] - center[j]) * b_n[j]
+        v1 = (X[i, j + 1] - center[j + 1]) * b_n[j + 1]
+        v2 = (X[i, j + 2] - center[j + 2]) * b_n[j + 2]
+        v3 = (X[i, j + 3] - center[j + 3]) * b_n[j + 3]
+        v4 = (X[i, j + 4] - center[j + 4]) * b_n[j + 4]
+        v5 = (X[i, j + 5] - center[j + 5]) * b_n[j + 5]
+        v6 = (X[i, j + 6] - center[j + 6]) * b_n[j + 6]
+        v7 = (X[i, j + 7] - center[j + 7]) * b_n[j + 7]
+        a0 += v0 * v0
+        a1 += v1 * v1
+        a2 += v2 * v2
+        a3 += v3 * v3
+        a4 += v4 * v4
+        a5 += v5 * v5
+        a6 += v6 * v6
+        a7 += v7 * v7
+    if full < d:                       # the last d mod 8 terms; + 0 is exact
+        a0 += _square(X, center, b_n, i, full, d)
+        a1 += _square(X, center, b_n, i, full + 1, d)
+        a2 += _square(X, center, b_n, i, full + 2, d)
+        a3 += _square(X, center, b_n, i, full + 3, d)
+        a4 += _square(X, center, b_n, i, full + 4, d)
+        a5 += _square(X, center, b_n, i, full + 5, d)
+        a6 += _square(X, center, b_n, i, full + 6, d)
+    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+
+
+def _norms_of(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+              out: np.ndarray) -> None:  # pragma: no cover - compiled
+    full = X.shape[1] - X.shape[1] % 8
+    for i in range(X.shape[0]):
+        out[i] = _norm(X, center, b_n, i, full)
+
+
+#: Rows of a sub-tile: its values (about 32 KiB) stay in the L1 cache between
+#: the pass that sums the squares and the pass that rounds and adds.
+_SUB_ELEMENTS = 4096
+
+
+def _square_or_zero(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int, j: int,
+                    d: int) -> float:  # pragma: no cover - compiled
+    """``t_ij^2`` for ``j < d``, else ``+0``."""
+    if j < d:
+        v = (X[i, j] - center[j]) * b_n[j]
+        return v * v
+    return 0.0
+
+
 def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
                C_n: float, shrink: float, upper_factor: float, scale: float,
                tile_rows: int, out: np.ndarray, hard: np.ndarray,
                clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
     n, d = X.shape
+    full = d - d % 8
+    sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
+    sq = np.empty(sub)
+    g = np.empty(sub)
+    acc = np.empty(d)
     for tile in range(first, last):
         start = tile * tile_rows
         stop = min(n, start + tile_rows)
-        t = np.empty(d)
-        s = np.empty(d)
-        acc = np.zeros(d)
+        acc[:] = 0.0
         count = 0
-        for i in range(start, stop):
-            for j in range(d):
-                # x - 0 is x exactly: no centre is a centre of zeros
-                v = (X[i, j] - center[j]) * b_n[j]
-                t[j] = v
-                s[j] = v * v
-            w = d
-            while w > 1:
-                h = w // 2
-                for m in range(h):
-                    s[m] = s[m] + s[w - h + m]
-                w -= h
-            sq = s[0]
-            if not sq < np.inf:                # NaN or inf: the per-row path
-                hard[i] = True
-                continue
-            nu = math.sqrt(sq)
-            f = C_n / nu * shrink
-            if not f < 1.0:                    # also nu = 0 (f = inf)
-                f = 1.0
-            up = nu * upper_factor
-            for _ in range(_MAX_RECHECKS):
-                if not f * up * (1.0 + 2 * _U) > C_n:
-                    break
-                f = f * (1.0 - 2.0 ** -20)
-            if f * up * (1.0 + 2 * _U) > C_n:
-                f = 0.0
-            if f < 1.0:
-                count += 1
-            g = f * scale
-            for j in range(d):
-                # rint(y) for |y| < 2^51: adding 1.5 2^52 rounds to an integer
-                # (ties to even), subtracting it is exact
-                acc[j] += (t[j] * g + _ROUNDER) - _ROUNDER
+        for s0 in range(start, stop, sub):
+            m = min(sub, stop - s0)
+            # 1. squared norms, term j in lane j mod 8, each lane left to right
+            #    (dpsum.kernels._rows._lane_sum); x - 0 is x exactly
+            for r in range(m):
+                sq[r] = _norm(X, center, b_n, s0 + r, full)
+            # 2. clip factors for the sub-tile's rows (no loop-carried work)
+            bad = 0
+            for r in range(m):
+                nu = math.sqrt(sq[r])
+                f = min(1.0, C_n / nu * shrink)          # nu = 0: f = 1; NaN: f = NaN
+                g[r] = f
+                bad += (f * (nu * upper_factor) * (1.0 + 2 * _U) > C_n) | (not sq[r] < np.inf)
+            if bad:                                      # never for finite rows (tested)
+                for r in range(m):
+                    if not sq[r] < np.inf:               # NaN or inf: the per-row path
+                        hard[s0 + r] = True
+                        g[r] = 0.0
+                        continue
+                    f = g[r]
+                    up = math.sqrt(sq[r]) * upper_factor
+                    for _ in range(_MAX_RECHECKS):
+                        if not f * up * (1.0 + 2 * _U) > C_n:
+                            break
+                        f = f * (1.0 - 2.0 ** -20)
+                    if f * up * (1.0 + 2 * _U) > C_n:
+                        f = 0.0
+                    g[r] = f
+                    count += f < 1.0
+            else:
+                for r in range(m):
+                    count += g[r] < 1.0
+            for r in range(m):
+                g[r] = g[r] * scale
+            # 3. round and add: rint(y) for |y| < 2^51 as (y + 1.5 2^52) - 1.5 2^52
+            #    (ties to even; the subtraction is exact)
+            for r in range(m):
+                i = s0 + r
+                gr = g[r]
+                if gr == 0.0:                  # adds 0; a flagged row's t may be inf
+                    continue
+                for j in range(d):
+                    v = (X[i, j] - center[j]) * b_n[j]
+                    acc[j] += (v * gr + _ROUNDER) - _ROUNDER
         for j in range(d):
             out[tile, j] = acc[j]
         clipped[tile] = count
 
 
 _compiled: Any = None
+_square: Any = None                    # _square_or_zero and _row_norm compiled,
+_norm: Any = None                      # inlined in the kernel
+_compiled_norms: Any = None
+
+
+def _compile(func: Any, inputs: int, outputs: str) -> Any:
+    """``func`` compiled now (or loaded from numba's cache) for ``inputs``
+    read-only arrays (a C-contiguous matrix, then vectors) followed by the
+    arguments ``outputs`` spells (``f``: float64, ``i``: int64, ``M``/``I``/``B``:
+    writable float64 matrix, int64 matrix, bool vector, ``v``/``V``: int64/float64
+    vector),
+    with LLVM's SLP vectoriser on (numba's default leaves it off): it packs
+    the kernel's 8 explicit lane accumulators into vector registers. Without
+    fast-math no vectoriser reorders a floating-point operation, so the bits
+    are those of the code's order whether it runs or not."""
+    from numba.core import config
+    t = numba.types
+    kinds = {"f": t.float64, "i": t.int64, "M": t.float64[:, ::1], "I": t.int64[:, ::1],
+             "B": t.boolean[::1], "v": t.int64[::1], "V": t.float64[::1]}
+    args = [t.Array(t.float64, 2, "C", readonly=True)]
+    args += [t.Array(t.float64, 1, "C", readonly=True)] * (inputs - 1)
+    args += [kinds[c] for c in outputs]
+    saved = config.SLP_VECTORIZE
+    config.SLP_VECTORIZE = 1
+    try:
+        return numba.njit(t.void(*args), error_model="numpy", cache=True, nogil=True)(func)
+    finally:
+        config.SLP_VECTORIZE = saved
 
 
 def _kernel() -> Any:
-    global _compiled
+    global _compiled, _square, _norm
     if _compiled is None:
         if not available():
             raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
-        _compiled = numba.njit(error_model="numpy", cache=True, nogil=True)(_tile_sums)
+        _square = numba.njit(inline="always")(_square_or_zero)
+        _norm = numba.njit(inline="always")(_row_norm)
+        _compiled = _compile(_tile_sums, 3, "ffffiMBvii")
     return _compiled
+
+
+def squared_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray) -> np.ndarray:
+    """Every row's squared norm as the compiled kernel computes it (the same
+    inlined code): for the test against exact arithmetic."""
+    global _compiled_norms
+    _kernel()
+    if _compiled_norms is None:
+        _compiled_norms = _compile(_norms_of, 3, "V")
+    out = np.empty(X.shape[0])
+    _compiled_norms(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(center),
+                    np.ascontiguousarray(b_n), out)
+    return out
 
 
 def _cores() -> int:
@@ -236,8 +363,7 @@ def accumulate_clamped(X: np.ndarray, plan: Any) -> tuple[np.ndarray, int, int, 
     if _compiled_clamp is None:
         if not available():
             raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
-        _compiled_clamp = numba.njit(error_model="numpy", cache=True,
-                                     nogil=True)(_clamp_tiles)
+        _compiled_clamp = _compile(_clamp_tiles, 7, "iMIii")
     n, d = X.shape
     neg = -np.asarray(plan.G, dtype=np.int64)
     half = neg // 2
