@@ -99,6 +99,43 @@ def _row_norm(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int,
     return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
 
 
+def _lane_total(S: np.ndarray, o: int, d: int,
+                full: int) -> float:  # pragma: no cover - compiled
+    """The squares ``S[o:o + d]`` summed in the order of :func:`_row_norm`."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    for j in range(o, o + full, 8):
+        a0 += S[j]
+        a1 += S[j + 1]
+        a2 += S[j + 2]
+        a3 += S[j + 3]
+        a4 += S[j + 4]
+        a5 += S[j + 5]
+        a6 += S[j + 6]
+        a7 += S[j + 7]
+    rem = d - full
+    t = o + full
+    if rem > 0:
+        a0 += S[t]
+    if rem > 1:
+        a1 += S[t + 1]
+    if rem > 2:
+        a2 += S[t + 2]
+    if rem > 3:
+        a3 += S[t + 3]
+    if rem > 4:
+        a4 += S[t + 4]
+    if rem > 5:
+        a5 += S[t + 5]
+    if rem > 6:
+        a6 += S[t + 6]
+    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+
+
+#: Below this many columns the kernel stores a sub-tile's squares before
+#: summing them (faster there); from it on it sums them as it reads the row.
+_DIRECT_D = 32
+
+
 def _norms_of(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
               out: np.ndarray) -> None:  # pragma: no cover - compiled
     full = X.shape[1] - X.shape[1] % 8
@@ -120,10 +157,83 @@ def _square_or_zero(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int, 
     return 0.0
 
 
+def _clip_factors(sq: np.ndarray, g: np.ndarray, m: int, C_n: float, shrink: float,
+                  upper_factor: float, scale: float, hard: np.ndarray,
+                  s0: int) -> int:  # pragma: no cover - compiled
+    """Step 2 for a sub-tile's ``m`` rows: ``g = f 2^-k`` with the clip factor
+    ``f`` and its re-check as in :func:`dpsum.kernels.grid._grid_factors`
+    (rows whose squared norm is not finite are flagged in ``hard`` and get
+    ``g = 0``); returns the clipped count."""
+    count = 0
+    bad = 0
+    for r in range(m):                       # no loop-carried work: vectorised
+        nu = math.sqrt(sq[r])
+        f = min(1.0, C_n / nu * shrink)      # nu = 0: f = 1; NaN: f = NaN
+        g[r] = f
+        bad += (f * (nu * upper_factor) * (1.0 + 2 * _U) > C_n) | (not sq[r] < np.inf)
+    if bad:                                  # never for finite rows (tested)
+        for r in range(m):
+            if not sq[r] < np.inf:           # NaN or inf: the per-row path
+                hard[s0 + r] = True
+                g[r] = 0.0
+                continue
+            f = g[r]
+            up = math.sqrt(sq[r]) * upper_factor
+            for _ in range(_MAX_RECHECKS):
+                if not f * up * (1.0 + 2 * _U) > C_n:
+                    break
+                f = f * (1.0 - 2.0 ** -20)
+            if f * up * (1.0 + 2 * _U) > C_n:
+                f = 0.0
+            g[r] = f
+            count += f < 1.0
+    else:
+        for r in range(m):
+            count += g[r] < 1.0
+    for r in range(m):
+        g[r] = g[r] * scale
+    return count
+
+
+def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray,
+               s0: int, m: int, acc: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Step 3: ``acc += rint(t_i g_i)`` over the sub-tile's rows, with
+    ``rint(y) = (y + 1.5 2^52) - 1.5 2^52`` for ``|y| < 2^51`` (ties to even;
+    the subtraction is exact). Four rows at a time: the integers' sums stay
+    below 2^52, so every addition is exact and their order is free. A row
+    with ``g = 0`` adds 0 and is skipped (a flagged row's ``t`` may be inf)."""
+    d = X.shape[1]
+    r = 0
+    while r < m:
+        if r + 4 <= m and g[r] != 0 and g[r + 1] != 0 and g[r + 2] != 0 and g[r + 3] != 0:
+            i = s0 + r
+            g0 = g[r]
+            g1 = g[r + 1]
+            g2 = g[r + 2]
+            g3 = g[r + 3]
+            for j in range(d):
+                cj = center[j]
+                bj = b_n[j]
+                q0 = ((X[i, j] - cj) * bj * g0 + _ROUNDER) - _ROUNDER
+                q1 = ((X[i + 1, j] - cj) * bj * g1 + _ROUNDER) - _ROUNDER
+                q2 = ((X[i + 2, j] - cj) * bj * g2 + _ROUNDER) - _ROUNDER
+                q3 = ((X[i + 3, j] - cj) * bj * g3 + _ROUNDER) - _ROUNDER
+                acc[j] += (q0 + q1) + (q2 + q3)
+            r += 4
+            continue
+        gr = g[r]
+        if gr != 0.0:
+            i = s0 + r
+            for j in range(d):
+                acc[j] += ((X[i, j] - center[j]) * b_n[j] * gr + _ROUNDER) - _ROUNDER
+        r += 1
+
+
 def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
                C_n: float, shrink: float, upper_factor: float, scale: float,
                tile_rows: int, out: np.ndarray, hard: np.ndarray,
                clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
+    """The kernel for ``d >= 32``: each row's squares summed as it is read."""
     n, d = X.shape
     full = d - d % 8
     sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
@@ -138,47 +248,45 @@ def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
         for s0 in range(start, stop, sub):
             m = min(sub, stop - s0)
             # 1. squared norms, term j in lane j mod 8, each lane left to right
-            #    (dpsum.kernels._rows._lane_sum); x - 0 is x exactly
+            #    (dpsum.kernels._rows._lane_sum)
             for r in range(m):
                 sq[r] = _norm(X, center, b_n, s0 + r, full)
-            # 2. clip factors for the sub-tile's rows (no loop-carried work)
-            bad = 0
+            count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
+            _add(X, center, b_n, g, s0, m, acc)
+        for j in range(d):
+            out[tile, j] = acc[j]
+        clipped[tile] = count
+
+
+def _tile_sums_narrow(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+                      C_n: float, shrink: float, upper_factor: float, scale: float,
+                      tile_rows: int, out: np.ndarray, hard: np.ndarray,
+                      clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
+    """The kernel for ``d < 32`` (faster there): a sub-tile's squares stored
+    first in one loop, then summed in the lanes: the same operations in the
+    same order as :func:`_tile_sums`."""
+    n, d = X.shape
+    full = d - d % 8
+    sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
+    sq = np.empty(sub)
+    S = np.empty(sub * d)
+    g = np.empty(sub)
+    acc = np.empty(d)
+    for tile in range(first, last):
+        start = tile * tile_rows
+        stop = min(n, start + tile_rows)
+        acc[:] = 0.0
+        count = 0
+        for s0 in range(start, stop, sub):
+            m = min(sub, stop - s0)
             for r in range(m):
-                nu = math.sqrt(sq[r])
-                f = min(1.0, C_n / nu * shrink)          # nu = 0: f = 1; NaN: f = NaN
-                g[r] = f
-                bad += (f * (nu * upper_factor) * (1.0 + 2 * _U) > C_n) | (not sq[r] < np.inf)
-            if bad:                                      # never for finite rows (tested)
-                for r in range(m):
-                    if not sq[r] < np.inf:               # NaN or inf: the per-row path
-                        hard[s0 + r] = True
-                        g[r] = 0.0
-                        continue
-                    f = g[r]
-                    up = math.sqrt(sq[r]) * upper_factor
-                    for _ in range(_MAX_RECHECKS):
-                        if not f * up * (1.0 + 2 * _U) > C_n:
-                            break
-                        f = f * (1.0 - 2.0 ** -20)
-                    if f * up * (1.0 + 2 * _U) > C_n:
-                        f = 0.0
-                    g[r] = f
-                    count += f < 1.0
-            else:
-                for r in range(m):
-                    count += g[r] < 1.0
-            for r in range(m):
-                g[r] = g[r] * scale
-            # 3. round and add: rint(y) for |y| < 2^51 as (y + 1.5 2^52) - 1.5 2^52
-            #    (ties to even; the subtraction is exact)
-            for r in range(m):
-                i = s0 + r
-                gr = g[r]
-                if gr == 0.0:                  # adds 0; a flagged row's t may be inf
-                    continue
                 for j in range(d):
-                    v = (X[i, j] - center[j]) * b_n[j]
-                    acc[j] += (v * gr + _ROUNDER) - _ROUNDER
+                    v = (X[s0 + r, j] - center[j]) * b_n[j]
+                    S[r * d + j] = v * v
+            for r in range(m):
+                sq[r] = _lanes(S, r * d, d, full)
+            count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
+            _add(X, center, b_n, g, s0, m, acc)
         for j in range(d):
             out[tile, j] = acc[j]
         clipped[tile] = count
@@ -187,6 +295,10 @@ def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
 _compiled: Any = None
 _square: Any = None                    # _square_or_zero and _row_norm compiled,
 _norm: Any = None                      # inlined in the kernel
+_lanes: Any = None
+_factors: Any = None
+_add: Any = None
+_compiled_narrow: Any = None
 _compiled_norms: Any = None
 
 
@@ -215,15 +327,23 @@ def _compile(func: Any, inputs: int, outputs: str) -> Any:
         config.SLP_VECTORIZE = saved
 
 
-def _kernel() -> Any:
-    global _compiled, _square, _norm
+def _kernel(d: int = _DIRECT_D) -> Any:
+    """The compiled kernel for ``d`` columns."""
+    global _compiled, _compiled_narrow, _square, _norm, _lanes, _factors, _add
     if _compiled is None:
         if not available():
             raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
         _square = numba.njit(inline="always")(_square_or_zero)
         _norm = numba.njit(inline="always")(_row_norm)
+        _lanes = numba.njit(inline="always")(_lane_total)
+        _factors = numba.njit(inline="always", error_model="numpy")(_clip_factors)
+        _add = numba.njit(inline="always")(_round_add)
         _compiled = _compile(_tile_sums, 3, "ffffiMBvii")
-    return _compiled
+    if d >= _DIRECT_D:
+        return _compiled
+    if _compiled_narrow is None:
+        _compiled_narrow = _compile(_tile_sums_narrow, 3, "ffffiMBvii")
+    return _compiled_narrow
 
 
 def squared_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray) -> np.ndarray:
@@ -256,8 +376,23 @@ def _run_tiles(kernel: Any, tiles: int, *args: Any) -> None:
         kernel(*args, 0, tiles)
         return
     bounds = [tiles * i // k for i in range(k + 1)]
-    with ThreadPoolExecutor(max_workers=k) as pool:
-        list(pool.map(lambda ab: kernel(*args, ab[0], ab[1]), zip(bounds, bounds[1:])))
+    pool = _pool(k - 1)
+    # this thread takes the first range; the pool's threads the others
+    rest = [pool.submit(kernel, *args, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
+    kernel(*args, bounds[0], bounds[1])
+    for job in rest:
+        job.result()
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(k: int) -> ThreadPoolExecutor:
+    """A pool of ``k`` threads, made once and kept (starting threads for
+    every call costs more than a small block's pass)."""
+    if k not in _POOLS:
+        _POOLS[k] = ThreadPoolExecutor(max_workers=k, thread_name_prefix="dpsum-kernel")
+    return _POOLS[k]
 
 
 _THREADS: list[int] = []
@@ -302,7 +437,7 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
     total = np.array([0] * d, dtype=object)
     n_clipped = 0
     hard_rows: list[np.ndarray] = []
-    kernel = _kernel()
+    kernel = _kernel(d)
     for start in range(0, n, chunk_rows):
         block = np.ascontiguousarray(X[start:start + chunk_rows], dtype=np.float64)
         m = block.shape[0]
