@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from dpsum import _validation as V
+from dpsum.kernels._compiled import one_thread
 from dpsum.release.accumulator import Accumulator
 
 __all__ = [
@@ -87,9 +88,11 @@ def row_count(X: Any) -> int | None:
 
 
 def _fold_chunk(empty: Accumulator, block: np.ndarray, index: int, start: float) -> Accumulator:
-    """The map task: one row chunk folded into the empty accumulator."""
+    """The map task: one row chunk folded into the empty accumulator, the
+    compiled kernel on this task's thread alone (dask runs a task per core)."""
     try:
-        return empty.update(block)
+        with one_thread():
+            return empty.update(block)
     except ValueError:
         arr = np.asarray(block)
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):

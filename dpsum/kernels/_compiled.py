@@ -20,8 +20,11 @@ core the process may use), each on its own contiguous tiles of rows.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -398,12 +401,30 @@ def _pool(k: int) -> ThreadPoolExecutor:
 _THREADS: list[int] = []
 
 
+_LOCAL = threading.local()
+
+
 def threads() -> int:
-    """The threads the compiled kernels use: ``DPSUM_THREADS`` or every core."""
+    """The threads the compiled kernels use: ``DPSUM_THREADS`` or every core
+    (one inside :func:`one_thread`)."""
+    if getattr(_LOCAL, "one", False):
+        return 1
     if not _THREADS:
         env = os.environ.get("DPSUM_THREADS", "")
         _THREADS.append(int(env) if env.isdigit() and int(env) > 0 else _cores())
     return _THREADS[0]
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """The kernels called from this thread inside the block run on it alone:
+    for an engine that already runs one task per core (dask)."""
+    before = getattr(_LOCAL, "one", False)
+    _LOCAL.one = True
+    try:
+        yield
+    finally:
+        _LOCAL.one = before
 
 
 def set_threads(k: int | None) -> None:
