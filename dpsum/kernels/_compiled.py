@@ -2,8 +2,9 @@
 one pass over memory. Private to dpsum.kernels.
 
 Every row goes through the operations of :func:`dpsum.kernels.grid._grid_rows`
-in the same order: ``t_j = fl(fl(x_j - c_j) b_j)``, the squares summed by
-the tree of :func:`dpsum.kernels._rows._tree_sum`, the square root, the clip
+in the same order: ``t_j = fl(fl(x_j - c_j) b_j)``, the squares summed in the
+8 lanes of :func:`dpsum.kernels._rows._lane_sum` (8 explicit accumulators,
+which LLVM's SLP vectoriser packs into vector registers), the square root, the clip
 factor ``min(1, fl(fl(C_n / nu) (1 - mu)))`` with its re-check, and
 ``rint(fl(t_j fl(f 2^-k)))``. Each is one IEEE operation (numba compiles
 without fast-math, so nothing is fused, reassociated or flushed to zero), so
@@ -15,12 +16,18 @@ the NumPy kernel's per-row path.
 numba is optional (``pip install "dpsum[fast]"``): without it, or with
 ``DPSUM_KERNEL=numpy`` in the environment, the NumPy kernel runs. The compiled
 code releases the GIL and runs on ``DPSUM_THREADS`` threads (default: every
-core the process may use), each on its own contiguous tiles of rows.
+core the process may use), each on its own contiguous tiles of rows. A tile
+is worked in sub-tiles of about 32 KiB: (1) every row's squared norm, (2) the
+clip factors of all its rows in one vectorised loop, (3) the rows rounded and
+added to the tile's float64 accumulator of integers (exact below 2^52, so
+rows may be added four at a time), all while the sub-tile is in cache.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import math
 import os
 import threading
@@ -144,20 +151,6 @@ def _norms_of(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
     full = X.shape[1] - X.shape[1] % 8
     for i in range(X.shape[0]):
         out[i] = _norm(X, center, b_n, i, full)
-
-
-#: Rows of a sub-tile: its values (about 32 KiB) stay in the L1 cache between
-#: the pass that sums the squares and the pass that rounds and adds.
-_SUB_ELEMENTS = 4096
-
-
-def _square_or_zero(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int, j: int,
-                    d: int) -> float:  # pragma: no cover - compiled
-    """``t_ij^2`` for ``j < d``, else ``+0``."""
-    if j < d:
-        v = (X[i, j] - center[j]) * b_n[j]
-        return v * v
-    return 0.0
 
 
 def _clip_factors(sq: np.ndarray, g: np.ndarray, m: int, C_n: float, shrink: float,
@@ -315,7 +308,7 @@ def _compile(func: Any, inputs: int, outputs: str) -> Any:
     the kernel's 8 explicit lane accumulators into vector registers. Without
     fast-math no vectoriser reorders a floating-point operation, so the bits
     are those of the code's order whether it runs or not."""
-    from numba.core import config
+    config: Any = importlib.import_module("numba.core.config")
     t = numba.types
     kinds = {"f": t.float64, "i": t.int64, "M": t.float64[:, ::1], "I": t.int64[:, ::1],
              "B": t.boolean[::1], "v": t.int64[::1], "V": t.float64[::1]}
@@ -381,7 +374,8 @@ def _run_tiles(kernel: Any, tiles: int, *args: Any) -> None:
     bounds = [tiles * i // k for i in range(k + 1)]
     pool = _pool(k - 1)
     # this thread takes the first range; the pool's threads the others
-    rest = [pool.submit(kernel, *args, a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
+    rest = [pool.submit(functools.partial(kernel, *args, a, b))
+            for a, b in zip(bounds[1:-1], bounds[2:])]
     kernel(*args, bounds[0], bounds[1])
     for job in rest:
         job.result()
