@@ -250,3 +250,42 @@ def test_the_compiled_kernel_refuses_non_finite_rows_as_the_numpy_one(numba_kern
     for f in (grid._accumulate_numpy, grid._accumulate_compiled):
         with pytest.raises(ValueError, match="X contains NaN or infinite values"):
             f(X, plan, k)
+
+
+@pytest.mark.parametrize("d", [3, 40])
+def test_the_compiled_kernel_across_tiles_sub_tiles_and_threads(numba_kernel, d):
+    # more rows than a tile (4096) and than a sub-tile, some clipped, a
+    # non-finite-norm row inside a group of four: the NumPy kernel's bits on
+    # one thread and on two
+    from dpsum.kernels import grid
+    gen = np.random.default_rng(d)
+    n = 9001
+    X = gen.standard_normal((n, d))
+    X[gen.random(n) < 0.3] *= 50.0
+    X[5000, 0] = 1.7e308                                 # its squared norm overflows
+    plan, K, k = make_grid_plan(float(np.sqrt(d)), np.ones(d), None, d, EXACT_CHARGE)
+    want = grid._accumulate_numpy(X, plan, k)
+    for threads in (1, 2):
+        numba_kernel.set_threads(threads)
+        try:
+            got = grid._accumulate_compiled(X, plan, k)
+        finally:
+            numba_kernel.set_threads(None)
+        assert [int(v) for v in got[0]] == [int(v) for v in want[0]]
+        assert got[1] == want[1] > 0
+
+
+def test_one_thread_holds_inside_its_block_and_on_its_thread_only(numba_kernel):
+    import threading
+    numba_kernel.set_threads(2)
+    try:
+        seen = []
+        with numba_kernel.one_thread():
+            seen.append(numba_kernel.threads())
+            other = threading.Thread(target=lambda: seen.append(numba_kernel.threads()))
+            other.start()
+            other.join()
+        seen.append(numba_kernel.threads())
+    finally:
+        numba_kernel.set_threads(None)
+    assert seen == [1, 2, 2]
