@@ -18,6 +18,17 @@ per group, ``--max-groups`` groups), clip one vector per unit and group, sum
 exactly on the grid and add calibrated noise; the figures include reading the
 id and key columns and every check.
 
+``--parquet`` instead writes a table of ``--rows`` rows (e.g. 10^8) to Parquet
+under ``--parquet-dir`` (``/tmp/dpsum-parquet``) in pieces of ``--piece`` rows
+(never the whole table in memory; values stored as float32), then, on a local
+dask cluster of ``--workers`` processes with ``--worker-memory`` each (kept
+below the machine's RAM; workers spill to disk), times the non-private
+``groupby("region").sum()`` and ``private_group_sums`` (public groups) on the
+same ``dask.dataframe.read_parquet`` frame, and reports each run's time and
+the peak memory: the largest resident set summed over the client and the
+workers (sampled by psutil), and each worker's own peak (getrusage), e.g.
+``--parquet --rows 100000000 --units 1000000``.
+
 ``--pipelinedp`` instead runs the same task through PipelineDP (its local
 backend, in a separate environment the script makes: its pins may clash
 with ours) at the same budget, bounds and neighbouring relation, and prints
@@ -177,6 +188,137 @@ def compare_pipelinedp(args: argparse.Namespace) -> None:
           "Gaussian; dpsum's the analytic Gaussian with an exact sum.")
 
 
+# ------------------------------------------------------------------ Parquet
+def write_parquet(args: argparse.Namespace) -> list[str]:
+    """Write the table in pieces of ``--piece`` rows, one file each, each
+    piece from its own seed (a piece's users drawn with the same Zipf
+    weights, so a unit's rows are spread over all files). Kept if present
+    with the same shape."""
+    import pandas as pd
+    os.makedirs(args.parquet_dir, exist_ok=True)
+    stamp = os.path.join(args.parquet_dir, "TABLE")
+    want = f"{args.rows} {args.units} {args.groups} {args.d} {args.piece}"
+    pieces = -(-args.rows // args.piece)
+    paths = [os.path.join(args.parquet_dir, f"part-{i:05d}.parquet") for i in range(pieces)]
+    if os.path.exists(stamp) and open(stamp).read() == want and all(map(os.path.exists, paths)):
+        print(f"table on disk: {args.parquet_dir} (kept)")
+        return paths
+    for name in os.listdir(args.parquet_dir):
+        if name.startswith("part-") or name == "TABLE":
+            os.remove(os.path.join(args.parquet_dir, name))
+    t0 = time.perf_counter()
+    weights = 1.0 / np.arange(1, args.units + 1) ** 0.8
+    cdf = np.cumsum(weights / weights.sum())
+    for i, path in enumerate(paths):
+        rng = np.random.default_rng([7, i])
+        size = min(args.piece, args.rows - i * args.piece)
+        user = np.minimum(np.searchsorted(cdf, rng.random(size)), args.units - 1)
+        data = {"user": user.astype(np.int64),
+                "region": rng.integers(0, args.groups, size=size).astype(np.int64)}
+        values = rng.standard_normal(size=(size, args.d), dtype=np.float32)
+        for j in range(args.d):
+            data[f"x{j}"] = values[:, j]
+        pd.DataFrame(data).to_parquet(path, index=False)
+    with open(stamp, "w") as fh:
+        fh.write(want)
+    size_gb = sum(os.path.getsize(p) for p in paths) / 1e9
+    print(f"wrote {args.rows:,} rows in {pieces} files ({size_gb:.1f} GB) to "
+          f"{args.parquet_dir} in {time.perf_counter() - t0:.0f} s")
+    return paths
+
+
+class _PeakMemory:
+    """Samples the summed resident set of this process and its children
+    (the dask workers) every ``every`` seconds, in a thread."""
+
+    def __init__(self, every: float = 0.25) -> None:
+        import threading
+        import psutil
+        self.proc = psutil.Process()
+        self.every = every
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _total(self) -> int:
+        total = 0
+        for p in [self.proc, *self.proc.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except Exception:  # a process that just ended
+                pass
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._total())
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> "_PeakMemory":
+        self.peak = self._total()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _worker_peak() -> int:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # Linux: KiB
+
+
+def run_parquet(args: argparse.Namespace) -> None:
+    """10^8 rows from Parquet through dask: private vs non-private group sums."""
+    import dask.dataframe as dd
+    from dask.distributed import Client, LocalCluster
+    from dpsum.tables import private_group_sums
+    write_parquet(args)
+    columns = [f"x{j}" for j in range(args.d)]
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                           memory_limit=args.worker_memory, processes=True,
+                           local_directory=os.path.join(args.parquet_dir, "..",
+                                                        "dpsum-dask-spill"),
+                           dashboard_address=None)
+    client = Client(cluster)
+    print(f"dask cluster: {args.workers} workers x 1 thread, {args.worker_memory} each")
+    ddf = dd.read_parquet(args.parquet_dir + "/part-*.parquet")
+    print(f"frame: {ddf.npartitions} partitions")
+    lines = ["job,seconds,peak_total_gib,peak_worker_gib"]
+    results = {}
+    for name, job in (
+            ("groupby sum (reference)",
+             lambda: ddf.groupby("region")[columns].sum().compute()),
+            ("private, public groups",
+             lambda: private_group_sums(ddf, privacy_unit="user", by="region",
+                                        columns=columns, groups=list(range(args.groups)),
+                                        clip_norm=4.0, max_rows=args.max_rows,
+                                        max_groups=args.max_groups, epsilon=1.0,
+                                        delta=1e-6, rng=1))):
+        client.restart()                          # each run's worker peaks from a fresh start
+        with _PeakMemory() as mem:
+            t = time.perf_counter()
+            results[name] = job()
+            elapsed = time.perf_counter() - t
+        worker = max(client.run(_worker_peak).values())
+        print(f"{name:<26} {elapsed:9.1f} s   peak memory {mem.peak / 2**30:6.2f} GiB "
+              f"(client + workers), largest worker {worker / 2**30:5.2f} GiB")
+        lines.append(f"{name},{elapsed:.4g},{mem.peak / 2**30:.4g},{worker / 2**30:.4g}")
+        results[name + " time"] = elapsed
+    rel = results["private, public groups"]
+    ref = results["groupby sum (reference)"]
+    print(f"ratio private / groupby: "
+          f"{results['private, public groups time'] / results['groupby sum (reference) time']:.2f}"
+          f"; groups released {len(rel.groups)}, sum noise std {rel.sum_std:.3g}; "
+          f"reference groups {len(ref)}")
+    client.close()
+    cluster.close()
+    if args.csv:
+        with open(args.csv, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--pipelinedp-worker":
         _pipelinedp_worker(sys.argv[2])
@@ -203,7 +345,20 @@ def main() -> None:
     ap.add_argument("--pipelinedp-env", default=os.path.join(tempfile.gettempdir(),
                                                              "dpsum-pipelinedp-env"),
                     help="the separate environment PipelineDP is installed in (made if absent)")
+    ap.add_argument("--parquet", action="store_true",
+                    help="write --rows rows to Parquet in pieces and run the dask path on "
+                         "read_parquet with a local cluster (time and peak memory)")
+    ap.add_argument("--parquet-dir", default=os.path.join(tempfile.gettempdir(),
+                                                          "dpsum-parquet"))
+    ap.add_argument("--piece", type=int, default=10**6,
+                    help="rows per Parquet file (and per partition)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--worker-memory", default="7GiB",
+                    help="memory limit of each dask worker (they spill beyond it)")
     args = ap.parse_args()
+    if args.parquet:
+        run_parquet(args)
+        return
     if args.pipelinedp:
         compare_pipelinedp(args)
         return

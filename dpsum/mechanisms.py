@@ -46,8 +46,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpsum import _validation as V
+from dpsum._units import unit_rows
 from dpsum._validation import RandomLike
 from dpsum.distributions.discrete import discrete_gaussian_std
+from dpsum.data import as_data
 from dpsum.engines import dask as dask_engine
 from dpsum.privacy.calibration import analytic_sigma, classic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
@@ -97,22 +99,14 @@ def _privacy(epsilon: Any, delta: Any) -> tuple[float, float]:
 
 
 def _dataset(X: Any) -> tuple[Any, int | None, int, tuple | None]:
-    """The dataset as an array (numpy or dask), its shape ``(n, d)`` and its
-    column labels (a pandas input); only its type and shape are checked here,
-    its values in the pass (a DataFrame's column by column, so that an error
-    names the column)."""
-    if dask_engine.is_dask_array(X):
-        data = dask_engine.check_matrix(X)
-        return data, dask_engine.row_count(data), int(data.shape[1]), None
-    if V.column_labels(X) is not None:
-        # no rows is accepted here as for an array; _public_rows refuses it
-        # under replace-one (under add-remove it is data like any other)
-        arr, labels = V.as_dataset(X, "X", empty_rows=True)
-        return arr, int(arr.shape[0]), int(arr.shape[1]), labels
-    arr = V.as_real_array(X, "X")
-    if arr.ndim != 2 or arr.shape[1] == 0:
-        raise ValueError(f"X must be 2-dimensional with at least one column, got shape {arr.shape}")
-    return arr, int(arr.shape[0]), int(arr.shape[1]), None
+    """The dataset at the boundary (:func:`dpsum.data.as_data`): its rows (a
+    numpy or dask array of float64), its shape ``(n, d)`` and its column
+    labels; only its type and shape are checked here, its values in the pass
+    (a DataFrame's column by column, so that an error names the column). No
+    rows is accepted here as for an array; :func:`_public_rows` refuses it
+    under replace-one (under add-remove it is data like any other)."""
+    data = as_data(X, "X")
+    return data.rows, data.n, data.d, data.columns
 
 
 def _finish(rel: Release, columns: tuple | None, who: str, expected_fraction: float | None,
@@ -310,7 +304,10 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   lower: ArrayLike, upper: ArrayLike, rng: RandomLike = None,
                                   secure: bool = False, statistic: str = "sum",
                                   diagnostics: bool | float | None = None,
-                                  session: Any = None) -> Release:
+                                  session: Any = None, privacy_unit: Any = None,
+                                  max_rows: int | None = None,
+                                  per_unit: str | None = None,
+                                  objective: str | ArrayLike | None = None) -> Release:
     """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
     in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
 
@@ -364,13 +361,49 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Here the relation is
+        replace-one, so the number of units is public: it is ``n`` (the ``Release.n``
+        and a mean's denominator).
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). The sum of
+        all rows (``statistic="sum"``) needs ``"sum"`` (a unit's share of the total is
+        the sum of its rows); the mean over people needs ``"mean"`` (each unit weighs as
+        one row, whatever its number of rows); ``"sum"`` with ``statistic="mean"`` is
+        the mean per-unit total. With ``"sum"`` the box grows to hold a sum of up to ``m
+        = max_rows`` rows: ``[min(lower, m lower), max(upper, m upper)]``, the box the
+        release records; with ``"mean"`` it is unchanged.
+    objective : {"total", "relative"}, array_like of shape (d,), or None
+        What the noise's shape minimises (:prf:ref:`elliptical-thm-weighted`):
+        ``"total"``, the expected squared error of the whole vector in the
+        data's units (noise ``sigma_opt sqrt(Delta_j ||Delta||_1)``: a wide
+        column takes most of the budget); ``"relative"``, the squared error
+        of each column relative to its width (``b_j = 1/sqrt(d)``, noise
+        ``sigma_opt sqrt(d) Delta_j``: every column gets the same share of
+        its width); or positive weights ``u_j`` on each column's squared
+        error. None (the default) is ``"relative"`` for a pandas DataFrame
+        and ``"total"`` otherwise: a DataFrame's columns are named
+        quantities, often in different units (ages, incomes, ratios), where
+        a sum of squared errors across units means nothing and a user reads
+        each column's error against its own range; an array is one vector
+        in one space, whose total error is the natural measure. The two
+        objectives coincide when all widths are equal, and "relative" costs
+        at most the gain of the theorem in total error.
 
     Returns
     -------
     Release
         ``lower``, ``upper`` and ``widths`` record the box; ``scaling`` is the
-        optimal ``b``. A mean is projected onto the box (post-processing that
-        never increases its error: the clamped mean lies in the box), its
+        optimal ``b`` for the objective, which ``objective`` records. A mean
+        is projected onto the box (post-processing that never increases its error: the clamped mean lies in the box), its
         intervals intersected with the box; ``unprojected`` keeps the
         unbiased estimate. Its intervals cover the sum of the clamped rows; its
         :meth:`~dpsum.release.Release.data_intervals` the data sum, assuming every row lies
@@ -386,15 +419,21 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     """
     eps, dlt = _privacy(epsilon, delta)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
-    lo, hi = V.check_box(lower, upper, d)
-    acc = elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
-                                          n=_public_rows(n, Neighbouring.REPLACE),
-                                          secure=secure_, statistic=statistic,
-                                          diagnostics=_diagnostics_on(diagnostics,
-                                                                      Neighbouring.REPLACE))
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
+    lo, hi = units.box(*V.check_box(lower, upper, d))
+    obj = V.check_objective(objective, d, frame=V.column_labels(X) is not None)
+    def plan(rows: int | None) -> Accumulator:
+        return elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
+                                               n=_public_rows(rows, Neighbouring.REPLACE),
+                                               secure=secure_, statistic=statistic,
+                                               diagnostics=_diagnostics_on(
+                                                   diagnostics, Neighbouring.REPLACE),
+                                               objective=obj)
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     if rel.statistic == "mean":
         rel = _project_onto_box(rel)
@@ -412,7 +451,10 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                             secure: bool = False, statistic: str = "sum",
                             diagnostics: bool | float | None = None,
-                            session: Any = None) -> Release:
+                            session: Any = None, privacy_unit: Any = None,
+                            max_rows: int | None = None,
+                            per_unit: str | None = None,
+                            objective: str | ArrayLike | None = None) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
     known scales (:prf:ref:`gaussian-data-alg-clipped`).
 
@@ -484,11 +526,43 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Under replace-one the number
+        of units is public: it is ``n`` (the default ``clip_probability`` ``1/n``, a
+        mean's denominator); under add-remove it is private.
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). ``stds``
+        and ``center`` then model **one unit's vector**, not one row: with ``"mean"``
+        and a unit's ``k`` rows independent draws of the row model, its mean has centre
+        ``center`` and standard deviations ``stds / sqrt(k)``, so the row model's
+        ``stds`` are conservative (a larger clip radius than needed); with ``"sum"`` the
+        unit's vector is centred at ``k center`` with ``stds sqrt(k)``, which depends on
+        ``k``: give the model of the sums (``center`` 0 suits rows centred at 0). The
+        sum of all rows needs ``"sum"``, the mean over people ``"mean"``.
+    objective : {"total", "relative"}, array_like of shape (d,), or None
+        What ``scaling="scaled"`` minimises (:func:`dpsum.design.gaussian_data_scaling`,
+        the clip radius held fixed as in the scaling lemma): ``"total"``,
+        the squared error in the data's units (``b_j ∝ stds_j^(-1/2)``);
+        ``"relative"``, each column's squared error relative to its std
+        (whitening, ``b_j ∝ 1/stds_j``: every column's noise is the same
+        multiple of its std); or positive weights ``u_j``
+        (``b_j ∝ u_j^(1/4) stds_j^(-1/2)``). None (the default) is
+        ``"relative"`` for a pandas DataFrame and ``"total"`` otherwise, as
+        in :func:`elliptical_gaussian_mechanism`. Ignored by
+        ``scaling="isotropic"`` and an explicit vector.
 
     Returns
     -------
     Release
-        With ``clip_norm`` (C), ``scaling`` (b), ``center``, ``stds``,
+        With ``clip_norm`` (C), ``scaling`` (b), ``objective``, ``center``, ``stds``,
         ``clip_probability`` and the sensitivity: everything the guarantee
         depends on (computed by :func:`dpsum.design.gaussian_data_setup`).
         Its intervals cover the sum (mean) of the clipped rows; its
@@ -506,19 +580,26 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     eps, dlt = _privacy(epsilon, delta)
     relation = Neighbouring.parse(neighbouring)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
     V.check_vector(stds, "stds", d, positive=True)
     if center is None:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
     c = V.check_center(center, d)
-    nn = _public_rows(n, relation)
-    acc = gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
-                                    clip_probability=clip_probability, n=nn, scaling=scaling,
-                                    neighbouring=relation, secure=secure_, statistic=statistic,
-                                    diagnostics=_diagnostics_on(diagnostics, relation))
+    obj = V.check_objective(objective, d, frame=V.column_labels(X) is not None)
+    def plan(rows: int | None) -> Accumulator:
+        return gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
+                                         clip_probability=clip_probability,
+                                         n=_public_rows(rows, relation), scaling=scaling,
+                                         neighbouring=relation, secure=secure_,
+                                         statistic=statistic,
+                                         diagnostics=_diagnostics_on(diagnostics, relation),
+                                         objective=obj)
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
                    "the public center or stds are probably wrong for these data (a centre "
@@ -533,7 +614,9 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
                                neighbouring: Neighbouring | str = "replace", rng: RandomLike = None,
                                secure: bool = False, statistic: str = "sum",
                                diagnostics: bool | float | None = None,
-                               session: Any = None) -> Release:
+                               session: Any = None, privacy_unit: Any = None,
+                               max_rows: int | None = None,
+                               per_unit: str | None = None) -> Release:
     """Isotropic clipping: clip every row to norm ``C``, sum, add
     ``N(0, (Delta sigma_opt)^2 I)`` with ``Delta = 2C`` (replace-one) or ``C``
     (add-remove).
@@ -569,6 +652,22 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Under replace-one the number
+        of units is public (``n``); under add-remove it is private.
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). The unit's
+        vector, not each row, is clipped to ``clip_norm``. The sum of all rows needs
+        ``"sum"`` (``clip_norm`` then bounds a unit's total, up to ``max_rows`` rows);
+        the mean over people ``"mean"`` (each unit weighs as one row).
 
     Returns
     -------
@@ -586,13 +685,18 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     relation = Neighbouring.parse(neighbouring)
     C = V.check_positive(clip_norm, "clip_norm", scalar=True)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
-    acc = clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
-                                       neighbouring=relation, n=_public_rows(n, relation),
-                                       secure=secure_, statistic=statistic,
-                                       diagnostics=_diagnostics_on(diagnostics, relation))
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
+    def plan(rows: int | None) -> Accumulator:
+        return clipped_gaussian_accumulator(d, epsilon=eps, delta=dlt, clip_norm=C,
+                                            neighbouring=relation,
+                                            n=_public_rows(rows, relation),
+                                            secure=secure_, statistic=statistic,
+                                            diagnostics=_diagnostics_on(diagnostics, relation))
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
                    "clipped", "clip_norm is probably too small for these data; the estimate "
@@ -761,7 +865,9 @@ def laplace_mechanism(value: ArrayLike, *, epsilon: float, sensitivity: float,
 
 def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
                              rng: RandomLike = None, secure: bool = False,
-                             statistic: str = "sum", session: Any = None) -> Release:
+                             statistic: str = "sum", session: Any = None,
+                             privacy_unit: Any = None, max_rows: int | None = None,
+                             per_unit: str | None = None) -> Release:
     """The shaped Laplace mechanism on the sum of the rows of ``X`` (book,
     chapter "Laplace or Gaussian?"): the pure-DP analogue of the Elliptical
     Gaussian mechanism.
@@ -800,6 +906,25 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
         does not fit, before the data's values are read; its ledger entry is
         written before the noise is drawn. Without one the release is a
         one-off, accounted on its own (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        mechanism then runs on one row per unit, and its neighbouring relation is over
+        units (replace or add-remove all rows of one unit). Here the relation is
+        replace-one, so the number of units is public: it is ``n`` (the ``Release.n``
+        and a mean's denominator).
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default ``statistic``). The sum of
+        all rows needs ``"sum"``, the mean over people ``"mean"`` (as for
+        :func:`elliptical_gaussian_mechanism`). With ``"sum"`` the box ``[-Delta/2,
+        Delta/2]`` grows to hold a sum of up to ``m = max_rows`` rows: the widths become
+        ``m Delta`` (``[min(lo, m lo), max(hi, m hi)]`` of a box centred at 0), the
+        widths the release records; with ``"mean"`` they are unchanged.
 
     Returns
     -------
@@ -829,12 +954,16 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     """
     eps = V.check_epsilon(epsilon, scalar=True)
     secure_ = V.check_bool(secure, "secure")
-    data, n, d, columns = _dataset(X)
-    width = V.check_vector(widths, "widths", d, positive=True)
-    acc = shaped_laplace_accumulator(width, epsilon=eps,
-                                     n=_public_rows(n, Neighbouring.REPLACE),
-                                     secure=secure_, statistic=statistic)
+    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
+    data, n, d, columns = _dataset(units.X)
+    width = units.widths(V.check_vector(widths, "widths", d, positive=True))
+    def plan(rows: int | None) -> Accumulator:
+        return shaped_laplace_accumulator(width, epsilon=eps,
+                                          n=_public_rows(rows, Neighbouring.REPLACE),
+                                          secure=secure_, statistic=statistic)
+    acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
+    data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
     return _finish(rel, columns, "shaped_laplace_mechanism", None, "", "")

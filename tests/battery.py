@@ -100,9 +100,13 @@ class Trap(np.ndarray):
         raise DataTouched
 
 
-def trap(like: Any) -> Trap:
-    """A trap with the shape and dtype of the valid data ``like``."""
+def trap(like: Any, keep: bool = False) -> Trap:
+    """A trap with the shape and dtype of the valid data ``like`` (with
+    ``keep``, its values too: ids, whose number of distinct values is
+    public under replace-one, like the number of rows)."""
     arr = np.asarray(like)
+    if keep:
+        return np.array(arr).view(Trap)
     fill = SECRET if arr.dtype.kind == "f" else 1
     return np.full(arr.shape, fill, dtype=arr.dtype).view(Trap)
 
@@ -312,8 +316,8 @@ def _baselines() -> dict[str, Any]:
         "add_remove_pair": {"record": np.array([1.0, 2.0])},
         "replace_one_pair": {"record": np.array([1.0, 2.0])},
         "batched_gaussian_release": {"release": _noisy_gaussian},
-        "binary_output_laws": {"mechanism": "randomized_response", "ones": 2},
-        "worst_binary_pair": {"mechanism": "randomized_response"},
+        "binary_output_laws": {"mechanism": "randomized response", "ones": 2},
+        "worst_binary_pair": {"mechanism": "randomized response"},
         "discrete_audit_power": {"first": pmf[0], "second": pmf[1], "alpha": 0.05},
         "discrete_law_release": {"first": pmf[0], "second": pmf[1]},
         "epsilon_from_counts": {"k_first": 50, "k_second": 10, "n_samples": 100,
@@ -327,7 +331,7 @@ def _baselines() -> dict[str, Any]:
         "randomized_response_estimate": {"output": 3},
         "binomial_estimate": {"output": 3}, "sample_threshold_estimate": {"output": 3},
         "sample_threshold_privacy_delta": {"threshold": 5.0, "p": 0.05},
-        "binary_mse": {"mechanism": "randomized_response", "n": 100, "k": 30},
+        "binary_mse": {"mechanism": "randomized response", "n": 100, "k": 30},
         "bernstein_tail_threshold": {"t": 0.1}, "bernstein_tail_bound": {"x": 3.0},
         "laurent_massart_threshold": {"x": 3.0},
         # baselines the table alone gets wrong
@@ -668,7 +672,7 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
                 args[param] = bad
                 for data in (DATA - NOT_DATA.get(qual.rsplit(".", 1)[1], set())) & set(args):
                     if data != param:
-                        args[data] = trap(args[data])
+                        args[data] = trap(args[data], keep=data in ("privacy_unit", "by"))
                 exc, result = _attempt(func, args)
                 if isinstance(exc, DataTouched):
                     # no error before the data was read: the value was accepted,
@@ -730,7 +734,8 @@ def run_empty_neighbours() -> tuple[Counter, list[tuple[str, str]]]:
     for qual, func in _functions():
         sig = inspect.signature(func)
         # rows of data ("value" is a precomputed statistic, not rows)
-        data = [p for p in sig.parameters if p in DATA - {"value", "S"}]
+        # (ids and keys beside the rows are cut with them)
+        data = [p for p in sig.parameters if p in DATA - {"value", "S", "privacy_unit", "by"}]
         if "neighbouring" not in sig.parameters or len(data) != 1:
             continue
         own_all = baselines.get(qual.rsplit(".", 1)[1], {})
@@ -746,6 +751,9 @@ def run_empty_neighbours() -> tuple[Counter, list[tuple[str, str]]]:
             for rows in (base[:1], base[:0]):
                 args = {k: _fresh(v) for k, v in kwargs.items()}
                 args[data[0]] = rows
+                for beside in ("privacy_unit", "by"):
+                    if isinstance(args.get(beside), np.ndarray):
+                        args[beside] = args[beside][:len(rows)]
                 exc, _ = _attempt(func, args)
                 outcomes.append(None if exc is None else (type(exc), str(exc)))
             if outcomes[0] is None and outcomes[1] is None:
@@ -951,7 +959,8 @@ def _tables_baselines() -> dict[str, Any]:
         "private_group_sums": [
             dict(_TABLE_ARGS),
             {**_TABLE_ARGS, "groups": None, "neighbouring": "add-remove", "statistic": "sum",
-             "per_unit": "sum", "count_share": OMIT, "truncation_share": 0.0},
+             "per_unit": "sum", "count_share": OMIT, "truncation_share": 0.0,
+             "session": OMIT},         # the session is driven by the replace-one baseline
         ],
         "bound_contributions": {
             "X": _TABLE_X, "privacy_unit": _TABLE_UNITS, "by": _TABLE_KEYS, "columns": OMIT,
@@ -978,3 +987,42 @@ def methods() -> list[tuple[str, Any, dict]]:  # noqa: F811 - extended for dpsum
         _method("GroupRelease.to_pandas", _group_release, "to_pandas", {"level": 0.9}),
     ]
 
+
+
+# ------------------------------------- privacy units on the single-table releases
+# Appended: ``privacy_unit=``, ``max_rows=`` and ``per_unit=`` of the vector
+# mechanisms, of private_mean/private_sum and of the counts of bits, each driven from a baseline
+# that uses them (the ids beside the rows of X: private data, trapped).
+_UNIT_IDS = np.array([4, 9, 4])                 # beside _valid("X"), three rows
+_PIPELINE_UNITS = {**_PIPELINE_ARGS, "X": np.random.default_rng(6).normal(size=(180, 2)),
+                   "privacy_unit": np.repeat(np.arange(60), 3), "max_rows": 2,
+                   "per_unit": "mean"}
+
+
+def _units_baselines(before: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name in ("elliptical_gaussian_mechanism", "gaussian_data_mechanism",
+                 "clipped_gaussian_mechanism", "shaped_laplace_mechanism"):
+        own = before.get(name, {})
+        own_list = own if isinstance(own, list) else [own]
+        out[name] = own_list + [{**own_list[0], "privacy_unit": _UNIT_IDS, "max_rows": 2,
+                                 "per_unit": "mean"}]
+    for name in ("private_mean", "private_sum"):
+        out[name] = list(before[name]) + [dict(_PIPELINE_UNITS)]
+    # the counts of bits: one bit per unit ("any" or a keyed rounding of the mean)
+    out["binomial_noise_mechanism"] = [before["binomial_noise_mechanism"], {
+        **before["binomial_noise_mechanism"], "bits": np.tile([1, 0], 200),
+        "privacy_unit": np.repeat(np.arange(200), 2), "max_rows": 2, "per_unit": "any"}]
+    out["sample_and_threshold"] = [before["sample_and_threshold"], {
+        **before["sample_and_threshold"], "privacy_unit": np.array([4, 9, 4, 7]),
+        "max_rows": 2, "per_unit": "mean"}]
+    return out
+
+
+_baselines_before_units = _baselines
+
+
+def _baselines() -> dict[str, Any]:  # noqa: F811 - extended for privacy units
+    out = _baselines_before_units()
+    out.update(_units_baselines(out))
+    return out

@@ -242,12 +242,12 @@ def test_total_error_bound_covers_the_true_sum_and_noise_alone_does_not():
     assert math.isclose(planned.bound, bound.bound, rel_tol=1e-9)
 
 
-@pytest.mark.parametrize("name", ["randomized_response", "binomial", "sample_and_threshold"])
+@pytest.mark.parametrize("name", ["randomized response", "binomial", "sample and threshold"])
 def test_count_interval_covers(name):
     rng = np.random.default_rng(5)
     bits = (rng.random(2000) < 0.2).astype(int)
     k = int(bits.sum())
-    if name == "randomized_response":
+    if name == "randomized response":
         bits, k = bits[:300], int(bits[:300].sum())
         release_of = lambda: dpsum.randomized_response(bits, epsilon=1.0, rng=rng)  # noqa: E731
     elif name == "binomial":
@@ -449,6 +449,7 @@ def _pipeline_coverage(release_of, R, seed):
     return ball, marginal, box, clipped_differs
 
 
+@pytest.mark.slow
 def test_pipeline_replace_one_covers_the_clipped_mean_exactly():
     R = 2000
     ball, marginal, box, differs = _pipeline_coverage(
@@ -499,6 +500,7 @@ def test_pipeline_replace_one_widths_are_the_gaussian_quantiles_of_public_fields
                         noise.noise_norm_quantile(rel.noise_std, BETA), rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
     R = 1000
     d = PIPE_DATA.shape[1]
@@ -534,6 +536,7 @@ def test_pipeline_add_remove_sum_covers_and_needs_the_count_term():
     assert miss / 200 > 0.5
 
 
+@pytest.mark.slow
 def test_pipeline_add_remove_mean_covers():
     # the mean under add-remove: error nu - (theta - c) Z / ñ, bounded on
     # |Z| <= sigma_count z by (|nu| + u |estimate - c|) / (1 - u), u = sigma_count z / ñ

@@ -232,6 +232,7 @@ def test_exact_false_alarm_probability_is_far_below_alpha():
                        delta=DELTA, alpha=ALPHA).max() > 0.99
 
 
+@pytest.mark.slow
 def test_replace_one_calibrated_with_C_instead_of_2C_is_caught():
     """Noise calibrated to the add-remove sensitivity C under replace-one:
     the noise is half what the replace-one pair needs."""
@@ -301,7 +302,7 @@ def _solve_coin(laws, lo, hi):
 
 def _broken_threshold():
     """Sampling probability whose worst pair has exact epsilon 1.6, and that pair."""
-    worst = lambda p: worst_binary_pair("sample_and_threshold", 61, epsilon=EPS,  # noqa: E731
+    worst = lambda p: worst_binary_pair("sample and threshold", 61, epsilon=EPS,  # noqa: E731
                                         delta=DELTA, p=p)
     p = optimize.brentq(lambda p: worst(p)[1] - EPS_DETECT, 0.15, 0.9, xtol=1e-10)
     return p, worst(p)[0]
@@ -337,7 +338,7 @@ def test_chosen_sizes_have_oracle_power_099():
     # exact epsilon 1.6; that pair is 11 against 10 ones
     p, ones = _broken_threshold()
     assert ones == 10
-    laws = binary_output_laws("sample_and_threshold", ones + 1, ones, epsilon=EPS, delta=DELTA, p=p)
+    laws = binary_output_laws("sample and threshold", ones + 1, ones, epsilon=EPS, delta=DELTA, p=p)
     assert discrete_audit_power(*laws, N_SAMPLE_THRESHOLD, epsilon=EPS, delta=DELTA) >= 0.99
 
 
@@ -346,18 +347,18 @@ def test_worst_binary_pairs_and_how_private_the_mechanisms_are_on_them():
     for randomized response, any count for binomial noise, 51 against 50 ones
     (not 11 against 10) for sample-and-threshold, whose count is almost never
     released near the threshold."""
-    ones, e = worst_binary_pair("randomized_response", 1, epsilon=EPS)
+    ones, e = worst_binary_pair("randomized response", 1, epsilon=EPS)
     assert ones == 0 and e == pytest.approx(EPS, rel=1e-12)
     ones, e = worst_binary_pair("binomial", BINOMIAL_USERS, epsilon=EPS, delta=DELTA, max_ones=5)
     e_other = pair_epsilon(*binary_output_laws("binomial", BINOMIAL_USERS, 400, epsilon=EPS,
                                                delta=DELTA), DELTA)
     assert e == pytest.approx(e_other, rel=1e-9) and 0.1 < e < 0.2
-    ones, e = worst_binary_pair("sample_and_threshold", 200, epsilon=EPS, delta=DELTA)
+    ones, e = worst_binary_pair("sample and threshold", 200, epsilon=EPS, delta=DELTA)
     assert ones == ST_WORST_ONES and 0.05 < e < 0.1
-    near = binary_output_laws("sample_and_threshold", 11, 10, epsilon=EPS, delta=DELTA)
+    near = binary_output_laws("sample and threshold", 11, 10, epsilon=EPS, delta=DELTA)
     assert pair_epsilon(*near, DELTA) == 0.0
     # the exact profiles agree with dpsum.binary's
-    real = binary_output_laws("sample_and_threshold", ST_WORST_ONES + 1, ST_WORST_ONES,
+    real = binary_output_laws("sample and threshold", ST_WORST_ONES + 1, ST_WORST_ONES,
                               epsilon=EPS, delta=DELTA)
     assert pair_delta(*real, EPS) <= binary.sample_threshold_privacy_delta(
         binary.sample_threshold_probability(EPS, DELTA), binary.sample_threshold_tau(DELTA), EPS)
@@ -500,10 +501,10 @@ def test_binary_output_laws_match_the_mechanisms():
     """Each law sums to 1 and agrees with the frequencies of the real mechanism."""
     rng = np.random.default_rng(13)
     for mech, n, ones, run in (
-        ("randomized_response", 3, 1, lambda b: binary.randomized_response(b, epsilon=EPS, rng=rng)),
+        ("randomized response", 3, 1, lambda b: binary.randomized_response(b, epsilon=EPS, rng=rng)),
         ("binomial", 800, 4, lambda b: binary.binomial_noise_mechanism(b, epsilon=EPS, delta=DELTA,
                                                                        rng=rng)),
-        ("sample_and_threshold", 60, 50, lambda b: binary.sample_and_threshold(
+        ("sample and threshold", 60, 50, lambda b: binary.sample_and_threshold(
             b, epsilon=EPS, delta=DELTA, rng=rng)),
     ):
         P, Q = binary_output_laws(mech, n, ones, epsilon=EPS, delta=DELTA)

@@ -40,6 +40,7 @@ def test_every_public_name_is_driven_or_its_exclusion_justified():
     assert len(B.NOT_DRIVEN) <= 12
 
 
+@pytest.mark.slow
 def test_bad_values_get_a_clear_error_or_a_finite_result():
     counts, failures, coverage = B.run_bad_values()
     # every baseline accepted: each public callable and each public method driven

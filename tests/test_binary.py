@@ -359,7 +359,7 @@ def test_sample_threshold_release_semantics():
     seen_released = seen_suppressed = False
     for _ in range(200):
         rel = B.sample_and_threshold(x, epsilon=eps, delta=delta, rng=rng)
-        assert rel.mechanism == "sample_and_threshold" and rel.n == 2000
+        assert rel.mechanism == "sample and threshold" and rel.n == 2000
         if rel.released:
             seen_released = True
             assert rel.output >= rel.threshold and rel.estimate == rel.output / rel.probability
@@ -417,8 +417,8 @@ def test_binary_mse_agrees_with_releases_and_marks_unavailable_binomial():
     mse = B.binary_mse("binomial", n=n, k=50, epsilon=eps, delta=delta)
     assert np.isinf(mse[0]) and np.all(np.isfinite(mse[1:])) and mse[1] < mse[2]
     x = _bits(3000, 400)
-    for mech, name, kw in [(B.randomized_response, "randomized_response", {}),
-                           (B.sample_and_threshold, "sample_and_threshold", {"delta": delta})]:
+    for mech, name, kw in [(B.randomized_response, "randomized response", {}),
+                           (B.sample_and_threshold, "sample and threshold", {"delta": delta})]:
         rel = mech(x, epsilon=eps, rng=0, **kw)
         assert math.isclose(B.binary_mse(name, n=3000, k=400, epsilon=eps, delta=delta),
                             rel.mean_squared_error(400), rel_tol=1e-12)
@@ -428,9 +428,9 @@ def test_binary_mse_validates():
     with pytest.raises(ValueError, match="mechanism"):
         B.binary_mse("laplace", n=10, k=1, epsilon=1.0, delta=1e-3)
     with pytest.raises(ValueError, match="k must be at most n"):
-        B.binary_mse("randomized_response", n=10, k=11, epsilon=1.0, delta=1e-3)
+        B.binary_mse("randomized response", n=10, k=11, epsilon=1.0, delta=1e-3)
     with pytest.raises(ValueError, match="epsilon must be <= 1"):
-        B.binary_mse("sample_and_threshold", n=10, k=1, epsilon=2.0, delta=1e-3)
+        B.binary_mse("sample and threshold", n=10, k=1, epsilon=2.0, delta=1e-3)
     with pytest.raises(ValueError, match="k must be at most"):
         B.randomized_response([0, 1], epsilon=1.0, rng=0).variance(3)
 

@@ -102,6 +102,7 @@ def estimate_tolerance(release, reference, sum_bound, seed, n):
 
 # ------------------------------------------- a dataset larger than a worker
 
+@pytest.mark.slow
 def test_release_of_data_larger_than_a_worker_equals_the_in_memory_release(client, big_zarr):
     Z = da.from_zarr(big_zarr)
     assert Z.nbytes > WORKER_MEMORY and Z.chunks[0][0] == BIG_CHUNK

@@ -116,6 +116,6 @@ def test_replace_one_refuses_no_rows_and_says_why():
     with pytest.raises(ValueError, match="values must not be empty"):
         P.exponential_quantile(np.array([]), 0.5, epsilon=1.0, lower=0.0, upper=1.0, rng=0)
     # no columns is never a dataset
-    with pytest.raises(ValueError, match="X must not be empty"):
+    with pytest.raises(ValueError, match="X must be 2-dimensional with at least one column"):
         P.private_mean(np.empty((0, 0)), lower=-1.0, upper=1.0, epsilon=1.0, delta=1e-6,
                        neighbouring="add-remove", rng=0)

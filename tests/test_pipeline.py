@@ -152,7 +152,8 @@ def test_record_holds_only_private_and_public_quantities():
                       "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
                       "budget", "steps", "guarantee", "strategy", "secure", "lower", "upper",
                       "columns", "clip_count", "outside_count", "diagnostics_std", "notes",
-                      "grid_unit", "accounting", "unprojected"}
+                      "grid_unit", "accounting", "unprojected", "objective",
+                      "objective_weights"}
     assert r.strategy == "coordinate center, scaled"
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)
@@ -322,15 +323,18 @@ def _audit_noise(seed):
                                rng=seed, direction=[-1.0])
 
 
+@pytest.mark.slow
 def test_audit_of_the_correct_pipeline_passes():
     assert _audit_scales(21).epsilon_lower_bound <= _EPS
     assert _audit_noise(22).epsilon_lower_bound <= _EPS
 
 
 def test_audit_catches_non_private_scales(monkeypatch):
-    def exact_scales(data, c, eps, lo, hi, du, gen):
-        return np.maximum(data.std(axis=0), 1e-6)       # from the data, no noise
-    monkeypatch.setattr(pipeline_mean, "scales_step", exact_scales)
+    def exact_scales(t, eps, lo, hi, du, gen):
+        # the root mean square of |x - c| from the pass's values log |x - c|:
+        # from the data, no noise
+        return np.maximum(np.sqrt(np.mean(np.exp(2.0 * t), axis=0)), 1e-6)
+    monkeypatch.setattr(pipeline_mean, "scales_from_values", exact_scales)
     assert _audit_scales(23).epsilon_lower_bound > _EPS
 
 
@@ -477,6 +481,7 @@ def _audit_center(seed):
                                    rng=seed, direction=[-1.0, 0.0])
 
 
+@pytest.mark.slow
 def test_audit_of_the_vector_center_passes():
     import warnings
     with warnings.catch_warnings():
@@ -486,6 +491,7 @@ def test_audit_of_the_vector_center_passes():
     assert _audit_center(25).epsilon_lower_bound <= _EPS
 
 
+@pytest.mark.slow
 def test_audit_catches_a_vector_center_without_noise(monkeypatch):
     real = pipeline_mean._gaussian_noise
 
@@ -637,6 +643,7 @@ def _audit_decision(seed):
                                    rng=seed, direction=[1.0])
 
 
+@pytest.mark.slow
 def test_audit_of_the_decision_passes():
     assert _audit_decision(47).epsilon_lower_bound <= _EPS
 

@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpsum.pipeline import private_mean, private_sum
-from dpsum.pipeline.mean import _Context
+from dpsum.data import as_data
+from dpsum.pipeline.mean import _arguments, _Context
 from dpsum.privacy.neighbouring import Neighbouring
 
 
@@ -116,9 +117,11 @@ class _ZeroNoise:
 def _last_step_statistic(X: np.ndarray, C: float) -> np.ndarray:
     n, d = X.shape
     lo, hi = np.full(d, -4.0), np.full(d, 4.0)
-    ctx = _Context(X, lo, hi, None, False, None, False, 1.0, "private_mean")
-    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0, 2 * C,
-                                   Neighbouring.REPLACE, _ZeroNoise())
+    args = _arguments(None, None, 1.0, Neighbouring.REPLACE, None, "adaptive", None, 0.1,
+                      False, False)
+    ctx = _Context(args, as_data(X), lo, hi, 0, "mean")
+    ctx.gen = _ZeroNoise()
+    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0, 2 * C)
     return noisy
 
 
@@ -171,17 +174,17 @@ def test_vector_center_moves_are_noised_at_2_c_k(monkeypatch):
     import dpsum.pipeline.mean as M
     radii: list[float] = []
     stds: list[float] = []
-    real_sum, real_noise = M.exact_noisy_clipped_sum, M._gaussian_noise
+    real_sum, real_noise = M.ClippedSum, M._gaussian_noise
 
-    def spy_sum(data, C, b, c, z):
+    def spy_sum(C, *args):                     # the pass of each exact clipped sum
         radii.append(float(C))
-        return real_sum(data, C, b, c, z)
+        return real_sum(C, *args)
 
     def spy_noise(gen, std, size=None):
         stds.append(float(np.max(std)) if np.ndim(std) else float(std))
         return real_noise(gen, std, size=size)
 
-    monkeypatch.setattr(M, "exact_noisy_clipped_sum", spy_sum)
+    monkeypatch.setattr(M, "ClippedSum", spy_sum)
     monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
     n, d = 200, 3
     X = np.random.default_rng(0).normal(size=(n, d))
@@ -202,3 +205,38 @@ def test_private_sum_warns_in_its_own_name():
         private_sum(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
     messages = [str(w.message) for w in caught]
     assert messages and all(m.startswith("private_sum:") for m in messages), messages
+
+
+class _Unreadable:
+    """Ids that fail the test if anything reads them."""
+
+    def __len__(self) -> int:
+        raise AssertionError("the unit ids were read")
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("the unit ids were read")
+
+
+@pytest.mark.parametrize("bad", [{"scaling": "wide"}, {"regularization": 2e6},
+                                 {"clip_probability": 1.5}, {"diagnostics": "yes"}])
+def test_units_are_read_after_every_public_argument(bad):
+    X = np.zeros((6, 2))
+    with pytest.raises((TypeError, ValueError)) as err:
+        private_mean(X, lower=-1, upper=1, epsilon=1.0, delta=1e-6, rng=0,
+                     privacy_unit=_Unreadable(), max_rows=2, **bad)
+    assert next(iter(bad)) in str(err.value)
+
+
+def test_a_full_session_refuses_before_the_unit_ids_are_read():
+    from dpsum import Session
+    sess = Session(rho=0.1)
+    with pytest.raises(ValueError, match="session refuses"):
+        private_mean(np.zeros((6, 2)), lower=-1, upper=1, rho=0.5, rng=0, session=sess,
+                     privacy_unit=_Unreadable(), max_rows=2)
+
+
+def test_a_huge_regularization_is_refused_by_name():
+    X = 1.4 * np.random.default_rng(6).normal(size=(60, 2))
+    with pytest.raises(ValueError, match="regularization must be at most"):
+        private_mean(X, lower=-10, upper=10, epsilon=1, delta=1e-6, rng=1,
+                     regularization=1e308)

@@ -201,15 +201,15 @@ def test_release_error_bound_names_beta_and_bias_share(gd):
 def test_pair_epsilon_of_randomized_response_is_its_epsilon():
     # at delta = 0 the largest log-ratio is the answer; its rounding gave inf
     for eps in (0.5, 2.5, 10.0):
-        ones, e = audit.worst_binary_pair("randomized_response", 4, epsilon=eps)
+        ones, e = audit.worst_binary_pair("randomized response", 4, epsilon=eps)
         assert e == pytest.approx(eps, rel=1e-11)
 
 
 def test_binary_laws_check_unused_parameters():
     with pytest.raises(TypeError, match="delta"):
-        audit.binary_output_laws("randomized_response", 4, 1, epsilon=1.0, delta="x")
+        audit.binary_output_laws("randomized response", 4, 1, epsilon=1.0, delta="x")
     with pytest.raises(ValueError, match="p"):
-        audit.binary_output_laws("randomized_response", 4, 1, epsilon=1.0, p=math.nan)
+        audit.binary_output_laws("randomized response", 4, 1, epsilon=1.0, p=math.nan)
 
 
 def test_gaussian_data_setup_checks_n_when_given():

@@ -136,7 +136,7 @@ def test_other_records_refuse_impossible_fields():
     with pytest.raises(ValueError, match="count"):
         BudgetSplit(count=-0.5, center=0.5, radius=0.5, scales=0.5, clip=0.0, mean=0.0)
     good = dict(estimate=1.0, output=2, n=4, epsilon=1.0, delta=0.0,
-                mechanism="randomized_response", probability=0.7, threshold=None)
+                mechanism="randomized response", probability=0.7, threshold=None)
     BinaryRelease(**good)
     for field, value in [("epsilon", -1.0), ("delta", 2.0), ("n", 0), ("output", -1),
                          ("probability", 1.5), ("estimate", np.nan), ("threshold", np.inf)]:

@@ -116,7 +116,7 @@ def test_binary_release_mechanism_is_an_enum_and_picks_its_formulas():
     bits[:700] = True
     rr = dpsum.randomized_response(bits, epsilon=1.0, rng=0)
     st = dpsum.sample_and_threshold(bits, epsilon=1.0, delta=1e-3, rng=0)
-    assert rr.mechanism is BinaryMechanism.RANDOMIZED_RESPONSE and rr.mechanism == "randomized_response"
+    assert rr.mechanism is BinaryMechanism.RANDOMIZED_RESPONSE and rr.mechanism == "randomized response"
     assert st.mechanism is BinaryMechanism.SAMPLE_AND_THRESHOLD
     assert rr.bias(700) == 0.0 and st.bias(700) <= 0.0
     assert rr.variance(700) == pytest.approx(dpsum.binary.randomized_response_variance(3000, 1.0))

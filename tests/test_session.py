@@ -300,6 +300,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_process_killed_at_random_moments_never_under_counts(tmp_path):
     ledger, released = tmp_path / "kill.jsonl", tmp_path / "released.txt"
     script = tmp_path / "child.py"

@@ -194,6 +194,7 @@ def _growth(step, calls: int) -> int:
     return sum(stat.size_diff for stat in after.compare_to(before, "filename"))
 
 
+@pytest.mark.slow
 def test_ten_thousand_releases_hold_no_growing_state():
     acc = R.clipped_gaussian_accumulator(2, epsilon=1.0, delta=1e-6, clip_norm=1.0)
     full = acc.update(X[:4])

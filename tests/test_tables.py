@@ -378,6 +378,7 @@ def _release(row_level):
     return release
 
 
+@pytest.mark.slow
 def test_the_audit_passes_the_unit_mechanism_and_catches_row_bounding():
     X, units, keys = _audit_table()
     keep = units != 9
@@ -519,7 +520,7 @@ def _reference_bound(X, units, keys, bounds, key):
     """The bounding rule written out unit by unit (no sorting tricks): a
     unit's groups ranked by (cell word, group), its rows in a cell by (row
     word, content); the first max_groups groups and max_rows rows kept."""
-    from dpsum.tables import _keys as H
+    from dpsum import _units as H
     uid = sorted(set(units.tolist()))
     gid = sorted(set(keys.tolist()))
     uw = dict(zip(uid, H.words(uid, key, b"dpsum-unit")))
@@ -605,3 +606,44 @@ def test_a_dask_frame_needs_column_labels():
         private_group_sums(df, privacy_unit=np.array([1, 1, 2]), **BASE)
     with pytest.raises(ValueError, match="by"):
         private_group_sums(df, privacy_unit="user", by="nowhere", **BASE)
+
+
+# ----------------------------------------------------------------- sessions
+def _session_table():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 2))
+    return X, rng.integers(0, 50, 200), rng.integers(0, 3, 200)
+
+
+def test_a_session_is_charged_before_the_noise():
+    from dpsum.session import ONE_OFF, Session
+    X, units, keys = _session_table()
+    s = Session(epsilon=2.0, delta=1e-5, neighbouring="add-remove")
+    rel = private_group_sums(X, privacy_unit=units, by=keys, groups=[0, 1, 2], clip_norm=2.0,
+                             max_rows=2, epsilon=1.0, delta=1e-6, rng=0, session=s)
+    assert rel.accounting != ONE_OFF
+    header, entry = s.ledger()
+    assert entry["mechanism"] == "private_group_sums"
+    alone = private_group_sums(X, privacy_unit=units, by=keys, groups=[0, 1, 2], clip_norm=2.0,
+                               max_rows=2, epsilon=1.0, delta=1e-6, rng=0)
+    assert alone.accounting == ONE_OFF
+    assert np.array_equal(alone.noisy_sum, rel.noisy_sum)     # the session draws nothing
+
+
+def test_a_session_refuses_before_the_table_is_read():
+    from dpsum.session import Session
+    X, units, keys = _session_table()
+    X[5, 1] = np.nan                          # reading the values would raise about X
+    s = Session(epsilon=0.5, delta=1e-6, neighbouring="add-remove")
+    for groups in ([0, 1, 2], None):
+        with pytest.raises(ValueError, match="session refuses"):
+            private_group_sums(X, privacy_unit=units, by=keys, groups=groups, clip_norm=2.0,
+                               max_rows=2, epsilon=1.0, delta=1e-6, rng=0, session=s)
+    assert len(s.ledger()) == 1                       # the header only
+    t = Session(epsilon=2.0, delta=1e-5, neighbouring="replace")
+    with pytest.raises(ValueError, match="neighbouring|relation"):
+        private_group_sums(X, privacy_unit=units, by=keys, groups=[0, 1], clip_norm=2.0,
+                           max_rows=2, epsilon=1.0, delta=1e-6, rng=0, session=t)
+    with pytest.raises(TypeError, match="session"):
+        private_group_sums(X, privacy_unit=units, by=keys, groups=[0, 1], clip_norm=2.0,
+                           max_rows=2, epsilon=1.0, delta=1e-6, rng=0, session="s")

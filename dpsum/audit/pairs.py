@@ -265,17 +265,17 @@ def binary_output_laws(mechanism: str, n: int, ones: int, *, epsilon: float,
     ``n`` users, the second on ``ones`` ones, over the common support
     ``0, 1, 2, ...`` (the outputs are ordered as the estimates are):
 
-    - ``"randomized_response"``: the number of reports equal to 1,
+    - ``"randomized response"``: the number of reports equal to 1,
       ``Binomial(k, q) + Binomial(n - k, 1 - q)`` with ``q = e^eps / (1 + e^eps)``;
     - ``"binomial"``: ``k + Binomial(n, p)``, ``p`` the published calibration
       unless given;
-    - ``"sample_and_threshold"``: ``C ~ Binomial(k, p)`` released when
+    - ``"sample and threshold"``: ``C ~ Binomial(k, p)`` released when
       ``C >= threshold`` (default ``3 + ln(1/delta)``), otherwise 0.
 
     ``p`` (and ``threshold``) may be set freely, which is how the book builds
     broken variants of a mechanism for audits to catch.
     """
-    V.check_choice(mechanism, "mechanism", ("randomized_response", "binomial", "sample_and_threshold"))
+    V.check_choice(mechanism, "mechanism", ("randomized response", "binomial", "sample and threshold"))
     nn = V.check_integer(n, "n")
     ones = V.check_integer(ones, "ones", 0, nn - 1)
     eps = float(V.check_positive(epsilon, "epsilon", scalar=True))
@@ -287,7 +287,7 @@ def binary_output_laws(mechanism: str, n: int, ones: int, *, epsilon: float,
     if threshold is not None:
         threshold = V.check_positive(threshold, "threshold", scalar=True)
     counts = (ones + 1, ones)
-    if mechanism == "randomized_response":
+    if mechanism == "randomized response":
         if eps > 36.0:
             raise ValueError(f"epsilon must be at most 36 for the randomized-response laws: "
                              f"beyond it the keep probability e^eps / (1 + e^eps) rounds to 1 "
@@ -336,12 +336,12 @@ def worst_binary_pair(mechanism: str, n: int, *, epsilon: float, delta: float | 
     ``delta = 1e-3`` it is 51 against 50 ones); for binomial noise every
     count is the same.
     """
-    V.check_choice(mechanism, "mechanism", ("randomized_response", "binomial",
-                                            "sample_and_threshold"))
+    V.check_choice(mechanism, "mechanism", ("randomized response", "binomial",
+                                            "sample and threshold"))
     nn = V.check_integer(n, "n")
     top = nn - 1 if max_ones is None else min(nn - 1, V.check_integer(max_ones, "max_ones", 0))
     if audit_delta is None:
-        audit_delta = 0.0 if mechanism == "randomized_response" else delta
+        audit_delta = 0.0 if mechanism == "randomized response" else delta
     if audit_delta is None:
         raise ValueError(f"delta must be given for the {mechanism} mechanism")
     best = (0, -math.inf)

@@ -16,6 +16,12 @@ set-up, the same noise from the same ``rng``, and the same exact sum (every
 row clipped and rounded to a public grid by itself, the integers added
 exactly), whatever the chunking and the number of chunks.
 
+The same engine runs any pass (:class:`dpsum.data.Pass`: ``update(block)``
+and an exact ``merge``) over a :class:`dpsum.data.Dataset`
+(:func:`run_pass`): the steps of :func:`dpsum.pipeline.private_mean` and
+the quantile functions of :mod:`dpsum.pipeline` run there, in memory or on a
+cluster, with the same result.
+
 dask is an optional dependency (``pip install "dpsum[dask]"``); this module
 imports it only when a dask array is actually released, so ``import dpsum``
 never needs it.
@@ -24,12 +30,12 @@ never needs it.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 import numpy as np
 
 from dpsum import _validation as V
+from dpsum.data import Dataset, Pass, is_dask_array
 from dpsum.kernels._compiled import one_thread
 from dpsum.release.accumulator import Accumulator
 
@@ -40,13 +46,6 @@ __all__ = [
 
 #: Partial results merged by one task of the reduction tree.
 SPLIT_EVERY = 8
-
-
-def is_dask_array(X: Any) -> bool:
-    """Whether ``X`` is a :class:`dask.array.Array` (without importing dask:
-    if ``dask.array`` was never imported, ``X`` cannot be one)."""
-    module = sys.modules.get("dask.array")
-    return module is not None and isinstance(X, module.Array)
 
 
 def _dask() -> Any:
@@ -78,13 +77,6 @@ def check_matrix(X: Any) -> Any:
         rows = "auto" if not any(math.isnan(c) for c in X.chunks[0]) else None
         X = X.rechunk({0: rows, 1: -1}) if rows else X.rechunk({1: -1})
     return X
-
-
-def row_count(X: Any) -> int | None:
-    """The number of rows of the dask array ``X``, None when its chunk sizes
-    are unknown (call ``X.compute_chunk_sizes()`` where ``n`` is public)."""
-    n = X.shape[0]
-    return None if math.isnan(n) else int(n)
 
 
 def _fold_chunk(empty: Accumulator, block: np.ndarray, index: int, start: float) -> Accumulator:
@@ -165,3 +157,51 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
         parts = [merge(parts[i:i + fan_in]) for i in range(0, len(parts), fan_in)]
     (total,) = dask.compute(parts[0])
     return accumulator.merge(total)
+
+
+def _block_state(plan: Any, block: np.ndarray, index: int, start: float) -> Any:
+    """The map task of :func:`run_pass`: one row chunk's partial state, after
+    refusing NaN and infinite values (named by chunk and rows, never by value)."""
+    arr = np.ascontiguousarray(block, dtype=np.float64)    # rows contiguous, as in memory
+    if not np.all(np.isfinite(arr)):
+        rows = "" if math.isnan(start) else \
+            f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"
+        raise ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}")
+    return plan.update(arr)
+
+
+def _merge_states(plan: Any, parts: list) -> Any:
+    """The reduce task of :func:`run_pass`: merge a few partial states."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = plan.merge(total, part)
+    return total
+
+
+def run_pass(plan: Pass, data: Dataset, *, split_every: int = SPLIT_EVERY) -> Any:
+    """Apply a pass (:class:`dpsum.data.Pass`) to every row of ``data``.
+
+    In memory, one ``plan.update(rows)``; on a dask array, one task per row
+    chunk computes its partial state, a tree of tasks merges ``split_every``
+    at a time, and the merged state is computed and returned. The merge is
+    exact and order-independent, so the result is the same on both engines
+    and under any chunking. A numpy dataset's values must have been checked
+    (:meth:`dpsum.data.Dataset.require_finite`); a dask dataset's blocks are
+    checked here.
+    """
+    if not data.is_dask:
+        return plan.update(data.rows)
+    dask = _dask()
+    X = data.rows
+    starts = np.concatenate([[0.0], np.cumsum(X.chunks[0], dtype=np.float64)])
+    fold = dask.delayed(_block_state, pure=True)
+    parts = [fold(plan, block, i, starts[i])
+             for i, block in enumerate(X.to_delayed(optimize_graph=True)[:, 0])]
+    if not parts:
+        return plan.update(np.empty((0, data.d)))
+    merge = dask.delayed(_merge_states, pure=True)
+    while len(parts) > 1:
+        parts = [merge(plan, parts[i:i + split_every])
+                 for i in range(0, len(parts), split_every)]
+    (total,) = dask.compute(parts[0])
+    return total

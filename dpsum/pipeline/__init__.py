@@ -1,6 +1,8 @@
 """The private pipeline for data without a public model: private quantiles, center and
-scales, then a clipped release (``private_mean``, ``private_sum``); the adaptive clip
-radius of repeated releases (``adaptive_clip_update``).
+scales, then a clipped release (``private_mean``, ``private_sum``, offered at the top
+level as ``dpsum.private_mean`` and ``dpsum.private_sum``); the adaptive clip radius of
+repeated releases (``adaptive_clip_update``). Every step that reads the data is a pass
+(:mod:`dpsum.pipeline.passes`), so the pipeline runs on numpy and dask alike.
 """
 
 from __future__ import annotations
@@ -23,11 +25,9 @@ from dpsum.pipeline.mean import (
 )
 from dpsum.pipeline.quantiles import (
     MAD_TO_STD,
-    center_step,
     check_domain,
     exponential_quantile,
     norm_quantile_law,
-    norm_quantile_step,
     private_center,
     private_norm_quantile,
     private_scales,
@@ -42,10 +42,8 @@ __all__ = [
     "default_budget",
     "exponential_quantile",
     "private_center",
-    "private_mean",
     "private_norm_quantile",
     "private_scales",
-    "private_sum",
     "robust_scaling",
     "norm_quantile_law",
 ]

@@ -33,6 +33,19 @@ bounds every coordinate, they run these steps, each private:
 With ``scaling="isotropic"`` steps 2-4 are skipped: isotropic clipping with a
 private radius, the baseline of the chapter.
 
+One path for the data. ``X`` enters once, at the boundary
+(:func:`dpsum.data.as_data`: numpy, pandas or dask), and every step that reads
+it is a pass (:mod:`dpsum.pipeline.passes`): a frozen plan whose ``update``
+maps a block of rows to a partial state and whose ``merge`` is exact
+(integer sums, or per-row values that the step sorts), applied by one runner
+(:func:`dpsum.engines.dask.run_pass`) in memory or on a dask cluster; each
+step's noise is drawn after its pass, from the same ``rng`` in the same
+order on both engines. The last step, the box fallback and the whole-vector
+center's moves are the same pass, the exact clipped sum of
+:class:`~dpsum.pipeline.passes.ClippedSum` (the grid kernel of the
+accumulators), which also counts the diagnostics' clipped rows and rows
+outside the box.
+
 Accounting. Every step is zero-concentrated DP: an exponential-mechanism
 quantile with parameter ``epsilon`` is ``epsilon^2/8``-zCDP (it is
 bounded-range), a Gaussian release with multiplier ``s`` is
@@ -48,6 +61,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Mapping, NamedTuple
 
@@ -56,12 +70,14 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from dpsum import _validation as V
+from dpsum._units import pipeline_units
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
-from dpsum.kernels._exact import exact_noisy_clipped_sum
-from dpsum.kernels._rows import rows_outside
-from dpsum.kernels.grid import accumulate_grid, make_grid_plan
+from dpsum.data import Dataset, RowCount, RowValues, as_data
+from dpsum.engines.dask import run_pass
+from dpsum.kernels._exact import noisy_estimate
+from dpsum.kernels.grid import EXACT_CHARGE, GRID_CHARGE
 from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
     VECTOR_CLIP_PROBABILITY,
@@ -77,16 +93,19 @@ from dpsum.pipeline.adaptive import (
     shrink_log_scales,
     vector_center_shares,
 )
+from dpsum.pipeline.passes import ClippedSum, Displacement, NearCount, SumState
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
-    center_step,
+    center_from_values,
+    center_values,
     check_domain,
-    l1_norm_quantile_step,
-    norm_quantile_step,
+    l1_values,
+    log_quantile_from_values,
+    norm_values,
     quantile_sensitivity,
-    row_norms,
-    scales_step,
+    scales_from_values,
+    scales_values,
 )
 from dpsum.privacy.composition import (
     ComposedGuarantee,
@@ -161,6 +180,9 @@ SCALAR_SHARE = 0.01
 
 #: ``lambda`` of :func:`robust_scaling`.
 REGULARIZATION = 0.1
+#: The largest ``regularization`` the pipeline takes: with ``lambda`` above it
+#: every ``b_j`` is within ``1e-6`` relatively of the isotropic scaling.
+MAX_REGULARIZATION = 1e6
 
 
 #: The scale step searches median absolute deviations up to this multiple of
@@ -577,83 +599,158 @@ def _exp_epsilon(rho_step: float, count: int) -> float:
     return math.sqrt(8.0 * rho_step / count)
 
 
-def _grid_sum(data: np.ndarray, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
-              relation: Neighbouring, gen: Any) -> tuple[np.ndarray, float, int, int]:
-    """The last step on the grid path (``secure=True``): the clipped sum of the
-    scaled deviations ``(x - c) ⊙ b``, rounded to the public grid ``2^K`` (rows
-    clipped to the inner radius of :func:`dpsum.kernels.grid.make_grid_plan`, so
-    that every rounded row lies in the ball of radius ``C``), summed exactly in
-    integers, plus exact discrete Gaussian noise of scale ``s_mean`` times the
-    integer sensitivity (the same zCDP as the float path). Returns the noisy
-    sum (scaled space), the noise's scale parameter there (at least its
-    standard deviation), the grid exponent ``K`` and the clipped row count
-    (not private)."""
-    d = b.size
-    plan, K, k = make_grid_plan(C, b, center, d)
-    S, clipped = accumulate_grid(data, plan, k)
-    units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
-    if relation is Neighbouring.REPLACE:
-        units *= 2
-    sigma = s_mean * units * (1 + 1e-12)                  # rounded up: never less noise
-    noise = discrete_gaussian(sigma * sigma, size=d, rng=gen)
-    Y = [int(a) + int(z) for a, z in zip(S, np.ravel(noise))]
-    T = np.array([math.ldexp(float(y), K) for y in Y])
-    return T, math.ldexp(sigma, K), K, clipped
+class _Args(NamedTuple):
+    """The public arguments of :func:`_run`, validated (before ``X``)."""
+
+    stated: float
+    total: float
+    dlt: float | None
+    relation: Neighbouring
+    rule: Scaling
+    lam: float
+    p_given: float | None
+    secure: bool
+    diagnostics: bool
+    split: BudgetSplit | None        # the user's shares, or None for the default
+
+
+def _arguments(epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: Any,
+               scaling: Any, clip_probability: Any, regularization: Any, secure: Any,
+               diagnostics: Any) -> _Args:
+    stated, _, dlt = _total_rho(epsilon, delta, rho)
+    # every step is calibrated to its share of a budget a hair below the
+    # stated one, so that the rounding of the shares, the multipliers and the
+    # parameters never makes the exact total exceed it (``_SPEND_MARGIN``)
+    total = stated * (1.0 - _SPEND_MARGIN)
+    relation = Neighbouring.parse(neighbouring)
+    rule = Scaling.parse(scaling, "scaling")
+    lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
+    if lam > MAX_REGULARIZATION:
+        raise ValueError(f"regularization must be at most {MAX_REGULARIZATION:g}: beyond it "
+                         "the scaling is isotropic to within 1e-6; pass scaling='isotropic'")
+    p_given = None if clip_probability is None else V.check_probability(
+        clip_probability, "clip_probability", scalar=True)
+    secure_ = V.check_bool(secure, "secure")
+    diag_ = V.check_bool(diagnostics, "diagnostics")
+    split = None if budget is None else \
+        _with_diagnostics(_user_budget(budget, relation, rule), diag_)
+    return _Args(stated, total, dlt, relation, rule, float(lam),
+                 None if p_given is None else float(p_given), secure_, diag_, split)
+
+
+def _noisy_sum(state: SumState, K: int, noise: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(S 2^K + noise) / b`` from a :class:`ClippedSum`'s exact state, rounded
+    once per coordinate (:func:`dpsum.kernels._exact.noisy_estimate`): the
+    noisy clipped sum in the data's units."""
+    unit = Fraction(2) ** K
+    return noisy_estimate([Fraction(s) * unit for s in state.sums], noise, b)
 
 
 class _Context:
-    """What the last step and the diagnostics need besides the steps' outputs:
-    the data, the box, the options, the warnings raised so far."""
+    """One run of the pipeline: the data, the box, the options, the rngs, and
+    what the steps released so far (the steps' privacy, the count, the split,
+    the warnings). Every read of the data is a pass (:meth:`run`)."""
 
-    def __init__(self, data: np.ndarray, lo: np.ndarray, hi: np.ndarray, columns: tuple | None,
-                 secure: bool, secure_gen: Any, diagnostics: bool, total: float,
-                 who: str) -> None:
-        self.data, self.lo, self.hi, self.columns = data, lo, hi, columns
-        self.secure, self.secure_gen, self.diagnostics = secure, secure_gen, diagnostics
-        self.total, self.who = total, who
+    def __init__(self, a: _Args, data: Dataset, lo: np.ndarray, hi: np.ndarray, rng: Any,
+                 statistic: str) -> None:
+        self.a, self.data, self.lo, self.hi, self.statistic = a, data, lo, hi, statistic
+        self.relation, self.total, self.secure = a.relation, a.total, a.secure
+        self.diagnostics, self.columns = a.diagnostics, data.columns
+        self.who = f"private_{statistic}"
+        if a.secure:
+            self.secure_gen = V.check_secure_rng(rng)
+            # the preparation steps keep NumPy's floating-point samplers (see the Notes)
+            self.gen = self.secure_gen if self.secure_gen is not None else \
+                np.random.default_rng()
+        else:
+            self.gen = V.check_rng(rng)
+            self.secure_gen = self.gen
+        self.du = quantile_sensitivity(0.5, a.relation)
         self.notes: list[str] = []
+        self.steps: list[PrivacyStep] = []
         self.accounting = ONE_OFF        # or the session's ledger entry
+        self.count, self.n_eff, self.s_count = 0.0, 1.0, 0.0
+        self.split = a.split if a.split is not None else BudgetSplit(0, 0, 0, 0, 0, 1.0)
+        self.p = 0.5
+        self.min_scale = (hi - lo) * ASINH_RESOLUTION
+        self.mid = lo + 0.5 * (hi - lo)
+        self.objective: str | np.ndarray = "total"      # set by _run
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
         warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
         self.notes.append(msg)
 
+    def run(self, plan: Any) -> Any:
+        """A pass over the data (:func:`dpsum.engines.dask.run_pass`)."""
+        return run_pass(plan, self.data)
+
+    def noise(self, std: Any, size: Any = None) -> Any:
+        return _gaussian_noise(self.gen, std, size)
+
+    def quantile(self, values: Any, args: tuple, share: float, name: str, lo: float,
+                 hi: float) -> float:
+        """A scalar exponential-mechanism quantile (radius, spread, clip) of
+        per-row log values, spending ``share`` of ``rho``."""
+        e = _exp_epsilon(share * self.total, 1)
+        self.steps.append(bounded_range_step(name, e))
+        t = self.run(RowValues(values, args))
+        return log_quantile_from_values(t, 0.5, e, lo, hi, self.du, self.gen)
+
+    def radius(self, center: np.ndarray, share: float, name: str) -> float:
+        """The median distance of the rows to ``center`` (isotropic)."""
+        return self.quantile(norm_values, (center, None), share, name,
+                             float(self.min_scale.min()), _norm(self.hi - self.lo))
+
     def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
-                  sens: float, relation: Neighbouring, gen: Any
-                  ) -> tuple[np.ndarray, np.ndarray, int, np.ndarray | None]:
+                  sens: float) -> tuple[np.ndarray, np.ndarray, SumState, np.ndarray | None]:
         """The noisy clipped sum over ``b`` (data units), its noise std per
-        coordinate, the clipped row count (not private) and the grid unit
-        (``secure=True``) or None."""
+        coordinate, the pass's state (with the clipped rows and the rows
+        outside the box, not private) and the grid unit (``secure=True``) or
+        None. The rows are summed exactly (:class:`ClippedSum`); on the float
+        path the Gaussian noise is added exactly, on the grid path (``secure=True``)
+        an exact discrete Gaussian of scale ``s_mean`` times the integer
+        sensitivity (the same zCDP) is added to the integers."""
+        d = b.size
+        box = (self.lo, self.hi)
         if self.secure:
-            T, scale, K, clipped = _grid_sum(self.data, C, b, center, s_mean, relation,
-                                             self.secure_gen)
-            return T / b, scale / b, clipped, np.ldexp(np.ones(b.size), K) / b
+            plan = ClippedSum(C, b, center, GRID_CHARGE, *box)
+            _, K, _ = plan.plan()
+            state = self.run(plan)
+            units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
+            if self.relation is Neighbouring.REPLACE:
+                units *= 2
+            sigma = s_mean * units * (1 + 1e-12)              # rounded up: never less noise
+            noise = discrete_gaussian(sigma * sigma, size=d, rng=self.secure_gen)
+            Y = [int(a) + int(z) for a, z in zip(state.sums, np.ravel(noise))]
+            T = np.array([math.ldexp(float(y), K) for y in Y])
+            unit = np.ldexp(np.ones(d), K) / b
+            return T / b, math.ldexp(sigma, K) / b, state, unit
         # the rows are summed exactly and the noise added exactly (no
         # rounding, overflow or exception depends on the rows or on n)
-        z = _gaussian_noise(gen, s_mean * sens, size=b.size)
-        noisy, clipped = exact_noisy_clipped_sum(self.data, C, b, center, z)
-        return noisy, _saturate(s_mean * sens / b), clipped, None
+        z = self.noise(s_mean * sens, size=d)
+        plan = ClippedSum(C, b, center, EXACT_CHARGE, *box)
+        state = self.run(plan)
+        return _noisy_sum(state, plan.plan()[1], z, b), _saturate(s_mean * sens / b), state, None
 
-    def diagnose(self, split: BudgetSplit, steps: list[PrivacyStep], clipped: int,
-                 expected: float, n_eff: float, gen: Any) -> dict:
+    def diagnose(self, split: BudgetSplit, clipped: int, outside: int, expected: float
+                 ) -> dict:
         """Step 7, the diagnostics: private counts of the rows clipped and of the
         rows outside the box, one Gaussian release of L2 sensitivity sqrt(2)
         (one row changes each count by at most 1); a warning when a count is far
         above the design's expectation."""
         if not self.diagnostics:
             return {}
+        n_eff = self.n_eff
         s_diag = zcdp_gaussian_multiplier(split.diagnostics * self.total)
         std = s_diag * math.sqrt(2.0)
-        data, lo, hi = self.data, self.lo, self.hi
-        outside = rows_outside(data, lo, hi)
         if self.secure:
             z = discrete_gaussian(std * std * (1 + 1e-12), size=2, rng=self.secure_gen)
             k_clip, k_out = float(clipped + int(z[0])), float(outside + int(z[1]))
         else:
-            k_clip = float(clipped + _gaussian_noise(gen, std))
-            k_out = float(outside + _gaussian_noise(gen, std))
+            k_clip = float(clipped + self.noise(std))
+            k_out = float(outside + self.noise(std))
         k_clip, k_out = max(k_clip, 0.0), max(k_out, 0.0)   # post-processing: counts are >= 0
-        steps.append(gaussian_step("diagnostics", s_diag))
+        self.steps.append(gaussian_step("diagnostics", s_diag))
         if clipping_excess(k_out, std, 0.0, n_eff):
             self.warn(clipping_message(
                 self.who, "outside the box [lower, upper]", k_out, 0.0, n_eff,
@@ -672,11 +769,48 @@ class _Context:
         return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
 
 
-def _box_noise_norm(widths: np.ndarray, relation: Neighbouring) -> float:
+def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np.ndarray,
+                             widths: np.ndarray) -> np.ndarray:
+    """The scaled path's ``b`` for an objective with weights ``pi``: the
+    robust scaling in the units ``pi^(-1/2)`` of each column (the total
+    objective there), mapped back, ``b = robust_scaling(s sqrt(pi)) sqrt(pi)``;
+    without the floor it is ``b_j ∝ pi_j^(1/4) s_j^(-1/2)``, the weighted
+    Lagrangian's point, and the floor ``lambda mean`` is taken in those units
+    (on mixed units a floor in the data's units would lift the small columns'
+    scales to the large ones'). ``"relative"`` has ``pi_j = w_j^-2`` (the
+    box widths). Post-processing of the private scales and public weights; a
+    result that is not a vector of positive normal floats falls back to the
+    total objective's scaling."""
+    if isinstance(objective, str) and objective == "total":
+        return robust_scaling(scales, lam)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        if isinstance(objective, str):             # relative: pi^(1/2) ∝ 1 / w
+            root = float(np.min(widths)) / widths
+        else:
+            root = np.sqrt(objective / float(np.max(objective)))
+        try:
+            b = robust_scaling(scales * root, lam) * root
+        except ValueError:
+            b = np.zeros_like(root)
+    if np.all(np.isfinite(b)) and np.all(b >= np.finfo(np.float64).tiny):
+        return b
+    return robust_scaling(scales, lam)
+
+
+def _default_objective(objective: Any, X: Any) -> Any:
+    """None is ``"relative"`` for a pandas input (named columns, perhaps in
+    different units), else left for :func:`_run` (``"total"``)."""
+    if objective is None and V.column_labels(X) is not None:
+        return "relative"
+    return objective
+
+
+def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
+                    objective: str | np.ndarray = "total") -> float:
     """``sqrt(sum_j (Delta / b_j)^2)`` of the box path (the Elliptical Gaussian
     mechanism on the box, :func:`_box_release`): its noise's L2 norm on the
     sum per unit noise multiplier. A public function of the box."""
-    b = elliptical_scaling(widths) / widths
+    b = elliptical_scaling(widths, objective) / widths
     return _norm(clipped_sum_sensitivity(0.5, relation) / b)
 
 
@@ -690,9 +824,8 @@ def _check_share(widths: np.ndarray, relation: Neighbouring, mean_share: float) 
     return float(min(max(mean_share * ratio * ratio, lo), hi))
 
 
-def _bias_check(ctx: _Context, relation: Neighbouring, total: float, share: float,
-                rest: float, C: float, b: np.ndarray, center: np.ndarray, n_eff: float,
-                steps: list[PrivacyStep], gen: Any) -> bool:
+def _bias_check(ctx: _Context, share: float, rest: float, C: float, b: np.ndarray,
+                center: np.ndarray) -> bool:
     """The bias check: whether the box (:func:`_box_release`) is predicted to
     beat clipping at ``C`` around ``center`` in the scaling ``b``. True for the box.
 
@@ -701,7 +834,8 @@ def _bias_check(ctx: _Context, relation: Neighbouring, total: float, share: floa
     the clipping bias of the mean has norm at most ``sum_i r_i / n``. Each term
     is capped at the box's diameter ``D`` and quantised down to the grid
     ``D 2^-CHECK_BITS``, so that it is an integer in ``[0, 2^CHECK_BITS]``
-    computed from its own row only; the integers are summed exactly, and
+    computed from its own row only; the integers are summed exactly (the pass
+    :class:`~dpsum.pipeline.passes.Displacement`), and
     Gaussian noise (exact discrete Gaussian with ``secure=True``) of scale
     ``s 2^CHECK_BITS`` is added, ``s`` the zCDP multiplier of
     ``share * rho``: a Gaussian mechanism of sensitivity ``2^CHECK_BITS``
@@ -716,29 +850,22 @@ def _bias_check(ctx: _Context, relation: Neighbouring, total: float, share: floa
     noisy bound (at least 0) over ``ñ``, and ``v_clip``, ``v_box`` the two
     paths' expected squared noise on the mean at the share ``rest``.
     """
-    data, lo, hi = ctx.data, ctx.lo, ctx.hi
-    widths = hi - lo
+    relation, total = ctx.relation, ctx.total
+    widths = ctx.hi - ctx.lo
     D = _norm(widths)
-    scaled = row_norms(data, center, b)
-    dist = row_norms(data, center, None)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        factor = np.where(scaled > C, 1.0 - C / scaled, 0.0)
-        r = np.minimum(np.where(np.isnan(factor * dist), D, factor * dist), D)
-    units = np.floor(r / D * 2.0 ** CHECK_BITS).astype(np.int64)
-    units = np.clip(units, 0, 2 ** CHECK_BITS)
-    S = int(np.sum(units, dtype=np.int64))
+    S = ctx.run(Displacement(C, b, center, D, CHECK_BITS))
     s_chk = zcdp_gaussian_multiplier(share * total)
     sigma = s_chk * 2.0 ** CHECK_BITS
     if ctx.secure:
         noisy = float(S + int(discrete_gaussian(sigma * sigma * (1 + 1e-12),
                                                 rng=ctx.secure_gen)))
     else:
-        noisy = float(S + _gaussian_noise(gen, sigma))
-    steps.append(gaussian_step("check", s_chk))
+        noisy = float(S + ctx.noise(sigma))
+    ctx.steps.append(gaussian_step("check", s_chk))
     # everything relative to the box path's noise norm (no overflow: the
     # ratios are compared, and n cancels)
     s_rest = zcdp_gaussian_multiplier(rest * total)
-    k_box = _box_noise_norm(widths, relation)
+    k_box = _box_noise_norm(widths, relation, ctx.objective)
     with np.errstate(over="ignore"):
         unit = math.ldexp(D / k_box, -CHECK_BITS) / s_rest   # one integer unit
         clip_ratio = _norm(clipped_sum_sensitivity(C, relation) / b) / k_box
@@ -775,248 +902,260 @@ def _with_diagnostics(split: BudgetSplit, on: bool) -> BudgetSplit:
                                mean=split.mean - DIAGNOSTICS_SHARE)
 
 
-def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
-         neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
-         regularization: Any, rng: Any, statistic: str, secure: Any = False,
-         diagnostics: Any = True, session: Any = None) -> PipelineRelease:
-    stated, _, dlt = _total_rho(epsilon, delta, rho)
+def _open(a: _Args, data: Dataset, lower: Any, upper: Any, rng: Any, statistic: str,
+          session: Any) -> _Context:
+    """Everything before the first read of the data's values: the box and
+    the public worst cases checked, the rngs, the strategy's warning when
+    ``n`` is public, and the session charged."""
     sess = as_session(session)
-    # every step is calibrated to its share of a budget a hair below the
-    # stated one, so that the rounding of the shares, the multipliers and the
-    # parameters never makes the exact total exceed it (``_SPEND_MARGIN``)
-    total = stated * (1.0 - _SPEND_MARGIN)
-    relation = Neighbouring.parse(neighbouring)
-    rule = Scaling.parse(scaling, "scaling")
-    lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
-    p_given = None if clip_probability is None else V.check_probability(
-        clip_probability, "clip_probability", scalar=True)
-    secure_ = V.check_bool(secure, "secure")
-    diag_ = V.check_bool(diagnostics, "diagnostics")
-    if budget is not None:
-        split = _with_diagnostics(_user_budget(budget, relation, rule), diag_)
-    columns = V.column_labels(X)
-    # under add-remove the empty dataset is data like any other (a one-row
-    # dataset is its neighbour): it gets a release of the same shape
-    if columns is not None:
-        # column by column: errors name a column
-        data, columns = V.as_dataset(X, "X", empty_rows=True)
-    else:
-        data = V.check_data_matrix(X, finite=False, empty_rows=True)
-    V.require_rows(data.shape[0], relation is Neighbouring.REPLACE)
-    n, d = data.shape
+    relation = a.relation
+    d = data.d
     lo, hi = check_domain(lower, upper, d)
     # public, before the data: the noise of any step is at most about
     # sqrt(d) * width / sqrt(2 share rho) (share >= 5e-7), and must be a float
     with np.errstate(over="ignore"):
-        reach = float(np.max(hi - lo)) * math.sqrt(d) * 1e3 / math.sqrt(total)
+        reach = float(np.max(hi - lo)) * math.sqrt(d) * 1e3 / math.sqrt(a.total)
     V.representable(reach, "lower and upper", "the noise for a box this wide at this budget",
                     "the box width times sqrt(d / rho) must stay below about 1e305")
-    _check_worst_case(lo, hi, n, relation)
-    if secure_:
-        secure_gen = V.check_secure_rng(rng)
-        # the preparation steps keep NumPy's floating-point samplers (see the Notes)
-        gen = secure_gen if secure_gen is not None else np.random.default_rng()
-    else:
-        gen = V.check_rng(rng)
-        secure_gen = gen
-    ctx = _Context(data, lo, hi, columns, secure_, secure_gen, diag_, total,
-                   f"private_{statistic}")
-    if relation is Neighbouring.REPLACE and budget is None:
+    n = data.n
+    if n is None and relation is Neighbouring.REPLACE:
+        n = run_pass(RowCount(), data)          # public under replace-one
+    if n is not None:
+        V.require_rows(n, relation is Neighbouring.REPLACE)
+    _check_worst_case(lo, hi, n or 0, relation)
+    ctx = _Context(a, dataclasses.replace(data, n=n), lo, hi, rng, statistic)
+    if relation is Neighbouring.REPLACE and a.split is None and n is not None and \
+            _center_mode(float(n), d, a.total, ctx.du, a.rule) != "coordinate":
         # n is public: the strategy is known before anything is spent
-        if _center_mode(float(n), d, total, quantile_sensitivity(0.5, relation),
-                        rule) != "coordinate":
-            ctx.warn(f"private_{statistic}: too few rows for this budget for a reliable "
-                     "coordinate-wise center: the pipeline falls back to a center for the whole vector "
-                     "or to the public box (see release.strategy); the error can be "
-                     "many times a coordinate's scale. A box known in advance "
-                     "(elliptical_gaussian_mechanism), a larger budget or fewer columns help")
+        ctx.warn(f"private_{statistic}: too few rows for this budget for a reliable "
+                 "coordinate-wise center: the pipeline falls back to a center for the whole "
+                 "vector or to the public box (see release.strategy); the error can be "
+                 "many times a coordinate's scale. A box known in advance "
+                 "(elliptical_gaussian_mechanism), a larger budget or fewer columns help",
+                 stacklevel=5)
     # every path spends at most rho in zCDP: one event, before the data's values
-    ctx.accounting = charge_session(sess, ZCDPEvent(stated), mechanism=f"private_{statistic}",
+    ctx.accounting = charge_session(sess, ZCDPEvent(a.stated), mechanism=ctx.who,
                                     neighbouring=relation,
-                                    parameters={"rho": stated, "d": d, "secure": secure_})
-    if not np.all(np.isfinite(data)):
-        raise ValueError("X contains NaN or infinite values")
+                                    parameters={"rho": a.stated, "d": d, "secure": a.secure})
+    data.require_finite()
+    return ctx
 
-    steps: list[PrivacyStep] = []
-    # 0. the count (add-remove: n is private); every later share and the clip
-    # probability are functions of it (the proof conditions on it)
-    s_count = 0.0
-    if relation is Neighbouring.ADD_REMOVE:
-        count_share = split.count if budget is not None else SCALAR_SHARE
-        s_count = zcdp_gaussian_multiplier(count_share * total)
-        count = float(n + _gaussian_noise(gen, s_count))
-        steps.append(gaussian_step("count", s_count))
-        n_eff = max(count, 1.0)
+
+def _count_and_split(ctx: _Context) -> _Plan:
+    """Step 0, the count (add-remove: ``n`` is private; every later share and
+    the clip probability are functions of it, the proof conditions on it),
+    then the split of the budget and the clip probability."""
+    a = ctx.a
+    if ctx.relation is Neighbouring.ADD_REMOVE:
+        n = ctx.data.n if ctx.data.n is not None else ctx.run(RowCount())
+        count_share = a.split.count if a.split is not None else SCALAR_SHARE
+        ctx.s_count = zcdp_gaussian_multiplier(count_share * ctx.total)
+        ctx.count = float(n + ctx.noise(ctx.s_count))
+        ctx.steps.append(gaussian_step("count", ctx.s_count))
+        ctx.n_eff = max(ctx.count, 1.0)
     else:
-        count = float(n)
-        n_eff = count
-    du = quantile_sensitivity(0.5, relation)
-    plan = _Plan(split, "coordinate") if budget is not None else \
-        _default_split(n_eff, d, total, relation, rule)
-    mode = plan.mode
-    split = _with_diagnostics(plan.split, diag_) if budget is None else split
-    p = default_clip_probability(n_eff) if p_given is None else p_given
-    if mode == "coordinate" and rule is not Scaling.ADAPTIVE and budget is None and \
-            split.center >= MAX_COORDINATE_SHARE:
+        ctx.count = ctx.n_eff = float(ctx.data.n or 0)
+    d = ctx.data.d
+    plan = _Plan(a.split, "coordinate") if a.split is not None else \
+        _default_split(ctx.n_eff, d, ctx.total, ctx.relation, a.rule)
+    ctx.split = _with_diagnostics(plan.split, a.diagnostics) if a.split is None else a.split
+    ctx.p = default_clip_probability(ctx.n_eff) if a.p_given is None else a.p_given
+    if plan.mode == "coordinate" and a.rule is not Scaling.ADAPTIVE and a.split is None and \
+            ctx.split.center >= MAX_COORDINATE_SHARE:
         ctx.warn(
             f"{ctx.who}: too few rows for this budget for a reliable coordinate-wise "
             "center (its share is capped); the center may escape the data. "
-            "scaling='adaptive' (the default) estimates it for the whole vector instead")
+            "scaling='adaptive' (the default) estimates it for the whole vector instead",
+            stacklevel=5)
+    return plan
 
-    min_scale = (hi - lo) * ASINH_RESOLUTION
-    box = _norm(hi - lo)
-    k_sens = clipped_sum_sensitivity(1.0, relation)     # 2 (replace-one) or 1 (add-remove)
+
+def _coordinate_center(ctx: _Context) -> np.ndarray:
+    """Step 1, the coordinate-wise median on the asinh scale."""
+    d = ctx.data.d
+    eps_c = _exp_epsilon(ctx.split.center * ctx.total, d)
+    t = ctx.run(RowValues(center_values, (ctx.lo, ctx.hi)))
+    center = center_from_values(t, eps_c, ctx.lo, ctx.hi, ctx.du, ctx.gen)
+    ctx.steps.append(bounded_range_step("center", eps_c, count=d))
+    return center
+
+
+def _box_decision(ctx: _Context, plan: _Plan) -> bool:
+    """The whole-vector center's first step: the box itself as the model, when
+    clipping around the midpoint is predicted to lose to it. The rows within
+    the public break-even distance are counted, privately (sensitivity 1);
+    the choice is post-processing of the count. True for the box."""
+    split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
-    mid = lo + 0.5 * (hi - lo)
+    rest = 1.0 - split.count - plan.decision - split.diagnostics
+    r_star = break_even_radius(ctx.hi - ctx.lo, ctx.n_eff, d, rest * total, split.mean * total,
+                               clipped_sum_sensitivity(1.0, ctx.relation),
+                               calibrated_clip_radius(1.0, ones, ones, ctx.p))
+    s_dec = zcdp_gaussian_multiplier(plan.decision * total)
+    near = ctx.run(NearCount(ctx.mid, r_star))
+    near_noisy = float(near + ctx.noise(s_dec))
+    ctx.steps.append(gaussian_step("decision", s_dec))
+    return _box_wins(near_noisy, ctx.n_eff)
 
-    def radius_step(center: np.ndarray, share: float, name: str) -> float:
-        e = _exp_epsilon(share * total, 1)
-        steps.append(bounded_range_step(name, e))
-        return norm_quantile_step(data, 0.5, e, float(min_scale.min()), box, center, None,
-                                  du, gen)
 
-    # 1. the center
-    if mode == "box":
-        return _box_release(ctx, relation, total, split.mean, steps, count, n_eff,
-                            s_count, statistic, split, p, dlt, gen)
-    if mode == "coordinate":
-        eps_c = _exp_epsilon(split.center * total, d)
-        center = center_step(data, eps_c, lo, hi, du, gen)
-        steps.append(bounded_range_step("center", eps_c, count=d))
-        strategy = "coordinate center"
-    else:
-        # the whole-vector center: clipped-mean moves from the box's midpoint,
-        # each clipping at a private (isotropic-model) radius around the last;
-        # it stops when the radius no longer shrinks, and the shares of the
-        # moves it skips go to the mean (every path spends at most rho)
-        scalar_share = split.radius
-        decision = plan.decision
-        move_share = (split.center - decision) / plan.moves - scalar_share
-        center = mid.copy()
-        # the box itself as the model, when clipping around the midpoint is
-        # predicted to lose to it: the rows within the public break-even
-        # distance are counted, privately (sensitivity 1); the choice is
-        # post-processing of the count
-        rest = 1.0 - split.count - decision - split.diagnostics
-        r_star = break_even_radius(hi - lo, n_eff, d, rest * total, split.mean * total,
-                                   k_sens, calibrated_clip_radius(1.0, ones, ones, p))
-        s_dec = zcdp_gaussian_multiplier(decision * total)
-        near = int(np.count_nonzero(row_norms(data, mid, None) <= r_star))
-        near_noisy = float(near + _gaussian_noise(gen, s_dec))
-        steps.append(gaussian_step("decision", s_dec))
-        if _box_wins(near_noisy, n_eff):
-            return _box_release(ctx, relation, total, rest, steps, count, n_eff,
-                                s_count, statistic, split, p, dlt, gen)
-        radius = radius_step(center, scalar_share, "center")
-        moves = 0
-        while True:
-            c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
-            s_move = zcdp_gaussian_multiplier(move_share * total)
-            # summed exactly, the noise added exactly
-            z_k = _gaussian_noise(gen, s_move * k_sens * c_k, size=d)
-            noisy_k, _ = exact_noisy_clipped_sum(data, c_k, ones, center, z_k)
-            # post-processing: the move is clamped to the box (a centre outside
-            # it is never better), which keeps every later quantity finite
-            with np.errstate(over="ignore"):
-                center = np.clip(center + noisy_k / n_eff, lo, hi)
-            steps.append(gaussian_step("center", s_move))
-            moves += 1
-            last = radius
-            radius = radius_step(center, scalar_share, "radius")
-            if moves == plan.moves or radius > VECTOR_STOP * last:
-                break
-        # the last radius is the radius step's (around the final center)
-        spent = decision + moves * (move_share + scalar_share)
-        leftover = split.center - spent
-        split = dataclasses.replace(split, center=spent, mean=split.mean + leftover)
+def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
+    """Step 1 for few rows: clipped-mean moves from the box's midpoint, each
+    clipping at a private (isotropic-model) radius around the last; it stops
+    when the radius no longer shrinks, and the shares of the moves it skips
+    go to the mean (every path spends at most rho). Returns the center and
+    the last radius (the radius step's, around the final center)."""
+    split, total, d = ctx.split, ctx.total, ctx.data.d
+    ones = np.ones(d)
+    k_sens = clipped_sum_sensitivity(1.0, ctx.relation)  # 2 (replace-one) or 1 (add-remove)
+    scalar_share = split.radius
+    move_share = (split.center - plan.decision) / plan.moves - scalar_share
+    center = ctx.mid.copy()
+    radius = ctx.radius(center, scalar_share, "center")
+    moves = 0
+    while True:
+        c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
+        s_move = zcdp_gaussian_multiplier(move_share * total)
+        # summed exactly, the noise added exactly
+        z_k = ctx.noise(s_move * k_sens * c_k, size=d)
+        move = ClippedSum(c_k, ones, center, EXACT_CHARGE)
+        noisy_k = _noisy_sum(ctx.run(move), move.plan()[1], z_k, ones)
+        # post-processing: the move is clamped to the box (a centre outside
+        # it is never better), which keeps every later quantity finite
+        with np.errstate(over="ignore"):
+            center = np.clip(center + noisy_k / ctx.n_eff, ctx.lo, ctx.hi)
+        ctx.steps.append(gaussian_step("center", s_move))
+        moves += 1
+        last = radius
+        radius = ctx.radius(center, scalar_share, "radius")
+        if moves == plan.moves or radius > VECTOR_STOP * last:
+            break
+    spent = plan.decision + moves * (move_share + scalar_share)
+    ctx.split = dataclasses.replace(split, center=spent, mean=split.mean + split.center - spent)
+    if ctx.relation is not Neighbouring.REPLACE or ctx.a.split is not None:
+        ctx.warn(
+            f"{ctx.who}: too few rows for this budget for a coordinate-wise center; "
+            "the center was estimated for the whole vector at once (see "
+            "release.strategy)", stacklevel=5)
+    return center, radius
+
+
+def _use_scales(ctx: _Context, center: np.ndarray, radius: float) -> bool:
+    """Step 2b (``scaling="adaptive"``), the spread: the median L1 norm; with
+    the radius it estimates how unequal the scales are, and the choice
+    between scaled and isotropic clipping is post-processing. Moves the
+    shares of the skipped scales and clip steps to the mean."""
+    split, a = ctx.split, ctx.a
+    if a.rule is not Scaling.ADAPTIVE or not split.spread > 0:
+        return a.rule is Scaling.SCALED
+    l1 = ctx.quantile(l1_values, (center,), split.spread, "spread",
+                      float(ctx.min_scale.min()), _l1(ctx.hi - ctx.lo))
+    g = heterogeneity(l1, radius, ctx.data.d)
+    use = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip)
+    if not use:
+        ctx.split = dataclasses.replace(split, scales=0.0, clip=0.0,
+                                        mean=split.mean + split.scales + split.clip)
+    return use
+
+
+def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Steps 3-5: the scales (``|x_j - c_j| <= ||x - c||``, so every
+    coordinate's median absolute deviation is at most the median norm: the
+    radius, with a margin for its own noise, caps the search), the scaling
+    (post-processing) and the private median of the scaled norms. Returns
+    ``(scales, b, median_norm)``."""
+    split, d = ctx.split, ctx.data.d
+    eps_s = _exp_epsilon(split.scales * ctx.total, d)
+    cap = np.maximum(RADIUS_MARGIN * radius, 2.0 * ctx.min_scale)
+    t = ctx.run(RowValues(scales_values, (center,)))
+    scales = scales_from_values(t, eps_s, ctx.min_scale, cap, ctx.du, ctx.gen)
+    ctx.steps.append(bounded_range_step("scales", eps_s, count=d))
+    if ctx.a.rule is Scaling.ADAPTIVE:
+        # shrink toward the pooled scale by their own noise level
+        tau2 = log_scale_noise_variance(eps_s, ctx.n_eff, ctx.du, _LOG_MAD_DENSITY)
+        scales, _ = shrink_log_scales(scales, tau2)
+    b = _weighted_robust_scaling(scales, ctx.a.lam, ctx.objective, ctx.hi - ctx.lo)
+    median_norm = ctx.quantile(norm_values, (center, b), split.clip, "clip",
+                               float((ctx.min_scale * b).min()), _norm((ctx.hi - ctx.lo) * b))
+    return scales, b, median_norm
+
+
+def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
+         neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
+         regularization: Any, rng: Any, statistic: str, secure: Any = False,
+         diagnostics: Any = True, session: Any = None, objective: Any = None,
+         units: tuple[Any, Any, Any] = (None, None, "sum")) -> PipelineRelease:
+    a = _arguments(epsilon, delta, rho, neighbouring, budget, scaling, clip_probability,
+                   regularization, secure, diagnostics)
+    objective = _default_objective(objective, X)     # before the units fold a DataFrame
+    if isinstance(objective, str):                   # a named objective: checked before the ids
+        V.check_objective(objective, 1)
+    sess = as_session(session)
+    if sess is not None:          # refused before the unit ids or the rows are read
+        sess.check(ZCDPEvent(a.stated), neighbouring=a.relation)
+    unit, max_rows, per_unit = units
+    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, unit, max_rows, per_unit,
+                                          statistic)
+    # the boundary: type and shape, before anything reads the values; under
+    # add-remove the empty dataset is data like any other
+    data = as_data(X, "X")
+    obj = V.check_objective(objective, data.d, frame=data.columns is not None)
+    ctx = _open(a, data, lower, upper, rng, statistic, session)
+    ctx.objective = obj
+    plan = _count_and_split(ctx)
+    if plan.mode == "box":
+        return _box_release(ctx, ctx.split.mean)
+    if plan.mode == "vector" and _box_decision(ctx, plan):
+        return _box_release(ctx, 1.0 - ctx.split.count - plan.decision - ctx.split.diagnostics)
+    if plan.mode == "vector":
+        center, radius = _vector_center(ctx, plan)
         strategy = "vector center"
-        if relation is not Neighbouring.REPLACE or budget is not None:
-            ctx.warn(
-                f"{ctx.who}: too few rows for this budget for a coordinate-wise center; "
-                "the center was estimated for the whole vector at once (see "
-                "release.strategy)")
-
-    use_scales = rule is Scaling.SCALED
-    mean_share = split.mean
-    if rule is not Scaling.ISOTROPIC and mode == "coordinate":
-        # 2. radius: the median distance to the center bounds every scale
-        radius = radius_step(center, split.radius, "radius")
-    if rule is Scaling.ADAPTIVE and split.spread > 0:
-        # 2b. spread: the median L1 norm; with the radius it estimates how
-        # unequal the scales are, and the choice is post-processing
-        eps_l1 = _exp_epsilon(split.spread * total, 1)
-        l1 = l1_norm_quantile_step(data, 0.5, eps_l1, float(min_scale.min()),
-                                   _l1(hi - lo), center, du, gen)
-        steps.append(bounded_range_step("spread", eps_l1))
-        g = heterogeneity(l1, radius, d)
-        use_scales = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip)
-        if not use_scales:
-            mean_share = split.mean + split.scales + split.clip
-            split = dataclasses.replace(split, scales=0.0, clip=0.0, mean=mean_share)
-    if use_scales:
-        # 3. scales; |x_j - c_j| <= ||x - c||, so every coordinate's median
-        # absolute deviation is at most the median norm: the radius (with a
-        # margin for its own noise) caps the search
-        eps_s = _exp_epsilon(split.scales * total, d)
-        cap = np.maximum(RADIUS_MARGIN * radius, 2.0 * min_scale)
-        scales = scales_step(data, center, eps_s, min_scale, cap, du, gen)
-        steps.append(bounded_range_step("scales", eps_s, count=d))
-        if rule is Scaling.ADAPTIVE:
-            # shrink toward the pooled scale by their own noise level
-            tau2 = log_scale_noise_variance(eps_s, n_eff, du, _LOG_MAD_DENSITY)
-            scales, _ = shrink_log_scales(scales, tau2)
-        # 4. scaling (post-processing)
-        b = robust_scaling(scales, lam)
-        model = scales
-        # 5. clip radius: private median of the scaled norms, extrapolated by the model
-        eps_k = _exp_epsilon(split.clip * total, 1)
-        median_norm = norm_quantile_step(data, 0.5, eps_k, float((min_scale * b).min()),
-                                         _norm((hi - lo) * b), center, b, du,
-                                         gen)
-        steps.append(bounded_range_step("clip", eps_k))
-        strategy += ", scaled"
     else:
-        scales = None
-        b = ones
-        model = ones
-        if rule is Scaling.ADAPTIVE:
-            median_norm = radius        # the radius is the isotropic median norm
-        else:
-            eps_k = _exp_epsilon(split.clip * total, 1)
-            median_norm = norm_quantile_step(data, 0.5, eps_k, float(min_scale.min()), box,
-                                             center, None, du, gen)
-            steps.append(bounded_range_step("clip", eps_k))
+        center, radius = _coordinate_center(ctx), 0.0
+        strategy = "coordinate center"
+    if a.rule is not Scaling.ISOTROPIC and plan.mode == "coordinate":
+        # 2. radius: the median distance to the center bounds every scale
+        radius = ctx.radius(center, ctx.split.radius, "radius")
+    ones = np.ones(ctx.data.d)
+    scales: np.ndarray | None = None
+    b, model = ones, ones
+    if _use_scales(ctx, center, radius):
+        scales, b, median_norm = _scaled_model(ctx, center, radius)
+        model = scales
+        strategy += ", scaled"
+    elif a.rule is Scaling.ADAPTIVE:
+        median_norm = radius            # the radius is the isotropic median norm
         strategy += ", isotropic"
-    C = calibrated_clip_radius(median_norm, model, b, p)
-    if rule is Scaling.ADAPTIVE and budget is None:
+    else:
+        median_norm = ctx.quantile(norm_values, (center, None), ctx.split.clip, "clip",
+                                   float(ctx.min_scale.min()), _norm(ctx.hi - ctx.lo))
+        strategy += ", isotropic"
+    C = calibrated_clip_radius(median_norm, model, b, ctx.p)
+    mean_share = ctx.split.mean
+    if a.rule is Scaling.ADAPTIVE and a.split is None:
         # 5b. the bias check: the box when clipping at C is predicted, from a
         # private bound on its displacement, to lose to it
-        chk = _check_share(hi - lo, relation, mean_share)
+        chk = _check_share(ctx.hi - ctx.lo, ctx.relation, mean_share)
         mean_share -= chk
-        split = dataclasses.replace(split, mean=mean_share, check=chk)
-        if _bias_check(ctx, relation, total, chk, mean_share, C, b, center, n_eff, steps,
-                       gen):
-            return _box_release(ctx, relation, total, mean_share, steps, count, n_eff,
-                                s_count, statistic, split, p, dlt, gen,
+        ctx.split = dataclasses.replace(ctx.split, mean=mean_share, check=chk)
+        if _bias_check(ctx, chk, mean_share, C, b, center):
+            return _box_release(ctx, mean_share,
                                 reason="the private bias check predicts that clipping "
                                        "loses to the public box for these data")
     # 6. the clipped sum of deviations from the center, with Gaussian noise
-    s_mean = zcdp_gaussian_multiplier(mean_share * total)
-    sens = clipped_sum_sensitivity(C, relation)
-    noisy, dev_std, clipped, unit = ctx.last_step(C, b, center, s_mean, sens, relation, gen)
-    steps.append(gaussian_step("mean", s_mean))
-    extra = ctx.diagnose(split, steps, clipped, p * n_eff, n_eff, gen)
-    return _finish(center, noisy, dev_std, scales, b, C, p, count, n_eff, s_count,
-                   relation, statistic, split, steps, dlt, strategy, ctx=ctx, unit=unit,
-                   extra=extra)
+    s_mean = zcdp_gaussian_multiplier(mean_share * ctx.total)
+    sens = clipped_sum_sensitivity(C, ctx.relation)
+    noisy, dev_std, state, unit = ctx.last_step(C, b, center, s_mean, sens)
+    ctx.steps.append(gaussian_step("mean", s_mean))
+    extra = ctx.diagnose(ctx.split, state.clipped, state.outside, ctx.p * ctx.n_eff)
+    return _finish(ctx, center, noisy, dev_std, scales, b, C, ctx.split, strategy, unit,
+                   extra)
 
 
-def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
-            scales: np.ndarray | None, b: np.ndarray, C: float, p: float, count: float,
-            n_eff: float, s_count: float, relation: Neighbouring, statistic: str,
-            split: BudgetSplit, steps: list[PrivacyStep], dlt: float | None,
-            strategy: str, *, ctx: _Context,
-            unit: np.ndarray | None = None, extra: dict | None = None) -> PipelineRelease:
+def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
+            scales: np.ndarray | None, b: np.ndarray, C: float, split: BudgetSplit,
+            strategy: str, unit: np.ndarray | None, extra: dict) -> PipelineRelease:
+    count, n_eff, s_count, statistic = ctx.count, ctx.n_eff, ctx.s_count, ctx.statistic
     # post-processing of released values, saturated at the largest float
     # (the same function whatever the data)
     with np.errstate(over="ignore"):
@@ -1027,33 +1166,31 @@ def _finish(center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
         else:
             estimate = count * center + noisy
             noise_std = dev_std
-            if relation is Neighbouring.ADD_REMOVE:
+            if ctx.relation is Neighbouring.ADD_REMOVE:
                 noise_std = np.hypot(dev_std, s_count * center)
     estimate, noise_std = _saturate(estimate), _saturate(noise_std)
     unprojected = None
     if statistic == "mean":
         # post-processing: the projection onto the public box (see _DOC_PARAMS)
         unprojected, estimate = estimate, np.clip(estimate, ctx.lo, ctx.hi)
+    steps = tuple(ctx.steps)
     guarantee = None
-    if dlt is not None:
-        guarantee = _compose_zcdp(tuple(steps), dlt)
+    if ctx.a.dlt is not None:
+        guarantee = _compose_zcdp(steps, ctx.a.dlt)
     used = 0.0
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
         used += st.rho
     return PipelineRelease(
         estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
-        scaling=b, clip_norm=float(C), clip_probability=float(p), noise_std=noise_std,
-        neighbouring=relation, rho=used, budget=split, steps=tuple(steps), guarantee=guarantee,
+        scaling=b, clip_norm=float(C), clip_probability=float(ctx.p), noise_std=noise_std,
+        neighbouring=ctx.relation, rho=used, budget=split, steps=steps, guarantee=guarantee,
         strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
         notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting,
-        unprojected=unprojected, **(extra or {}))
+        unprojected=unprojected, **V.objective_record(ctx.objective), **extra)
 
 
-def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: float, steps: list[PrivacyStep], count: float,
-                 n_eff: float, s_count: float, statistic: str, split: BudgetSplit, p: float,
-                 dlt: float | None, gen: np.random.Generator,
-                 reason: str | None = None) -> PipelineRelease:
+def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:
     """The box as the model: the Elliptical Gaussian mechanism's clamped sum.
 
     Coordinate ``j`` of ``x - m`` (``m`` the box's midpoint) is clamped to
@@ -1068,40 +1205,34 @@ def _box_release(ctx: _Context, relation: Neighbouring, total: float, share: flo
     ``rho`` here, and since the path is chosen from a private count, only a
     bound that holds on every path bounds the mixture.)
 
-    With ``secure=True`` the sum is the grid path's clipped sum at ``C = 1/2``
-    in the same scaled space (a row inside the box is unchanged, a row outside
-    is shrunk towards the midpoint instead of clamped), with exact discrete
-    Gaussian noise. Under add-remove the float path takes the same clipped
-    sum, summed exactly (:func:`dpsum.kernels._exact.exact_noisy_clipped_sum`:
-    the number of rows is private, so no rounding of a float sum may depend
-    on it), with Gaussian noise added exactly.
+    The sum is the last step's (:meth:`_Context.last_step`, the pass
+    :class:`~dpsum.pipeline.passes.ClippedSum`) at ``C = 1/2`` in the same
+    scaled space (a row inside the box is unchanged, a row outside is shrunk
+    towards the midpoint instead of clamped): summed exactly, with Gaussian
+    noise added exactly, or with ``secure=True`` on the grid with exact
+    discrete Gaussian noise.
     """
     ctx.warn(
         f"{ctx.who}: {reason or 'too few rows for this budget to improve on the public box'}"
         "; the release is the Elliptical Gaussian mechanism on the box (see release.strategy)",
         stacklevel=5)
-    data, lo, hi = ctx.data, ctx.lo, ctx.hi
-    widths = hi - lo
-    mid = lo + 0.5 * widths
-    b = elliptical_scaling(widths) / widths
+    split = ctx.split
+    widths = ctx.hi - ctx.lo
+    mid = ctx.mid
+    b = elliptical_scaling(widths, ctx.objective) / widths
     # calibrated in zCDP like every other path: the path is chosen from a
     # private count, and only a bound that holds on every path (here, the
     # total rho) is a bound for the mixture
-    s_mean = zcdp_gaussian_multiplier(share * total)
-    sens = clipped_sum_sensitivity(0.5, relation)
-    # the exact sum of last_step, clipping at 1/2 in the scaled space (a row
-    # inside the box is unchanged, a row outside is shrunk towards the midpoint)
-    noisy, dev_std, _, unit = ctx.last_step(0.5, b, mid, s_mean, sens, relation, gen)
-    steps.append(gaussian_step("mean", s_mean))
+    s_mean = zcdp_gaussian_multiplier(share * ctx.total)
+    sens = clipped_sum_sensitivity(0.5, ctx.relation)
+    noisy, dev_std, state, unit = ctx.last_step(0.5, b, mid, s_mean, sens)
+    ctx.steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count,
                             1.0 - split.count - share - split.diagnostics - split.check, 0.0,
                             0.0, 0.0, share, 0.0, split.diagnostics, split.check)
-    outside = rows_outside(data, lo, hi)
-    extra = ctx.diagnose(box_split, steps, outside, 0.0, n_eff, gen)
-    return _finish(mid, noisy, dev_std, None, b, 0.5, p, count, n_eff, s_count,
-                   relation, statistic, box_split, steps, dlt,
-                   "box" if reason is None else "box (bias check)", ctx=ctx,
-                   unit=unit, extra=extra)
+    extra = ctx.diagnose(box_split, state.outside, state.outside, 0.0)
+    return _finish(ctx, mid, noisy, dev_std, None, b, 0.5, box_split,
+                   "box" if reason is None else "box (bias check)", unit, extra)
 
 
 def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
@@ -1111,7 +1242,10 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
                  clip_probability: float | None = None,
                  regularization: float = REGULARIZATION, rng: Any = None,
                  secure: bool = False, diagnostics: bool = True,
-                 session: Any = None) -> PipelineRelease:
+                 session: Any = None, privacy_unit: Any = None,
+                 max_rows: int | None = None,
+                 per_unit: str | None = None,
+                 objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private mean of the rows of ``X`` with no public data model.
 
     Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
@@ -1123,12 +1257,17 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
 
     Parameters
     ----------
-    X : array_like or pandas.DataFrame, shape (n, d)
+    X : array_like, pandas.DataFrame, dask.array.Array or dask.dataframe.DataFrame, shape (n, d)
         The private data; finite reals. A DataFrame's column labels are kept
         (``columns``, :meth:`~dpsum.release.PipelineRelease.to_pandas`); an
         error names the column, never a row or a value. Under add-remove
         ``n = 0`` is data like any other (the release is noise of the same
-        shape); under replace-one ``X`` needs a row.
+        shape); under replace-one ``X`` needs a row. On a dask array or
+        DataFrame every step's pass runs on the cluster, block by block
+        (:func:`dpsum.engines.dask.run_pass`), and the release is the same
+        floats as on the numpy array with the same ``rng``, whatever the
+        chunking; only the steps' merged states (integer sums, and for the
+        quantile steps one value per row) reach the client.
     lower, upper : float or array_like, shape (d,)
         A public box that should contain every row, known without looking at
         the data (a sensor's range, a plausible order of magnitude): scalars
@@ -1152,13 +1291,17 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         Shares of the total rho for the steps other than the mean (keys among
         "count", "center", "radius", "scales", "clip"; exactly the steps that
         run); the mean gets the rest. Default :func:`default_budget`.
-    scaling : {"scaled", "isotropic"}
-        Estimate per-coordinate scales (default), or clip isotropically with
-        a private radius (the baseline).
+    scaling : {"adaptive", "scaled", "isotropic"}
+        ``"adaptive"`` (default): choose privately between per-coordinate
+        scales and isotropic clipping, and between clipping and the box (the
+        bias check); ``"scaled"``: always estimate per-coordinate scales;
+        ``"isotropic"``: clip isotropically with a private radius (the
+        baseline).
     clip_probability : float, optional
         ``p_C`` in (0, 1); default :func:`default_clip_probability`.
     regularization : float
-        ``lambda`` of :func:`robust_scaling`.
+        ``lambda`` of :func:`robust_scaling`, in ``[0, 1e6]``
+        (:data:`MAX_REGULARIZATION`).
     rng : numpy.random.Generator, int or None
         Source of randomness. With ``secure=True``, None draws the last
         step's noise from the operating system's secure generator.
@@ -1187,6 +1330,47 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         path spends at most ``rho``), charged, or refused if it does not fit,
         before the data's values are read. Without one the release is a
         one-off (its record's ``accounting`` says so).
+    privacy_unit : column label or array_like, shape (n,), optional
+        Protect each **privacy unit** (a person with many rows) instead of each row: a
+        column label of a DataFrame ``X`` (taken out of the values) or one integer or
+        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
+        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
+        choice on any row order or split), combined into one vector by ``per_unit``; the
+        pipeline then runs on one row per unit and ``neighbouring`` is over units
+        (replace-one: the number of units ``n`` is public; add-remove: it is private and
+        counted privately).
+    max_rows : int, optional
+        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"sum", "mean"}, optional
+        How a unit's kept rows become its one vector (default: ``"mean"`` for
+        :func:`private_mean`, ``"sum"`` for :func:`private_sum`). The mean over people
+        needs ``"mean"`` (each unit weighs as one row, however many rows it has); the
+        sum of all rows needs ``"sum"`` (a unit's share of the total is the sum of its
+        rows), and ``"sum"`` with :func:`private_mean` is the mean per-unit total. With
+        ``"sum"`` the box grows to hold a sum of up to ``m = max_rows`` rows,
+        ``[min(lower, m lower), max(upper, m upper)]``; with ``"mean"`` it is unchanged.
+    objective : {"total", "relative"}, array_like of shape (d,), or None
+        What the last step's noise shape minimises: ``"total"``, the squared
+        error of the whole vector in the data's units; ``"relative"``, each
+        column's squared error relative to its box width, on every path
+        (weights ``u_j ∝ (upper_j - lower_j)^-2``: on the box path equal
+        relative noise, :func:`dpsum.design.elliptical_scaling`; on the
+        scaled path :func:`robust_scaling` of the private scales measured in
+        units of each column's width, mapped back, ``b_j ∝ u_j^(1/4)
+        s_j^(-1/2)`` but for the floor, which is taken in those units); or
+        positive per-column weights on the squared error, used the same
+        way. (The box is public and in the user's units; the private scales
+        are floored by a multiple of their mean, which in the data's units
+        would lift the small columns' scales to the large ones'.) The isotropic path (``b = 1``) does
+        not depend on it. None (the default) is ``"relative"`` for a pandas
+        DataFrame and ``"total"`` otherwise: a DataFrame's columns are
+        named quantities, often in different units (ages, incomes, ratios),
+        whose squared errors do not add up to anything meaningful, and a
+        user reads each column's error against its own range; an array is
+        one vector in one space. The choice is recorded in
+        ``release.objective``. (The bias check still compares the two
+        paths by their total squared error.)
+
 
     Returns
     -------
@@ -1261,7 +1445,8 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="mean", secure=secure, diagnostics=diagnostics, session=session,
+                objective=objective, units=(privacy_unit, max_rows, per_unit))
 
 
 def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
@@ -1271,7 +1456,10 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
                 clip_probability: float | None = None,
                 regularization: float = REGULARIZATION, rng: Any = None,
                 secure: bool = False, diagnostics: bool = True,
-                session: Any = None) -> PipelineRelease:
+                session: Any = None, privacy_unit: Any = None,
+                max_rows: int | None = None,
+                per_unit: str | None = None,
+                objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private sum of the rows of ``X`` with no public data model.
 
     The same pipeline as :func:`private_mean`; the estimate is
@@ -1279,8 +1467,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
 
     Parameters
     ----------
-    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session
-        As for :func:`private_mean`.
+    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session, privacy_unit, max_rows, per_unit, objective
+        As for :func:`private_mean` (``per_unit`` defaults to ``"sum"`` here).
 
     Returns
     -------
@@ -1291,4 +1479,5 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="sum", secure=secure, diagnostics=diagnostics, session=session,
+                objective=objective, units=(privacy_unit, max_rows, per_unit))

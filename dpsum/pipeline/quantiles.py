@@ -46,6 +46,8 @@ from numpy.typing import ArrayLike
 from scipy.special import logsumexp, ndtri
 
 from dpsum import _validation as V
+from dpsum.data import Dataset, RowCount, RowValues, as_data
+from dpsum.engines.dask import run_pass
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum.session import BoundedRangeEvent, as_session
 from dpsum.session import charge as charge_session
@@ -56,14 +58,11 @@ __all__ = [
     "exponential_quantile",
     "check_domain",
     "private_center",
-    "center_step",
     "private_scales",
     "scales_step",
     "private_norm_quantile",
-    "norm_quantile_step",
     "norm_quantile_law",
     "row_norms",
-    "l1_norm_quantile_step",
 ]
 
 
@@ -264,22 +263,30 @@ def private_center(X: ArrayLike, *, epsilon: float, lower: Any, upper: Any,
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
     data = _dataset(X, relation)
-    lo, hi = check_domain(lower, upper, data.shape[1])
+    lo, hi = check_domain(lower, upper, data.d)
     gen = V.check_rng(rng)
-    charge_session(as_session(session), BoundedRangeEvent(eps, data.shape[1]),
+    charge_session(as_session(session), BoundedRangeEvent(eps, data.d),
                    mechanism="private_center", neighbouring=relation,
-                   parameters={"epsilon": eps, "d": data.shape[1]})
-    _require_finite(data)
-    return center_step(data, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
+                   parameters={"epsilon": eps, "d": data.d})
+    data.require_finite()
+    t = run_pass(RowValues(center_values, (lo, hi)), data)
+    return center_from_values(t, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
-def center_step(data: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
-            gen: np.random.Generator) -> np.ndarray:
-    """:func:`private_center` on validated inputs."""
+def center_values(block: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The center step's per-row values: ``asinh((x - m) / w)``, element-wise
+    (a function of each value alone; the step sorts them)."""
     mid = lo + 0.5 * (hi - lo)
     w = (hi - lo) * ASINH_RESOLUTION
     with np.errstate(over="ignore"):
-        t = np.arcsinh((data - mid) / w)
+        return np.arcsinh((block - mid) / w)
+
+
+def center_from_values(t: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
+                       gen: np.random.Generator) -> np.ndarray:
+    """The center step's exponential mechanism on the values of :func:`center_values`."""
+    mid = lo + 0.5 * (hi - lo)
+    w = (hi - lo) * ASINH_RESOLUTION
     t_lo, t_hi = np.arcsinh((lo - mid) / w), np.arcsinh((hi - mid) / w)
     out = mid + w * np.sinh(_sample(t, 0.5, eps / (2.0 * du), t_lo, t_hi, gen))
     return np.clip(out, lo, hi)
@@ -329,7 +336,7 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     eps = V.check_epsilon(epsilon, scalar=True)
     relation = Neighbouring.parse(neighbouring)
     data = _dataset(X, relation)
-    d = data.shape[1]
+    d = data.d
     c = V.check_vector(center, "center", d)
     lo, hi = V.check_box(V.check_positive(min_scale, "min_scale"),
                          V.check_positive(max_scale, "max_scale"), d,
@@ -339,15 +346,26 @@ def private_scales(X: ArrayLike, center: ArrayLike, *, epsilon: float, min_scale
     gen = V.check_rng(rng)
     charge_session(as_session(session), BoundedRangeEvent(eps, d), mechanism="private_scales",
                    neighbouring=relation, parameters={"epsilon": eps, "d": d})
-    _require_finite(data)
-    return scales_step(data, c, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
+    data.require_finite()
+    t = run_pass(RowValues(scales_values, (c,)), data)
+    return scales_from_values(t, eps, lo, hi, quantile_sensitivity(0.5, relation), gen)
 
 
 def scales_step(data: np.ndarray, c: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray,
             du: float, gen: np.random.Generator) -> np.ndarray:
     """:func:`private_scales` on validated inputs."""
+    return scales_from_values(scales_values(data, c), eps, lo, hi, du, gen)
+
+
+def scales_values(block: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The scale step's per-row values ``log |x - c|``, element-wise."""
     with np.errstate(divide="ignore", over="ignore"):
-        t = np.log(np.abs(data - c))     # log 0 = -inf and overflow = +inf are clamped
+        return np.log(np.abs(block - c))     # log 0 = -inf and overflow = +inf are clamped
+
+
+def scales_from_values(t: np.ndarray, eps: float, lo: np.ndarray, hi: np.ndarray, du: float,
+                       gen: np.random.Generator) -> np.ndarray:
+    """The scale step's exponential mechanism on the values of :func:`scales_values`."""
     return np.exp(_sample(t, 0.5, eps / (2.0 * du), np.log(lo), np.log(hi), gen)) * MAD_TO_STD
 
 
@@ -418,14 +436,15 @@ def private_norm_quantile(X: ArrayLike, quantile: float, *, epsilon: float, lowe
     gen = V.check_rng(rng)
     charge_session(as_session(session), BoundedRangeEvent(eps), mechanism="private_norm_quantile",
                    neighbouring=neighbouring, parameters={"epsilon": eps, "quantile": q})
-    _require_finite(data)
-    return norm_quantile_step(data, q, eps, lo, hi, c, b, du, gen)
+    data.require_finite()
+    t = run_pass(RowValues(norm_values, (c, b)), data)
+    return log_quantile_from_values(t, q, eps, lo, hi, du, gen)
 
 
 def _norm_quantile_inputs(X: ArrayLike, quantile: float, epsilon: float, lower: float,
                           upper: float, center: ArrayLike | None, scaling: ArrayLike | None,
                           neighbouring: Neighbouring | str
-                          ) -> tuple[float, float, float, float, float, np.ndarray,
+                          ) -> tuple[float, float, float, float, float, Dataset,
                                      np.ndarray | None, np.ndarray | None]:
     """The public arguments of the norm quantile checked, then ``X``'s shape (not
     its values): ``(q, eps, du, lo, hi, data, c, b)``."""
@@ -437,35 +456,46 @@ def _norm_quantile_inputs(X: ArrayLike, quantile: float, epsilon: float, lower: 
     if not lo < hi:
         raise ValueError("lower must be < upper")
     data = _dataset(X, relation)
-    d = data.shape[1]
+    d = data.d
     c = None if center is None else V.check_vector(center, "center", d)
     b = None if scaling is None else V.check_vector(scaling, "scaling", d, positive=True)
     return q, eps, quantile_sensitivity(q, relation), lo, hi, data, c, b
 
 
-def _dataset(X: Any, relation: Neighbouring) -> np.ndarray:
-    """``X``'s type and shape (not its values): under add-remove the empty
-    dataset is data like any other (its release is noise, of the same
-    shape); under replace-one it has no neighbour and is refused."""
-    data = V.check_data_matrix(X, finite=False, empty_rows=True)
-    V.require_rows(data.shape[0], relation is Neighbouring.REPLACE)
+def _dataset(X: Any, relation: Neighbouring) -> Dataset:
+    """``X`` at the boundary (:func:`dpsum.data.as_data`: its type and shape,
+    not its values): under add-remove the empty dataset is data like any
+    other (its release is noise, of the same shape); under replace-one it has
+    no neighbour and is refused (the number of rows is public there: a dask
+    array with unknown chunk sizes is counted)."""
+    data = as_data(X, "X")
+    if relation is Neighbouring.REPLACE:
+        V.require_rows(data.n if data.n is not None else run_pass(RowCount(), data), True)
     return data
 
 
-def _require_finite(data: np.ndarray) -> None:
-    """The first read of the data's values, after every public argument is checked."""
-    if not np.all(np.isfinite(data)):
-        raise ValueError("X contains NaN or infinite values")
+def _norm_column(block: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> np.ndarray:
+    """The row norms ``||(x - c) ⊙ b||`` as a column, shape (m, 1)."""
+    return row_norms(block, c, b)[:, None]
 
 
-def norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
-                   c: np.ndarray | None, b: np.ndarray | None, du: float,
-                   gen: np.random.Generator) -> float:
-    """:func:`private_norm_quantile` on validated inputs."""
+def norm_values(block: np.ndarray, c: np.ndarray | None, b: np.ndarray | None) -> np.ndarray:
+    """The norm quantile's per-row values ``log ||(x - c) ⊙ b||``, shape (m, 1)."""
     with np.errstate(divide="ignore"):
-        t = np.log(row_norms(data, c, b))
-    out = _sample(t[:, None], q, eps / (2.0 * du), np.array([np.log(lo)]),
-                  np.array([np.log(hi)]), gen)
+        return np.log(row_norms(block, c, b))[:, None]
+
+
+def l1_values(block: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The L1 norm quantile's per-row values ``log ||x - c||_1``, shape (m, 1)."""
+    with np.errstate(divide="ignore"):
+        return np.log(_row_l1_norms(block, c))[:, None]
+
+
+def log_quantile_from_values(t: np.ndarray, q: float, eps: float, lo: float, hi: float,
+                             du: float, gen: np.random.Generator) -> float:
+    """A norm quantile's exponential mechanism on log values (shape (m, 1)),
+    searched in ``[lo, hi]``."""
+    out = _sample(t, q, eps / (2.0 * du), np.array([np.log(lo)]), np.array([np.log(hi)]), gen)
     return float(np.exp(out[0]))
 
 
@@ -502,9 +532,10 @@ def norm_quantile_law(X: ArrayLike, quantile: float, *, epsilon: float, lower: f
     """
     q, eps, du, lo, hi, data, c, b = _norm_quantile_inputs(
         X, quantile, epsilon, lower, upper, center, scaling, neighbouring)
-    _require_finite(data)
-    m = data.shape[0]
-    edges = np.concatenate(([lo], np.sort(np.clip(row_norms(data, c, b), lo, hi)), [hi]))
+    data.require_finite()
+    norms = run_pass(RowValues(_norm_column, (c, b)), data)[:, 0]
+    m = norms.shape[0]
+    edges = np.concatenate(([lo], np.sort(np.clip(norms, lo, hi)), [hi]))
     with np.errstate(divide="ignore"):
         log_edges = np.log(edges)
     coef = eps / (2.0 * du)
@@ -523,15 +554,3 @@ def _row_l1_norms(data: np.ndarray, c: np.ndarray) -> np.ndarray:
         for start in range(0, n, rows):
             out[start:start + rows] = np.abs(data[start:start + rows] - c).sum(axis=1)
     return np.where(np.isnan(out), np.inf, out)
-
-
-def l1_norm_quantile_step(data: np.ndarray, q: float, eps: float, lo: float, hi: float,
-                          c: np.ndarray, du: float, gen: np.random.Generator) -> float:
-    """A private quantile of the L1 norms ``||x_i - c||_1`` on the log scale
-    (validated inputs; one mechanism, ``epsilon``-DP and ``epsilon^2/8``-zCDP,
-    like :func:`private_norm_quantile`)."""
-    with np.errstate(divide="ignore"):
-        t = np.log(_row_l1_norms(data, c))
-    out = _sample(t[:, None], q, eps / (2.0 * du), np.array([np.log(lo)]),
-                  np.array([np.log(hi)]), gen)
-    return float(np.exp(out[0]))

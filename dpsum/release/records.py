@@ -197,6 +197,15 @@ class Release(V.Record):
         clamped mean lies in the box, so the projection never increases the
         error), and the intervals are intersected with the box. None when
         nothing was projected.
+    objective : str
+        What the noise's shape minimises: ``"total"`` (the expected squared
+        error in the data's units), ``"relative"`` (relative to each
+        coordinate's box width, or to its scale for the Gaussian-data
+        mechanism) or ``"weights"`` (the per-column weights in
+        :attr:`objective_weights`). The mechanisms without a choice of shape
+        record ``"total"``.
+    objective_weights : numpy.ndarray or None
+        The weights ``u_j`` of ``objective="weights"`` (None otherwise).
 
     Examples
     --------
@@ -235,6 +244,8 @@ class Release(V.Record):
     notes: tuple = ()
     accounting: str = ONE_OFF
     unprojected: np.ndarray | None = None
+    objective: str = "total"
+    objective_weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, value in _release_fields(self).items():
@@ -367,7 +378,18 @@ def _release_fields(rec: Release) -> dict:
     if not isinstance(rec.accounting, str):
         raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     out["unprojected"] = _unprojected_field(rec, estimate)
+    out.update(_objective_fields(rec, d))
     return out
+
+
+def _objective_fields(rec: Any, d: int) -> dict:
+    """``objective`` and ``objective_weights``: weights exactly with ``"weights"``."""
+    obj = V.check_choice(rec.objective, "objective", ("total", "relative", "weights"))
+    weights = V.record_array(rec.objective_weights, "objective_weights", positive=True,
+                             size=d)
+    if (obj == "weights") != (weights is not None):
+        raise ValueError("objective_weights must be given exactly when objective is 'weights'")
+    return {"objective": obj, "objective_weights": weights}
 
 
 def _unprojected_field(rec: Any, estimate: np.ndarray) -> np.ndarray | None:
@@ -516,6 +538,8 @@ class PipelineRelease(V.Record):
     grid_unit: np.ndarray | None = None
     accounting: str = ONE_OFF
     unprojected: np.ndarray | None = None
+    objective: str = "total"
+    objective_weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, value in _pipeline_fields(self).items():
@@ -1055,6 +1079,7 @@ def _pipeline_fields(rec: PipelineRelease) -> dict:
     if not isinstance(rec.accounting, str):
         raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     out["unprojected"] = _unprojected_field(rec, estimate)
+    out.update(_objective_fields(rec, d))
     return out
 
 
@@ -1159,7 +1184,8 @@ def _to_dict(rel: Any, beta: float) -> dict:
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
                  "lower", "upper", "stds", "n", "sensitivity", "grid_exponent", "count",
-                 "scales", "clip_count", "outside_count", "diagnostics_share", "unprojected"):
+                 "scales", "clip_count", "outside_count", "diagnostics_share", "unprojected",
+                 "objective", "objective_weights"):
         if hasattr(rel, name) and getattr(rel, name) is not None:
             public[name] = _jsonable(getattr(rel, name))
     out["public"] = public

@@ -48,7 +48,9 @@ from dpsum.kernels._exact import EXACT_CHARGE
 from dpsum.kernels.grid import make_grid_plan
 from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
-from dpsum.tables import _keys as H
+from dpsum import _units as H
+from dpsum.session import ONE_OFF, ApproximateEvent, GaussianEvent, as_session
+from dpsum.session import charge as charge_session
 from dpsum.tables._round import noisy_grid_sum
 from dpsum.tables.selection import SELECTION_DELTA_SHARE, threshold_for_share
 from dpsum.tables._sums import _statistics
@@ -107,6 +109,9 @@ class GroupRelease(V.Record):
         ``selection_delta`` its share of ``delta``.
     shares : tuple of float
         The budget shares (sums, counts, truncated units) of ``1/sigma_opt^2``.
+    accounting : str
+        The session the release was charged to (its ledger entry), or that
+        it was a one-off.
     """
 
     groups: tuple
@@ -131,6 +136,7 @@ class GroupRelease(V.Record):
     threshold: float | None
     selection_delta: float
     shares: tuple
+    accounting: str = ONE_OFF
 
     def __post_init__(self) -> None:
         V.check_record_fields(self)
@@ -170,6 +176,8 @@ class GroupRelease(V.Record):
                              "units)")
         for s in self.shares:
             V.record_scalar(s, "shares", low=0.0, high=1.0)
+        if not isinstance(self.accounting, str):
+            raise TypeError(f"accounting must be a str, got {V.describe(self.accounting)}")
 
     @property
     def estimate(self) -> np.ndarray:
@@ -283,7 +291,7 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
                        neighbouring: Neighbouring | str = "add-remove",
                        count_share: float | None = None,
                        truncation_share: float = TRUNCATION_SHARE,
-                       rng: Any = None) -> GroupRelease:
+                       rng: Any = None, session: Any = None) -> GroupRelease:
     """Private per-group sums or means of vectors, protecting each privacy
     unit with all of its rows.
 
@@ -340,6 +348,16 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         Budget share of the noisy count of truncated units (0: not released).
     rng : numpy.random.Generator, int, SeedSequence or None
         Draws the hashing key, then the noise.
+    session : dpsum.session.Session, optional
+        The analysis's budget, over units under ``neighbouring``: the
+        release is refused if it does not fit before any value of the table
+        is read, and charged (its ledger entry on disk) before the noise is
+        drawn. With public groups it is one Gaussian event of noise
+        multiplier ``sigma_opt`` (the stacked sums, counts and truncated
+        count); private group discovery adds the threshold's
+        ``selection_delta``, so it is charged as an ``(epsilon, delta)``
+        event. Without one the release is a one-off (``accounting`` says
+        so).
 
     Returns
     -------
@@ -383,6 +401,7 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         raise ValueError("groups=None (private group discovery) is defined under "
                          "neighbouring='add-remove'; list the groups, or use add-remove")
     gen = V.check_rng(rng)
+    sess = as_session(session)
     d_sel = dlt * SELECTION_DELTA_SHARE if listed is None else 0.0
     sopt = float(analytic_sigma(eps, dlt - d_sel))
     factor = 4 if relation is Neighbouring.REPLACE else 1
@@ -402,6 +421,9 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
     if listed is not None:
         check_groups(listed, len(table.keys))
     K = make_grid_plan(C, np.ones(table.d), None, table.d, EXACT_CHARGE)[1]  # refuses a tiny C
+    event = GaussianEvent(sopt) if listed is not None else ApproximateEvent(eps, dlt)
+    if sess is not None:                     # refused before any value is read
+        sess.check(event, neighbouring=relation)
     # 3. the data: bounding, exact sums (on a dask cluster: per partition, added exactly)
     key = H.draw_key(gen)
     if frame:
@@ -412,7 +434,15 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         assert K2 == K
         labels, truncated = b.groups, b.truncated_units
     G = len(labels)
-    # 4. noise, in a fixed order: sums, counts, truncated units
+    # 4. the ledger entry, then the noise, in a fixed order: sums, counts, truncated units
+    tag = charge_session(sess, event, mechanism="private_group_sums",
+                         parameters={"epsilon": eps, "delta": dlt, "clip_norm": C,
+                                     "max_rows": bounds.max_rows, "max_groups": k,
+                                     "statistic": stat, "per_unit": bounds.per_unit,
+                                     "public_groups": listed is not None,
+                                     "sigma_opt": sopt, "selection_delta": d_sel,
+                                     "neighbours_differ_in": "all rows of one privacy unit"},
+                         neighbouring=relation)
     z = gen.normal(size=(G, table.d)) * sigma_s
     # S 2^K + z formed exactly and rounded once (post-processing of the noisy value)
     noisy = np.array([[noisy_grid_sum(s, K, float(v)) for s, v in zip(sums[g], z[g])]
@@ -436,4 +466,5 @@ def private_group_sums(X: Any, *, privacy_unit: Any, clip_norm: float, max_rows:
         count_std=sigma_c, truncated_units=trunc, truncated_std=sigma_t, statistic=stat,
         per_unit=bounds.per_unit, epsilon=eps, delta=dlt, neighbouring=relation.value,
         clip_norm=C, max_rows=bounds.max_rows, max_groups=k, sensitivity=sens,
-        sigma_opt=sopt, threshold=tau, selection_delta=d_sel, shares=(w_s, w_c, w_t))
+        sigma_opt=sopt, threshold=tau, selection_delta=d_sel, shares=(w_s, w_c, w_t),
+        accounting=tag)

@@ -17,7 +17,7 @@ one clipped vector: the L2 sensitivity across groups is
 ``sqrt(max_groups) C`` (``2 C sqrt(max_groups)`` when a unit is replaced).
 
 **Random, but not by position.** Which groups and rows are kept is decided
-by keyed hashes (:mod:`dpsum.tables._keys`): a group's rank in a unit is
+by keyed hashes (:mod:`dpsum._units`): a group's rank in a unit is
 the order of ``H(unit, group)`` and a row's rank in its (unit, group) cell
 the order of ``H(unit, group, row content)``, with a 128-bit key drawn from
 the release's ``rng``. For a fixed key the kept rows of a unit depend on that
@@ -29,74 +29,15 @@ Never "the first ``k`` rows".
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from dpsum import _validation as V
-from dpsum.tables import _keys as H
+from dpsum import _units as H
+from dpsum._units import BoundedContributions, ContributionBounds, bound_cells
 
 __all__ = ["ContributionBounds", "BoundedContributions", "bound_contributions"]
-
-_FLOAT_MAX = float(np.finfo(np.float64).max)
-
-
-@dataclasses.dataclass(frozen=True)
-class ContributionBounds:
-    """The public contribution bounds of a privacy unit.
-
-    Parameters
-    ----------
-    max_rows : int
-        Rows kept per unit and group (``>= 1``), chosen at random by keyed
-        hash when a unit has more.
-    max_groups : int
-        Groups kept per unit (``>= 1``), chosen at random by keyed hash.
-    per_unit : {"sum", "mean"}
-        How a unit's kept rows in a group become one vector. ``"sum"`` for a
-        per-group **sum** (the group's total over its rows, each unit's
-        total clipped to ``C``); ``"mean"`` for a per-group **mean** over
-        units (each unit's average row, so a person with many rows weighs
-        as much as a person with one, and the denominator is the number of
-        units, whose sensitivity is one per group). ``"sum"`` with a mean
-        gives the average per-unit total (spend per customer, say).
-
-    Examples
-    --------
-    >>> ContributionBounds(max_rows=5, max_groups=2)
-    ContributionBounds(max_rows=5, max_groups=2, per_unit='sum')
-    """
-
-    max_rows: int
-    max_groups: int = 1
-    per_unit: str = "sum"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "max_rows", V.check_integer(self.max_rows, "max_rows", 1,
-                                                             2**31))
-        object.__setattr__(self, "max_groups", V.check_integer(self.max_groups, "max_groups",
-                                                               1, 2**31))
-        object.__setattr__(self, "per_unit", V.check_choice(self.per_unit, "per_unit",
-                                                            ("sum", "mean")))
-
-
-class BoundedContributions(NamedTuple):
-    """The bounded table: one combined vector per kept (unit, group) cell.
-
-    **Private**: every field but ``groups`` and ``columns`` depends on the
-    data. Pass it to a mechanism; never publish it.
-    """
-
-    vectors: np.ndarray        #: (P, d) combined vectors, not yet clipped
-    group_index: np.ndarray    #: (P,) index into ``groups`` of each vector
-    unit_index: np.ndarray     #: (P,) canonical code of each vector's unit
-    groups: tuple              #: group labels (public when listed by the caller)
-    columns: tuple | None      #: column labels of a DataFrame input
-    kept: np.ndarray           #: (n,) bool, the rows that were kept
-    units: int                 #: units with at least one row in a listed group
-    truncated_units: int       #: units that lost a group or a row to the bounds
-
 
 # ----------------------------------------------------------------- inputs
 def _labels_arg(value: Any, name: str) -> list:
@@ -109,17 +50,6 @@ def _labels_arg(value: Any, name: str) -> list:
         return list(value)
     raise TypeError(f"{name} must be a column label of X or a non-empty list of them, got "
                     f"{V.describe(value)}")
-
-
-def _column(frame: Any, label: Any, name: str) -> Any:
-    labels = list(frame.columns)
-    hits = [i for i, c in enumerate(labels) if c == label and type(c) is type(label)] or \
-        [i for i, c in enumerate(labels) if c == label]
-    if not hits:
-        raise ValueError(f"{name} names no column of X")
-    if len(hits) > 1:
-        raise ValueError(f"{name} names a column label X holds twice")
-    return frame.iloc[:, hits[0]]
 
 
 class _Table(NamedTuple):
@@ -141,7 +71,7 @@ def table_structure(X: Any, privacy_unit: Any, by: Any, columns: Any) -> _Table:
         unit_label = None
         if isinstance(privacy_unit, (str, int, np.integer)) and \
                 not isinstance(privacy_unit, (bool, np.bool_)):
-            units = _column(X, privacy_unit, "privacy_unit")
+            units = H.column(X, privacy_unit, "privacy_unit")
             unit_label = privacy_unit
         else:
             units = H.ids_structure(privacy_unit, "privacy_unit", n)
@@ -151,7 +81,7 @@ def table_structure(X: Any, privacy_unit: Any, by: Any, columns: Any) -> _Table:
         elif isinstance(by, (list, tuple, str, int, np.integer)) and \
                 not isinstance(by, (bool, np.bool_)):
             by_labels = _labels_arg(by, "by")
-            keys = [_column(X, b, "by") for b in by_labels]
+            keys = [H.column(X, b, "by") for b in by_labels]
         else:
             keys = [H.ids_structure(by, "by", n)]
         for k in keys:
@@ -163,7 +93,7 @@ def table_structure(X: Any, privacy_unit: Any, by: Any, columns: Any) -> _Table:
         else:
             names = _labels_arg(columns, "columns")
             for c in names:
-                _column(X, c, "columns")
+                H.column(X, c, "columns")
             if used & set(names):
                 raise ValueError("columns must not include the privacy_unit or by columns")
             if len(set(map(str, names))) != len(names):
@@ -172,7 +102,7 @@ def table_structure(X: Any, privacy_unit: Any, by: Any, columns: Any) -> _Table:
             raise ValueError("X has no value column besides privacy_unit and by: name them "
                              "with columns")
         for c in names:
-            kind = getattr(_column(X, c, "columns").dtype, "kind", "O")
+            kind = getattr(H.column(X, c, "columns").dtype, "kind", "O")
             if kind == "b" or kind not in "iuf":
                 raise TypeError(f"X column {str(c)!r} must hold real numbers, got another dtype "
                                 "(name the value columns with columns)")
@@ -212,13 +142,13 @@ def check_groups(groups: Any, n_keys: int | None) -> list | None:
     out = []
     for g in (groups.tolist() if isinstance(groups, np.ndarray) else groups):
         if isinstance(g, (tuple, list)):
-            parts = [H._plain(v) for v in g]
+            parts = [H.plain_id(v) for v in g]
             if not parts or any(p is None for p in parts):
                 raise TypeError("groups must hold integer or string keys (tuples of them for "
                                 "several by columns)")
             out.append(tuple(parts))
         else:
-            p = H._plain(g)
+            p = H.plain_id(g)
             if p is None:
                 raise TypeError("groups must hold integer or string keys (tuples of them for "
                                 "several by columns)")
@@ -265,7 +195,7 @@ def _values(table: _Table) -> Any:
         return np.ascontiguousarray(arr, dtype=np.float64)
     cols = []
     for c in table.columns:
-        col = _column(table.X, c, "columns")
+        col = H.column(table.X, c, "columns")
         if getattr(col.dtype, "kind", "O") == "f" and col.dtype == np.float64:
             v = np.asarray(col.to_numpy(copy=False))
         else:
@@ -295,150 +225,6 @@ def _group_codes(table: _Table, groups: list | None) -> tuple[np.ndarray, list]:
     where = {g: i for i, g in enumerate(groups)}
     dmap = np.array([where.get(lab, -1) for lab in labels] or [-1], dtype=np.int64)
     return (dmap[codes] if codes.size else codes), list(groups)
-
-
-# ----------------------------------------------------------------- bounding
-def _cells(idx: np.ndarray, uu: np.ndarray, gg: np.ndarray, pw: np.ndarray, U: int
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The (unit, group) cells of the rows at positions ``idx``, sorted by
-    unit, then cell word, then group code (canonical: no row order enters).
-    Returns the rows in that order, each cell's start in it and row count,
-    and each cell's unit and group code."""
-    us, ws, gs = uu[idx], pw[idx], gg[idx]
-    m = idx.size
-    if m == 0:
-        e = np.empty(0, dtype=np.int64)
-        return e, e, e, e, e
-    bu = max(1, (U - 1).bit_length())
-    fast = False
-    if bu < 48:
-        key = us.astype(np.uint64) << np.uint64(64 - bu)
-        key |= ws >> np.uint64(bu)
-        o = np.argsort(key)
-        sk = key[o]
-        new = np.empty(m, dtype=bool)
-        new[0] = True
-        np.not_equal(sk[1:], sk[:-1], out=new[1:])
-        go = gs[o]
-        starts = np.flatnonzero(new)
-        fast = bool(np.all(go == go[starts][np.cumsum(new) - 1]))
-    if not fast:
-        # truncated words tied (or too many units): the exact order
-        o = np.lexsort((gs, ws, us))
-        uo, go = us[o], gs[o]
-        new = np.empty(m, dtype=bool)
-        new[0] = True
-        new[1:] = (uo[1:] != uo[:-1]) | (go[1:] != go[:-1])
-        starts = np.flatnonzero(new)
-    cnt = np.diff(np.append(starts, m))
-    return idx[o], starts, cnt, us[o[starts]], go[starts]
-
-
-def _bound(Xv: Any, u: np.ndarray, unit_ids: list, g: np.ndarray, labels: list,
-           bounds: ContributionBounds, key: bytes) -> tuple:
-    """The bounding pass on coded rows; see :func:`bound_contributions`."""
-    n, d = Xv.shape
-    kept = np.zeros(n, dtype=bool)
-    sel = np.flatnonzero(g >= 0) if n and g.min() < 0 else np.arange(n)
-    m = sel.size
-    if m == 0:
-        return (np.empty((0, d)), np.empty(0, np.int64), np.empty(0, np.int64), kept, 0, 0)
-    uu, gg = (u, g) if m == n else (u[sel], g[sel])
-    used_units = np.unique(uu) if m < n else None
-    uw = H.words(unit_ids if used_units is None else [unit_ids[i] for i in used_units],
-                 key, b"dpsum-unit")
-    if used_units is not None:
-        full = np.zeros(len(unit_ids), dtype=np.uint64)
-        full[used_units] = uw
-        uw = full
-    gw = H.mix(H.words(labels, key, b"dpsum-group"))
-    pw = uw[uu]
-    pw ^= gw[gg]
-    pw = H.mix(pw, inplace=True)                        # the cell's word: H(unit, group)
-    U = len(unit_ids)
-    k = bounds.max_groups
-    # Pass 1 on the candidate cells: a unit's cells whose word is below a
-    # per-unit level, set from its row count so that about 2k + 8 of its
-    # cells pass. Candidacy is a property of the cell (all its rows share the
-    # word); the k smallest words of a unit with at least k candidate cells
-    # are among them, whatever the level: the level changes the work, never
-    # the result. Units with fewer candidates are redone on all their rows.
-    r_u = np.bincount(uu, minlength=U)
-    Gt = max(1, len(labels))
-    with np.errstate(over="ignore"):
-        d_hat = Gt * -np.expm1(-r_u / Gt)
-        frac = (2.0 * k + 8.0) / np.maximum(d_hat, 1e-300)
-    level = np.where(frac >= 1.0, np.uint64(2**64 - 1),
-                     (np.minimum(frac, 0.5) * 2.0 ** 64).astype(np.uint64))
-    cand = pw <= level[uu]
-    all_cand = bool(cand.all())
-    idx1 = np.arange(m) if all_cand else np.flatnonzero(cand)
-    rs, starts, cnt, pu, pg = _cells(idx1, uu, gg, pw, U)
-    c_u = np.bincount(pu, minlength=U)
-    more_u = np.zeros(U, dtype=bool) if all_cand else \
-        r_u > np.bincount(pu, weights=cnt, minlength=U)   # cells beyond the level
-    redo_u = more_u & (c_u < k)
-    from_pass1 = np.ones(starts.size, dtype=bool)
-    if redo_u.any():
-        keep1 = ~redo_u[pu]
-        rs2, st2, cnt2, pu2, pg2 = _cells(np.flatnonzero(redo_u[uu]), uu, gg, pw, U)
-        starts = np.concatenate([starts[keep1], st2 + rs.size])
-        rs = np.concatenate([rs, rs2])
-        cnt = np.concatenate([cnt[keep1], cnt2])
-        pu = np.concatenate([pu[keep1], pu2])
-        pg = np.concatenate([pg[keep1], pg2])
-        from_pass1 = np.concatenate([np.ones(int(keep1.sum()), bool), np.zeros(st2.size, bool)])
-    P = starts.size
-    unew = np.empty(P, dtype=bool)
-    unew[0] = True
-    np.not_equal(pu[1:], pu[:-1], out=unew[1:])
-    first = np.flatnonzero(unew)
-    rank = np.arange(P) - first[np.cumsum(unew) - 1]
-    keep_pair = rank < k
-    trunc = (rank >= k) | (keep_pair & (cnt > bounds.max_rows)) | (from_pass1 & more_u[pu])
-    truncated_units = int(np.unique(pu[trunc]).size)
-    n_units = int(np.count_nonzero(r_u))
-    # cells with one row: the row itself
-    kp = np.flatnonzero(keep_pair)
-    vectors = np.empty((kp.size, d))
-    single = cnt[kp] == 1
-    one_rows = sel[rs[starts[kp[single]]]]
-    vectors[single] = Xv[one_rows] + 0.0              # -0.0 read as 0.0, as in a sum
-    kept[one_rows] = True
-    multi = kp[~single]
-    if multi.size:
-        lens = cnt[multi]
-        pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens - starts[multi], lens)
-        cell = np.repeat(np.arange(multi.size), lens)
-        rows = sel[rs[pos]]
-        R = Xv[rows]
-        h = H.row_digest(R, pw[rs[pos]])
-        o = np.lexsort((h, cell))
-        cs, hs = cell[o], h[o]
-        tie = (cs[1:] == cs[:-1]) & (hs[1:] == hs[:-1])
-        if np.any(tie):
-            a, b = o[:-1][tie], o[1:][tie]
-            if not np.array_equal(R[a] + 0.0, R[b] + 0.0):
-                # a 64-bit collision between different rows: order by content too
-                o = np.lexsort(tuple(R[:, j] + 0.0 for j in range(d - 1, -1, -1))
-                               + (h, cell))
-        cs = cell[o]
-        cstart = np.cumsum(lens) - lens
-        j = np.arange(cs.size) - cstart[cs]
-        take = j < bounds.max_rows
-        kept[rows[o[take]]] = True
-        per = np.minimum(lens, bounds.max_rows)
-        acc = np.zeros((multi.size, d))
-        Ro = R[o]
-        with np.errstate(over="ignore", invalid="ignore"):
-            for step in range(int(per.max())):
-                live = np.flatnonzero(per > step)
-                rows_j = Ro[cstart[live] + step]
-                if bounds.per_unit == "mean":
-                    rows_j = rows_j / per[live][:, None]
-                acc[live] += rows_j                   # the same order on any machine
-        vectors[~single] = np.clip(acc, -_FLOAT_MAX, _FLOAT_MAX)
-    return vectors, pg[kp], pu[kp], kept, n_units, truncated_units
 
 
 def bound_contributions(X: Any, *, privacy_unit: Any, bounds: ContributionBounds,
@@ -499,6 +285,6 @@ def _bounded(table: _Table, listed: list | None, bounds: ContributionBounds,
     g, labels = _group_codes(table, listed)
     u, unit_ids = H.canonical_codes(table.units, "privacy_unit")
     Xv = _values(table)
-    vec, gi, ui, kept, n_units, trunc = _bound(Xv, u, unit_ids, g, labels, bounds, key)
+    vec, gi, ui, kept, n_units, trunc = bound_cells(Xv, u, unit_ids, g, labels, bounds, key)
     return BoundedContributions(vec, gi, ui, tuple(labels), table.columns, kept, n_units,
                                 trunc)

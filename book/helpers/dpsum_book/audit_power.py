@@ -80,7 +80,7 @@ def threshold_broken(max_ones: int = 60) -> tuple[float, int]:
     whose exact epsilon at DELTA, on its worst pair, is 1.6; and that pair's
     number of ones."""
     def worst(p: float) -> tuple[int, float]:
-        return audit.worst_binary_pair("sample_and_threshold", max_ones + 1, epsilon=EPS,
+        return audit.worst_binary_pair("sample and threshold", max_ones + 1, epsilon=EPS,
                                        delta=DELTA, p=p, max_ones=max_ones)
 
     p: float = optimize.brentq(lambda p: worst(p)[1] - EPS_DETECT, 0.15, 0.9, xtol=1e-10)
@@ -138,7 +138,7 @@ def case(name: str) -> Case:
         delta = DELTA
     elif name == "threshold-1.6":
         p_st, ones = threshold_broken()
-        laws = audit.binary_output_laws("sample_and_threshold", ones + 1, ones, epsilon=EPS,
+        laws = audit.binary_output_laws("sample and threshold", ones + 1, ones, epsilon=EPS,
                                         delta=DELTA, p=p_st)
         label = (f"sample-and-threshold, p = {p_st:.4g} ({ones + 1} vs {ones} ones, "
                  f"exact epsilon 1.6)")

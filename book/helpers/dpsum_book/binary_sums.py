@@ -20,13 +20,13 @@ from dpsum import binary as B
 __all__ = ["LABEL", "MARKED", "MECHS", "REGIMES", "SHORT", "decision_map", "exact_min_users", "legend_handles", "mse_grid",
            "simulate_point"]
 
-MECHS = ("randomized_response", "binomial", "sample_and_threshold")
-LABEL = {"randomized_response": "randomized response", "binomial": "binomial noise",
-         "sample_and_threshold": "sample-and-threshold"}
+MECHS = ("randomized response", "binomial", "sample and threshold")
+LABEL = {"randomized response": "randomized response", "binomial": "binomial noise",
+         "sample and threshold": "sample-and-threshold"}
 _COLOURS = ("#0072B2", "#009E73", "#D55E00")
 _PALE = ("#9ECAE9", "#A1DAB4", "#F4B183")
 
-SHORT = {"randomized_response": "RR", "binomial": "Bin", "sample_and_threshold": "S&T"}
+SHORT = {"randomized response": "RR", "binomial": "Bin", "sample and threshold": "S&T"}
 
 #: the three regimes of a count: few users and many ones; many users and very
 #: few ones; roughly as many ones as zeros
@@ -97,10 +97,10 @@ def simulate_point(eps: float, delta: float, n: int, k: int, reps: int,
     error) over ``reps`` releases on ``n`` users with ``k`` ones."""
     bits = np.zeros(n, dtype=bool)
     bits[:k] = True
-    run = {"randomized_response": lambda: B.randomized_response(bits, epsilon=eps, rng=rng),
+    run = {"randomized response": lambda: B.randomized_response(bits, epsilon=eps, rng=rng),
            "binomial": lambda: B.binomial_noise_mechanism(bits, epsilon=eps, delta=delta,
                                                           rng=rng),
-           "sample_and_threshold": lambda: B.sample_and_threshold(bits, epsilon=eps,
+           "sample and threshold": lambda: B.sample_and_threshold(bits, epsilon=eps,
                                                                   delta=delta, rng=rng)}
     out: dict[str, tuple[float, float, float]] = {}
     for m in MECHS:

@@ -140,7 +140,7 @@ def rr_coverage(n: int, epsilon: float, beta: float) -> dict[str, np.ndarray]:
         return binary.BinaryRelease(
             estimate=float(binary.randomized_response_estimate(y, n, epsilon=epsilon)),
             output=int(y), n=n, epsilon=epsilon, delta=0.0,
-            mechanism=binary.BinaryMechanism("randomized_response"), probability=float(q),
+            mechanism=binary.BinaryMechanism("randomized response"), probability=float(q),
             threshold=None)
 
     exact = np.array([binary.count_interval(release(int(y)), beta) for y in outputs])

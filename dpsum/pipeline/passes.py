@@ -1,0 +1,127 @@
+"""The pipeline's passes over the data: every step that reads ``X``, as a plan.
+
+Each step of :func:`dpsum.pipeline.private_mean` that reads the rows is a
+small frozen plan with ``update(block) -> state`` (the partial state of a
+block of float64 rows) and ``merge(a, b) -> state``, exact and
+order-independent (:class:`dpsum.data.Pass`):
+
+- :class:`dpsum.data.RowCount` — the number of rows (an integer);
+- :class:`dpsum.data.RowValues` — the per-row values of an order-statistic
+  step (the coordinate-wise center, the scales, a norm quantile): merged by
+  concatenation, sorted by the step's exponential mechanism, so that only
+  their multiset matters;
+- :class:`NearCount` — the rows within a public distance of a point (the
+  whole-vector center's decision);
+- :class:`Displacement` — the bias check's integer sum of per-row clipping
+  displacements;
+- :class:`ClippedSum` — the exact clipped sum of the scaled deviations
+  ``(x - c) ⊙ b`` on a public grid (the kernel of the accumulators,
+  :func:`dpsum.kernels.grid.accumulate_grid`), with the clipped rows and the
+  rows outside the box (the diagnostics' counts, not private): the last
+  step, the box fallback and the whole-vector center's moves.
+
+:func:`dpsum.engines.dask.run_pass` applies a plan to a
+:class:`dpsum.data.Dataset`: one ``update`` in memory, a map over the blocks
+and a tree of merges on a dask array. Each per-row value is a function of
+its row alone, computed element-wise or in an order fixed per row, so the
+merged state, and every release computed from it, is the same whatever the
+engine and the chunking. The noise of each step is drawn by its finishing
+function in :mod:`dpsum.pipeline.mean`, once, after the pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from dpsum.kernels._rows import rows_outside
+from dpsum.kernels.grid import accumulate_grid, make_grid_plan
+from dpsum.pipeline.quantiles import row_norms
+
+__all__: list[str] = []
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NearCount:
+    """The rows with ``||x - point|| <= radius``."""
+
+    point: np.ndarray
+    radius: float
+
+    def update(self, block: np.ndarray) -> int:
+        return int(np.count_nonzero(row_norms(block, self.point, None) <= self.radius))
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Displacement:
+    """The bias check's data part: the integer sum over the rows of
+    ``floor(min(r_i, D) / D 2^bits)``, ``r_i = (1 - min(1, C / ||x̂_i||)) ||x_i - c||``
+    the row's clipping displacement (``x̂_i = (x_i - c) ⊙ b``), each term an
+    integer in ``[0, 2^bits]`` computed from its own row."""
+
+    clip_norm: float
+    scaling: np.ndarray
+    center: np.ndarray
+    diameter: float
+    bits: int
+
+    def update(self, block: np.ndarray) -> int:
+        C, D = self.clip_norm, self.diameter
+        scaled = row_norms(block, self.center, self.scaling)
+        dist = row_norms(block, self.center, None)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            factor = np.where(scaled > C, 1.0 - C / scaled, 0.0)
+            r = np.minimum(np.where(np.isnan(factor * dist), D, factor * dist), D)
+        units = np.floor(r / D * 2.0 ** self.bits).astype(np.int64)
+        units = np.clip(units, 0, 2 ** self.bits)
+        return int(np.sum(units, dtype=np.int64))
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+
+@dataclasses.dataclass(frozen=True)
+class SumState:
+    """A :class:`ClippedSum`'s partial state: the exact integer sums (Python
+    ints), the rows clipped and the rows outside the box (**not private**)."""
+
+    sums: tuple
+    clipped: int
+    outside: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ClippedSum:
+    """The clipped sum of ``(x - c) ⊙ b`` at ``clip_norm`` on the grid of
+    :func:`dpsum.kernels.grid.make_grid_plan` (``charge`` fixes its fineness:
+    ``EXACT_CHARGE`` on the float path, the grid path's default with
+    ``secure=True``), summed exactly in integers; with the count of the rows
+    outside ``[lower, upper]`` when a box is given."""
+
+    clip_norm: float
+    scaling: np.ndarray
+    center: np.ndarray
+    charge: float
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+
+    def plan(self) -> tuple[Any, int, int]:
+        """The kernel's plan, grid exponent ``K`` and normalised exponent ``k``."""
+        b = self.scaling
+        return make_grid_plan(float(self.clip_norm), b, self.center, b.size, self.charge)
+
+    def update(self, block: np.ndarray) -> SumState:
+        plan, _, k = self.plan()
+        total, clipped = accumulate_grid(block, plan, k)
+        outside = 0 if self.lower is None or self.upper is None else \
+            rows_outside(block, self.lower, self.upper)
+        return SumState(tuple(int(s) for s in total), int(clipped), outside)
+
+    def merge(self, a: SumState, b: SumState) -> SumState:
+        return SumState(tuple(x + y for x, y in zip(a.sums, b.sums)), a.clipped + b.clipped,
+                        a.outside + b.outside)
