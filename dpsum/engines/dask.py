@@ -167,7 +167,8 @@ def _block_state(plan: Any, block: np.ndarray, index: int, start: float) -> Any:
         rows = "" if math.isnan(start) else \
             f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"
         raise ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}")
-    return plan.update(arr)
+    with one_thread():            # the cluster's tasks already share the cores
+        return plan.update(arr)
 
 
 def _merge_states(plan: Any, parts: list) -> Any:
