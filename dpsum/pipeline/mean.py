@@ -788,20 +788,20 @@ class _Context:
 
 def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np.ndarray,
                              widths: np.ndarray) -> np.ndarray:
-    """The scaled path's ``b`` for an objective with weights ``omega``: the
-    robust scaling in the units ``omega^(-1/2)`` of each column (the total
-    objective there), mapped back, ``b = robust_scaling(s sqrt(omega)) sqrt(omega)``;
-    without the floor it is ``b_j ∝ omega_j^(1/4) s_j^(-1/2)``, the weighted
+    """The scaled path's ``b`` for an objective with weights ``pi``: the
+    robust scaling in the units ``pi^(-1/2)`` of each column (the total
+    objective there), mapped back, ``b = robust_scaling(s sqrt(pi)) sqrt(pi)``;
+    without the floor it is ``b_j ∝ pi_j^(1/4) s_j^(-1/2)``, the weighted
     Lagrangian's point, and the floor ``lambda mean`` is taken in those units
     (on mixed units a floor in the data's units would lift the small columns'
-    scales to the large ones'). ``"relative"`` has ``omega_j = w_j^-2`` (the
+    scales to the large ones'). ``"relative"`` has ``pi_j = w_j^-2`` (the
     box widths). Post-processing of the private scales and public weights; a
     result that is not a vector of positive normal floats falls back to the
     total objective's scaling."""
     if isinstance(objective, str) and objective == "total":
         return robust_scaling(scales, lam)
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
-        if isinstance(objective, str):             # relative: omega^(1/2) ∝ 1 / w
+        if isinstance(objective, str):             # relative: pi^(1/2) ∝ 1 / w
             root = float(np.min(widths)) / widths
         else:
             root = np.sqrt(objective / float(np.max(objective)))
