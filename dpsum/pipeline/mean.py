@@ -206,7 +206,7 @@ CHECK_BITS = 20
 #: The veto's share of ``rho`` (taken from the mean's with the check's, and
 #: given back to the mean when the check keeps clipping, so the veto does
 #: not run) (:func:`_veto`).
-VETO_SHARE = 0.03
+VETO_SHARE = 0.02
 
 #: The veto caps each row's signed displacement at this multiple of the
 #: clip region's longest semi-axis ``C / min_j b_j`` (and at the box's
