@@ -107,8 +107,11 @@ def test_huge_box_refused_before_data_naming_lower_upper():
         assert np.all(np.isfinite(r.estimate)) and np.all(np.isfinite(r.noise_std))
 
 
-class _ZeroNoise:
-    """A generator stand-in whose Gaussian draws are 0: the pre-noise statistic."""
+class _ZeroNoise(np.random.Generator):
+    """A generator whose Gaussian draws are 0: the pre-noise statistic."""
+
+    def __init__(self):
+        super().__init__(np.random.PCG64(0))
 
     def normal(self, loc=0.0, scale=1.0, size=None):
         return np.zeros(size if size is not None else ())
@@ -121,7 +124,7 @@ def _last_step_statistic(X: np.ndarray, C: float) -> np.ndarray:
                       False, False)
     ctx = _Context(args, as_data(X), lo, hi, 0, "mean")
     ctx.gen = _ZeroNoise()
-    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0, 2 * C)
+    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0)
     return noisy
 
 

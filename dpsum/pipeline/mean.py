@@ -93,7 +93,7 @@ from dpsum.pipeline.adaptive import (
     shrink_log_scales,
     vector_center_shares,
 )
-from dpsum.pipeline.passes import ClippedSum, Displacement, NearCount, SumState
+from dpsum.pipeline.passes import ClippedSum, Displacement, Fold, NearCount, SumState
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
@@ -119,6 +119,7 @@ from dpsum.privacy.composition import (
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 from dpsum.session import ONE_OFF, ZCDPEvent, as_session
 from dpsum.session import charge as charge_session
+from dpsum.release.accumulator import deviation_accumulator
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
@@ -640,6 +641,14 @@ def _noisy_sum(state: SumState, K: int, noise: np.ndarray, b: np.ndarray) -> np.
     return noisy_estimate([Fraction(s) * unit for s in state.sums], noise, b)
 
 
+class _Counts(NamedTuple):
+    """The last step's counts of rows clipped and outside the box (**not private**:
+    only :meth:`_Context.diagnose` reads them, to release noisy counts)."""
+
+    clipped: int
+    outside: int
+
+
 class _Context:
     """One run of the pipeline: the data, the box, the options, the rngs, and
     what the steps released so far (the steps' privacy, the count, the split,
@@ -694,36 +703,31 @@ class _Context:
         return self.quantile(norm_values, (center, None), share, name,
                              float(self.min_scale.min()), _norm(self.hi - self.lo))
 
-    def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
-                  sens: float) -> tuple[np.ndarray, np.ndarray, SumState, np.ndarray | None]:
+    def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float
+                  ) -> tuple[np.ndarray, np.ndarray, _Counts, np.ndarray | None]:
         """The noisy clipped sum over ``b`` (data units), its noise std per
-        coordinate, the pass's state (with the clipped rows and the rows
-        outside the box, not private) and the grid unit (``secure=True``) or
-        None. The rows are summed exactly (:class:`ClippedSum`); on the float
-        path the Gaussian noise is added exactly, on the grid path (``secure=True``)
-        an exact discrete Gaussian of scale ``s_mean`` times the integer
-        sensitivity (the same zCDP) is added to the integers."""
-        d = b.size
-        box = (self.lo, self.hi)
-        if self.secure:
-            plan = ClippedSum(C, b, center, GRID_CHARGE, *box)
-            _, K, _ = plan.plan()
-            state = self.run(plan)
-            units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
-            if self.relation is Neighbouring.REPLACE:
-                units *= 2
-            sigma = s_mean * units * (1 + 1e-12)              # rounded up: never less noise
-            noise = discrete_gaussian(sigma * sigma, size=d, rng=self.secure_gen)
-            Y = [int(a) + int(z) for a, z in zip(state.sums, np.ravel(noise))]
-            T = np.array([math.ldexp(float(y), K) for y in Y])
-            unit = np.ldexp(np.ones(d), K) / b
-            return T / b, math.ldexp(sigma, K) / b, state, unit
-        # the rows are summed exactly and the noise added exactly (no
-        # rounding, overflow or exception depends on the rows or on n)
-        z = self.noise(s_mean * sens, size=d)
-        plan = ClippedSum(C, b, center, EXACT_CHARGE, *box)
-        state = self.run(plan)
-        return _noisy_sum(state, plan.plan()[1], z, b), _saturate(s_mean * sens / b), state, None
+        coordinate, the rows clipped and outside the box (not private) and the
+        grid unit (``secure=True``) or None.
+
+        The step is an accumulator's ``update`` and ``release``
+        (:func:`dpsum.release.accumulator.deviation_accumulator`, calibrated by
+        the noise multiplier ``s_mean``; on a dask array its ``update`` runs on
+        every block and the partial results merge, :func:`run_pass`): the rows
+        summed exactly around ``center``; on the float path Gaussian noise
+        added exactly, on the grid path (``secure=True``) an exact discrete
+        Gaussian of scale ``s_mean`` times the integer sensitivity (the same
+        zCDP) added to the integers."""
+        empty = deviation_accumulator(C, b, center, multiplier=s_mean,
+                                      neighbouring=self.relation, secure=self.secure,
+                                      lower=self.lo, upper=self.hi)
+        acc = self.run(Fold(empty))
+        rel = acc.release(self.secure_gen if self.secure else self.gen)
+        counts = _Counts(acc.diagnostic_count, acc.rows_outside)
+        if rel.discrete_scale is None:
+            return rel.estimate, rel.noise_std, counts, None
+        assert rel.grid_exponent is not None
+        unit = np.ldexp(np.ones(b.size), rel.grid_exponent) / b
+        return rel.estimate, rel.discrete_scale, counts, unit
 
     def diagnose(self, split: BudgetSplit, clipped: int, outside: int, expected: float
                  ) -> dict:
@@ -1087,8 +1091,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                                        "loses to the public box for these data")
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * ctx.total)
-    sens = clipped_sum_sensitivity(C, ctx.relation)
-    noisy, dev_std, state, unit = ctx.last_step(C, b, center, s_mean, sens)
+    noisy, dev_std, state, unit = ctx.last_step(C, b, center, s_mean)
     ctx.steps.append(gaussian_step("mean", s_mean))
     extra = ctx.diagnose(ctx.split, state.clipped, state.outside, ctx.p * ctx.n_eff)
     return _finish(ctx, center, noisy, dev_std, scales, b, C, ctx.split, strategy, unit,
@@ -1167,8 +1170,7 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     # private count, and only a bound that holds on every path (here, the
     # total rho) is a bound for the mixture
     s_mean = zcdp_gaussian_multiplier(share * ctx.total)
-    sens = clipped_sum_sensitivity(0.5, ctx.relation)
-    noisy, dev_std, state, unit = ctx.last_step(0.5, b, mid, s_mean, sens)
+    noisy, dev_std, state, unit = ctx.last_step(0.5, b, mid, s_mean)
     ctx.steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count,
                             1.0 - split.count - share - split.diagnostics - split.check, 0.0,

@@ -14,11 +14,12 @@ order-independent (:class:`dpsum.data.Pass`):
   whole-vector center's decision);
 - :class:`Displacement` — the bias check's integer sum of per-row clipping
   displacements;
+- :class:`Fold` — an accumulator's ``update`` on each block and ``merge``
+  (:mod:`dpsum.release.accumulator`): the last step and the box path;
 - :class:`ClippedSum` — the exact clipped sum of the scaled deviations
   ``(x - c) ⊙ b`` on a public grid (the kernel of the accumulators,
   :func:`dpsum.kernels.grid.accumulate_grid`), with the clipped rows and the
-  rows outside the box (the diagnostics' counts, not private): the last
-  step, the box fallback and the whole-vector center's moves.
+  rows outside the box: the whole-vector center's moves.
 
 :func:`dpsum.engines.dask.run_pass` applies a plan to a
 :class:`dpsum.data.Dataset`: one ``update`` in memory, a map over the blocks
@@ -39,6 +40,7 @@ import numpy as np
 from dpsum.kernels._rows import rows_outside
 from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.quantiles import row_norms
+from dpsum.release.accumulator import Accumulator
 
 __all__: list[str] = []
 
@@ -125,3 +127,19 @@ class ClippedSum:
     def merge(self, a: SumState, b: SumState) -> SumState:
         return SumState(tuple(x + y for x, y in zip(a.sums, b.sums)), a.clipped + b.clipped,
                         a.outside + b.outside)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Fold:
+    """An accumulator as a pass: each block folded into the empty accumulator
+    (``update``), the partial accumulators merged (``merge``, exact: integer
+    sums). The state is the accumulator of all the rows, ready for its
+    ``release``."""
+
+    empty: Accumulator
+
+    def update(self, block: np.ndarray) -> Accumulator:
+        return self.empty.update(block)
+
+    def merge(self, a: Accumulator, b: Accumulator) -> Accumulator:
+        return a.merge(b)

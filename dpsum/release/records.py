@@ -121,8 +121,9 @@ class Release(V.Record):
         The scaling vector ``b`` (the Elliptical Gaussian and Gaussian-data mechanisms), or None.
     clip_norm : float or None
         The clip radius ``C`` in the scaled space, or None if nothing is clipped.
-    epsilon, delta : float
-        The privacy guarantee.
+    epsilon, delta : float or None
+        The privacy guarantee; None for a release calibrated in zCDP
+        (:attr:`rho`) without a conversion to ``(epsilon, delta)``.
     neighbouring : Neighbouring
         The neighbouring relation the guarantee refers to.
     sigma_opt : float
@@ -197,6 +198,11 @@ class Release(V.Record):
         clamped mean lies in the box, so the projection never increases the
         error), and the intervals are intersected with the box. None when
         nothing was projected.
+    rho : float or None
+        The zCDP of a release calibrated by a noise multiplier in zCDP (the
+        private pipeline's steps: Gaussian noise ``sigma_opt * sensitivity``
+        is ``1 / (2 sigma_opt^2)``-zCDP); None for a release calibrated in
+        ``(epsilon, delta)``.
 
     Examples
     --------
@@ -210,8 +216,8 @@ class Release(V.Record):
     noise_std: np.ndarray
     scaling: np.ndarray | None
     clip_norm: float | None
-    epsilon: float
-    delta: float
+    epsilon: float | None
+    delta: float | None
     neighbouring: Neighbouring
     sigma_opt: float
     sensitivity: float
@@ -235,6 +241,7 @@ class Release(V.Record):
     notes: tuple = ()
     accounting: str = ONE_OFF
     unprojected: np.ndarray | None = None
+    rho: float | None = None
 
     def __post_init__(self) -> None:
         for name, value in _release_fields(self).items():
@@ -336,8 +343,13 @@ def _release_fields(rec: Release) -> dict:
     out["scaling"] = V.record_array(rec.scaling, "scaling", positive=True, size=d)
     out["clip_norm"] = V.record_scalar(rec.clip_norm, "clip_norm", low=0.0, closed_low=False,
                                        optional=True)
-    out["epsilon"] = V.check_epsilon(rec.epsilon, scalar=True)
-    out["delta"] = V.check_delta(rec.delta, allow_zero=True, scalar=True)
+    out["rho"] = None if rec.rho is None else V.check_positive(rec.rho, "rho", scalar=True)
+    # calibrated in zCDP (rho), the (epsilon, delta) conversion is optional
+    zcdp = out["rho"] is not None
+    out["epsilon"] = None if zcdp and rec.epsilon is None else \
+        V.check_epsilon(rec.epsilon, scalar=True)
+    out["delta"] = None if zcdp and rec.delta is None else \
+        V.check_delta(rec.delta, allow_zero=True, scalar=True)
     out["neighbouring"] = Neighbouring.parse(rec.neighbouring)
     out["sigma_opt"] = V.check_positive(rec.sigma_opt, "sigma_opt", scalar=True)
     out["sensitivity"] = V.check_positive(rec.sensitivity, "sensitivity", scalar=True)
