@@ -337,11 +337,11 @@ def test_audit_catches_non_private_scales(monkeypatch):
 
 
 def test_audit_catches_a_skipped_noise(monkeypatch):
-    real = pipeline_mean._gaussian_noise
+    real = pipeline_mean.deviation_accumulator
 
-    def no_mean_noise(gen, std, size=None):     # the vector draw is the mean's
-        return real(gen, std, size) * (0.0 if size is not None else 1.0)
-    monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_mean_noise)
+    def no_mean_noise(C, b, center, **kw):      # the clipped sums' noise, all but gone
+        return real(C, b, center, **{**kw, "multiplier": 1e-9})
+    monkeypatch.setattr(pipeline_mean, "deviation_accumulator", no_mean_noise)
     assert _audit_noise(24).epsilon_lower_bound > _EPS
 
 
@@ -489,11 +489,11 @@ def test_audit_of_the_vector_center_passes():
 
 
 def test_audit_catches_a_vector_center_without_noise(monkeypatch):
-    real = pipeline_mean._gaussian_noise
+    real = pipeline_mean.deviation_accumulator
 
-    def no_vector_noise(gen, std, size=None):   # the center's moves (and the mean) noise-free
-        return real(gen, std, size) * (0.0 if size is not None else 1.0)
-    monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_vector_noise)
+    def no_vector_noise(C, b, center, **kw):    # the center's moves (and the mean) all but noise-free
+        return real(C, b, center, **{**kw, "multiplier": 1e-9})
+    monkeypatch.setattr(pipeline_mean, "deviation_accumulator", no_vector_noise)
     assert _audit_center(26).epsilon_lower_bound > _EPS
 
 

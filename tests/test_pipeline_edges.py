@@ -177,18 +177,16 @@ def test_vector_center_moves_are_noised_at_2_c_k(monkeypatch):
     import dpsum.pipeline.mean as M
     radii: list[float] = []
     stds: list[float] = []
-    real_sum, real_noise = M.ClippedSum, M._gaussian_noise
+    real_sum = M.deviation_accumulator
 
-    def spy_sum(C, *args):                     # the pass of each exact clipped sum
+    def spy_sum(C, b, center, **kw):           # each exact clipped sum, as released
+        acc = real_sum(C, b, center, **kw)
         radii.append(float(C))
-        return real_sum(C, *args)
+        public = acc.public_parameters()
+        stds.append(public["sigma_opt"] * public["sensitivity"])
+        return acc
 
-    def spy_noise(gen, std, size=None):
-        stds.append(float(np.max(std)) if np.ndim(std) else float(std))
-        return real_noise(gen, std, size=size)
-
-    monkeypatch.setattr(M, "ClippedSum", spy_sum)
-    monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
+    monkeypatch.setattr(M, "deviation_accumulator", spy_sum)
     n, d = 200, 3
     X = np.random.default_rng(0).normal(size=(n, d))
     with warnings.catch_warnings():

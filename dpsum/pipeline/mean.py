@@ -41,10 +41,13 @@ maps a block of rows to a partial state and whose ``merge`` is exact
 (:func:`dpsum.engines.dask.run_pass`) in memory or on a dask cluster; each
 step's noise is drawn after its pass, from the same ``rng`` in the same
 order on both engines. The last step, the box fallback and the whole-vector
-center's moves are the same pass, the exact clipped sum of
-:class:`~dpsum.pipeline.passes.ClippedSum` (the grid kernel of the
-accumulators), which also counts the diagnostics' clipped rows and rows
-outside the box.
+center's moves are the same release as every vector mechanism's: an
+accumulator's ``update`` (folded over the blocks by the runner,
+:class:`~dpsum.pipeline.passes.Fold`) and ``release``
+(:func:`dpsum.release.accumulator.deviation_accumulator`: the exact clipped
+sum of the deviations from the centre, calibrated by a zCDP noise
+multiplier); the last step's accumulator also counts the diagnostics'
+clipped rows and rows outside the box.
 
 Accounting. Every step is zero-concentrated DP: an exponential-mechanism
 quantile with parameter ``epsilon`` is ``epsilon^2/8``-zCDP (it is
@@ -61,7 +64,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Mapping, NamedTuple
 
@@ -76,8 +78,6 @@ from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.data import Dataset, RowCount, RowValues, as_data
 from dpsum.engines.dask import run_pass
-from dpsum.kernels._exact import noisy_estimate
-from dpsum.kernels.grid import EXACT_CHARGE, GRID_CHARGE
 from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
     VECTOR_CLIP_PROBABILITY,
@@ -93,7 +93,7 @@ from dpsum.pipeline.adaptive import (
     shrink_log_scales,
     vector_center_shares,
 )
-from dpsum.pipeline.passes import ClippedSum, Displacement, Fold, NearCount, SumState
+from dpsum.pipeline.passes import Displacement, Fold, NearCount
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
@@ -119,12 +119,13 @@ from dpsum.privacy.composition import (
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 from dpsum.session import ONE_OFF, ZCDPEvent, as_session
 from dpsum.session import charge as charge_session
-from dpsum.release.accumulator import deviation_accumulator
+from dpsum.release.accumulator import Accumulator, deviation_accumulator
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
     PipelineRelease,
     PublicInputWarning,
+    Release,
     clipping_excess,
     clipping_message,
 )
@@ -633,14 +634,6 @@ def _arguments(epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: An
                  None if p_given is None else float(p_given), secure_, diag_, split)
 
 
-def _noisy_sum(state: SumState, K: int, noise: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``(S 2^K + noise) / b`` from a :class:`ClippedSum`'s exact state, rounded
-    once per coordinate (:func:`dpsum.kernels._exact.noisy_estimate`): the
-    noisy clipped sum in the data's units."""
-    unit = Fraction(2) ** K
-    return noisy_estimate([Fraction(s) * unit for s in state.sums], noise, b)
-
-
 class _Counts(NamedTuple):
     """The last step's counts of rows clipped and outside the box (**not private**:
     only :meth:`_Context.diagnose` reads them, to release noisy counts)."""
@@ -703,25 +696,31 @@ class _Context:
         return self.quantile(norm_values, (center, None), share, name,
                              float(self.min_scale.min()), _norm(self.hi - self.lo))
 
+    def clipped_sum(self, C: float, b: np.ndarray, center: np.ndarray, s: float, *,
+                    secure: bool = False, box: bool = False) -> tuple[Release, Accumulator]:
+        """A private clipped sum of the deviations from ``center``: an
+        accumulator's ``update`` and ``release``
+        (:func:`dpsum.release.accumulator.deviation_accumulator`, calibrated by
+        the noise multiplier ``s``; on a dask array its ``update`` runs on every
+        block and the partial results merge, :func:`run_pass`). Returns the
+        release (the noisy sum of ``(x - c) ⊙ b`` clipped at ``C``, over ``b``,
+        in the data's units) and the accumulator (its counts of rows clipped
+        and, with ``box``, outside the box: **not private**)."""
+        empty = deviation_accumulator(C, b, center, multiplier=s, neighbouring=self.relation,
+                                      secure=secure, lower=self.lo if box else None,
+                                      upper=self.hi if box else None)
+        acc = self.run(Fold(empty))
+        return acc.release(self.secure_gen if secure else self.gen), acc
+
     def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float
                   ) -> tuple[np.ndarray, np.ndarray, _Counts, np.ndarray | None]:
         """The noisy clipped sum over ``b`` (data units), its noise std per
         coordinate, the rows clipped and outside the box (not private) and the
-        grid unit (``secure=True``) or None.
-
-        The step is an accumulator's ``update`` and ``release``
-        (:func:`dpsum.release.accumulator.deviation_accumulator`, calibrated by
-        the noise multiplier ``s_mean``; on a dask array its ``update`` runs on
-        every block and the partial results merge, :func:`run_pass`): the rows
-        summed exactly around ``center``; on the float path Gaussian noise
-        added exactly, on the grid path (``secure=True``) an exact discrete
-        Gaussian of scale ``s_mean`` times the integer sensitivity (the same
-        zCDP) added to the integers."""
-        empty = deviation_accumulator(C, b, center, multiplier=s_mean,
-                                      neighbouring=self.relation, secure=self.secure,
-                                      lower=self.lo, upper=self.hi)
-        acc = self.run(Fold(empty))
-        rel = acc.release(self.secure_gen if self.secure else self.gen)
+        grid unit (``secure=True``) or None: :meth:`clipped_sum` on the float
+        path (Gaussian noise added exactly) or the grid path (an exact discrete
+        Gaussian of scale ``s_mean`` times the integer sensitivity, the same
+        zCDP, added to the integers)."""
+        rel, acc = self.clipped_sum(C, b, center, s_mean, secure=self.secure, box=True)
         counts = _Counts(acc.diagnostic_count, acc.rows_outside)
         if rel.discrete_scale is None:
             return rel.estimate, rel.noise_std, counts, None
@@ -966,7 +965,6 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
     the last radius (the radius step's, around the final center)."""
     split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
-    k_sens = clipped_sum_sensitivity(1.0, ctx.relation)  # 2 (replace-one) or 1 (add-remove)
     scalar_share = split.radius
     move_share = (split.center - plan.decision) / plan.moves - scalar_share
     center = ctx.mid.copy()
@@ -975,10 +973,9 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
     while True:
         c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
         s_move = zcdp_gaussian_multiplier(move_share * total)
-        # summed exactly, the noise added exactly
-        z_k = ctx.noise(s_move * k_sens * c_k, size=d)
-        move = ClippedSum(c_k, ones, center, EXACT_CHARGE)
-        noisy_k = _noisy_sum(ctx.run(move), move.plan()[1], z_k, ones)
+        # summed exactly, the noise (s_move times the sensitivity, 2 c_k or
+        # c_k) added exactly
+        noisy_k = ctx.clipped_sum(c_k, ones, center, s_move)[0].estimate
         # post-processing: the move is clamped to the box (a centre outside
         # it is never better), which keeps every later quantity finite
         with np.errstate(over="ignore"):
@@ -1151,8 +1148,8 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     ``rho`` here, and since the path is chosen from a private count, only a
     bound that holds on every path bounds the mixture.)
 
-    The sum is the last step's (:meth:`_Context.last_step`, the pass
-    :class:`~dpsum.pipeline.passes.ClippedSum`) at ``C = 1/2`` in the same
+    The sum is the last step's (:meth:`_Context.last_step`, an accumulator's
+    ``update`` and ``release``) at ``C = 1/2`` in the same
     scaled space (a row inside the box is unchanged, a row outside is shrunk
     towards the midpoint instead of clamped): summed exactly, with Gaussian
     noise added exactly, or with ``secure=True`` on the grid with exact
