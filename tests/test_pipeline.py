@@ -147,12 +147,17 @@ def test_record_holds_only_private_and_public_quantities():
     X = _gaussian_data(2000, [1.0, 3.0, 0.5, 10.0], 5.0, 7)
     r = P.private_mean(X, lower=-1e3, upper=1e3, epsilon=1.0, delta=1e-6, scaling="scaled",
                        rng=8)
+    # a Release plus the pipeline's own fields
     fields = set(records.PipelineRelease.__dataclass_fields__)
-    assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
-                      "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
-                      "budget", "steps", "guarantee", "strategy", "secure", "lower", "upper",
-                      "columns", "clip_count", "outside_count", "diagnostics_std", "notes",
-                      "grid_unit", "accounting", "unprojected"}
+    own = fields - set(records.Release.__dataclass_fields__)
+    assert issubclass(records.PipelineRelease, records.Release)
+    assert own == {"count", "scales", "budget", "steps", "guarantee", "strategy",
+                   "outside_count", "grid_unit"}
+    assert {"estimate", "statistic", "center", "scaling", "clip_norm", "clip_probability",
+            "noise_std", "neighbouring", "rho", "secure", "lower", "upper", "columns",
+            "clip_count", "clip_count_std", "notes", "accounting", "unprojected"} <= fields
+    assert r.mechanism is records.Mechanism.PRIVATE_PIPELINE
+    assert (r.epsilon, r.delta) == (r.guarantee.epsilon, r.guarantee.delta)
     assert r.strategy == "coordinate center, scaled"
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)

@@ -123,6 +123,8 @@ from dpsum.release.accumulator import Accumulator, deviation_accumulator
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
+    Calibration,
+    Mechanism,
     PipelineRelease,
     PublicInputWarning,
     Release,
@@ -762,7 +764,7 @@ class _Context:
                 "use data_intervals (they add the clipping loss, assuming every row lies in "
                 "the box), a larger budget, or elliptical_gaussian_mechanism on the box"),
                 stacklevel=5)
-        return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
+        return {"clip_count": k_clip, "outside_count": k_out, "clip_count_std": std}
 
 
 def _box_noise_norm(widths: np.ndarray, relation: Neighbouring) -> float:
@@ -1092,12 +1094,13 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     ctx.steps.append(gaussian_step("mean", s_mean))
     extra = ctx.diagnose(ctx.split, state.clipped, state.outside, ctx.p * ctx.n_eff)
     return _finish(ctx, center, noisy, dev_std, scales, b, C, ctx.split, strategy, unit,
-                   extra)
+                   extra, s_mean)
 
 
 def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             scales: np.ndarray | None, b: np.ndarray, C: float, split: BudgetSplit,
-            strategy: str, unit: np.ndarray | None, extra: dict) -> PipelineRelease:
+            strategy: str, unit: np.ndarray | None, extra: dict, s_mean: float
+            ) -> PipelineRelease:
     count, n_eff, s_count, statistic = ctx.count, ctx.n_eff, ctx.s_count, ctx.statistic
     # post-processing of released values, saturated at the largest float
     # (the same function whatever the data)
@@ -1124,13 +1127,19 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
         used += st.rho
+    public_n = int(count) if ctx.relation is Neighbouring.REPLACE else None
     return PipelineRelease(
-        estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
-        scaling=b, clip_norm=float(C), clip_probability=float(ctx.p), noise_std=noise_std,
-        neighbouring=ctx.relation, rho=used, budget=split, steps=steps, guarantee=guarantee,
-        strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
-        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting,
-        unprojected=unprojected, **extra)
+        estimate=estimate, noise_std=noise_std, scaling=b, clip_norm=float(C),
+        epsilon=None if guarantee is None else guarantee.epsilon,
+        delta=None if guarantee is None else guarantee.delta, neighbouring=ctx.relation,
+        sigma_opt=s_mean, sensitivity=clipped_sum_sensitivity(C, ctx.relation),
+        mechanism=Mechanism.PRIVATE_PIPELINE, center=center, clip_probability=float(ctx.p),
+        calibration=Calibration.DISCRETE if ctx.secure else Calibration.ZCDP,
+        secure=ctx.secure, statistic=statistic, n=public_n, lower=ctx.lo, upper=ctx.hi,
+        columns=ctx.columns, diagnostics_share=split.diagnostics if extra else 0.0,
+        notes=tuple(ctx.notes), accounting=ctx.accounting, unprojected=unprojected, rho=used,
+        count=count, scales=scales, budget=split, steps=steps, guarantee=guarantee,
+        strategy=strategy, grid_unit=unit, **extra)
 
 
 def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:
@@ -1174,7 +1183,7 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
                             0.0, 0.0, share, 0.0, split.diagnostics, split.check)
     extra = ctx.diagnose(box_split, state.outside, state.outside, 0.0)
     return _finish(ctx, mid, noisy, dev_std, None, b, 0.5, box_split,
-                   "box" if reason is None else "box (bias check)", unit, extra)
+                   "box" if reason is None else "box (bias check)", unit, extra, s_mean)
 
 
 def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,

@@ -1091,7 +1091,8 @@ def deviation_accumulator(clip_norm: float, scaling: np.ndarray, center: np.ndar
         sens = clipped_sum_sensitivity(C, neighbouring)
         with np.errstate(over="ignore"):
             std = np.clip(s * sens / b, -_FLOAT_MAX, _FLOAT_MAX)
-        template = Release(noise_std=std, sigma_opt=s, sensitivity=sens, **base)
+        template = Release(noise_std=std, sigma_opt=s, sensitivity=sens,
+                           calibration=Calibration.ZCDP, **base)
         return _ClippedSum(template, None, deviations=True)
     K = grid_exponent(C, d)
     units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
