@@ -462,9 +462,9 @@ class PipelineRelease(Release):
     earlier private outputs; nothing is a non-private statistic of the data.
     The fields of :class:`Release` keep their meaning, with these values:
 
-    - ``mechanism`` is :attr:`Mechanism.PRIVATE_PIPELINE`; ``calibration`` is
-      :attr:`Calibration.ZCDP`, or :attr:`Calibration.DISCRETE` with
-      ``secure=True``;
+    - ``mechanism`` is :attr:`~dpsum.release.Mechanism.PRIVATE_PIPELINE`;
+      ``calibration`` is :attr:`~dpsum.release.Calibration.ZCDP`, or
+      :attr:`~dpsum.release.Calibration.DISCRETE` with ``secure=True``;
     - ``rho`` is the total zCDP of all steps; ``epsilon`` and ``delta`` the
       composed guarantee (:attr:`guarantee`) when the budget was given as
       ``(epsilon, delta)``, None for a ``rho`` budget;
