@@ -44,7 +44,8 @@ from dpsum import _validation as V
 
 __all__ = ["check_key", "draw_key", "ids_structure", "canonical_codes", "plain_id", "encode",
            "words", "mix", "row_digest", "ContributionBounds", "BoundedContributions",
-           "bound_cells", "UnitRows", "unit_rows", "pipeline_units", "column", "is_label"]
+           "bound_cells", "UnitRows", "unit_rows", "pipeline_units", "UnitBits", "unit_bits",
+           "column", "is_label"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -94,6 +95,8 @@ def ids_structure(values: Any, name: str, n: int) -> Any:
         raise ValueError(f"{name} must have one id per row of X ({n} rows), got "
                          f"{len(col)} entries")
     kind = getattr(col.dtype, "kind", "O")
+    if len(col) == 0 and kind == "f" and not V._is_series(col):
+        return np.zeros(0, dtype=np.int64)        # [] is float64 to NumPy: no id at all
     if kind == "b":
         raise TypeError(f"{name} must hold integer or string ids, not booleans")
     if kind in "fc":
@@ -472,6 +475,7 @@ class UnitRows:
         self.ids = ids
         self.bounds = bounds
         self._codes: tuple[np.ndarray, list] | None = None
+        self.key: bytes | None = None          # the hashing key, once drawn
 
     @property
     def active(self) -> bool:
@@ -539,6 +543,7 @@ class UnitRows:
         if not np.all(np.isfinite(arr)):
             raise ValueError("X contains NaN or infinite values")
         key = draw_key(gen) if gen is not None else secrets.token_bytes(16)
+        self.key = key
         codes, ids = self._codes
         vectors = bound_cells(arr, codes, ids, np.zeros(arr.shape[0], dtype=np.int64), [()],
                               self.bounds, key)[0]
@@ -640,3 +645,45 @@ def pipeline_units(X: Any, lower: Any, upper: Any, rng: Any, privacy_unit: Any,
         import pandas as pd
         vectors = pd.DataFrame(vectors, columns=list(labels))
     return vectors, lower, upper, (rng if gen is None else gen)
+
+
+# ============================================================ one bit per unit
+class UnitBits(UnitRows):
+    """The bits of a count grouped by privacy unit: each unit becomes one
+    bit, ``"any"`` (1 if one of its kept rows is 1: the units with the
+    property) or ``"mean"`` (1 with probability the mean of its kept rows: a
+    randomized rounding, unbiased for the sum of the units' means, its
+    uniform the keyed hash of the unit's id, so that a unit's bit depends on
+    its own rows and the key only). Either way one unit moves the count by
+    at most one, whatever its bit, which is all the count mechanisms' proofs
+    use (the rounding's randomness serves the accuracy, not the privacy); a
+    unit's sum of bits (up to ``max_rows``) would move it by more."""
+
+    rule: str = "any"
+
+    def collapse_bits(self, bits: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        """One bit per unit (canonical order: by the rank of the id), the
+        hashing key drawn from ``gen``. Without a privacy unit, ``bits``
+        itself."""
+        if self.bounds is None:
+            return bits
+        col = np.asarray(bits, dtype=np.float64).reshape(-1, 1)
+        means = self.collapse(col, gen)[:, 0]
+        if self.rule == "any":
+            return means > 0.0
+        assert self._codes is not None and self.key is not None
+        w = words(self._codes[1], self.key, b"dpsum-round")
+        uniform = (w >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        return uniform < means
+
+
+def unit_bits(bits: Any, privacy_unit: Any, max_rows: Any, per_unit: Any) -> UnitBits:
+    """Check the privacy-unit arguments of a count of bits (``per_unit``:
+    ``"any"``, the default, or ``"mean"``; no value is read)."""
+    rule = "any" if per_unit is None or privacy_unit is None else \
+        V.check_choice(per_unit, "per_unit", ("any", "mean"))
+    rows = unit_rows(bits, privacy_unit, max_rows,
+                     per_unit if privacy_unit is None else "mean", "mean")
+    out = UnitBits(rows.X, rows.ids, rows.bounds)
+    out.rule = rule
+    return out

@@ -431,6 +431,33 @@ def check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
+#: The named objectives of the ``objective`` argument (a vector of weights is the third form).
+OBJECTIVES = ("total", "relative")
+
+
+def check_objective(objective: Any, d: int, *, frame: bool = False) -> str | np.ndarray:
+    """The ``objective`` argument: ``"total"``, ``"relative"`` or a vector of
+    ``d`` positive per-column weights on the squared error (returned as a
+    float array). None is the default: ``"relative"`` for a DataFrame
+    (``frame``), ``"total"`` otherwise."""
+    if objective is None:
+        return "relative" if frame else "total"
+    if isinstance(objective, str):
+        return check_choice(objective, "objective", OBJECTIVES)
+    if isinstance(objective, (bool, np.bool_)) or np.ndim(objective) != 1:
+        raise TypeError("objective must be 'total', 'relative' or a 1-d vector of positive "
+                        f"per-column weights, got {describe(objective)}")
+    w = check_vector(objective, "objective", d, positive=True)
+    return w
+
+
+def objective_record(objective: str | np.ndarray) -> dict:
+    """The record's fields ``objective`` and ``objective_weights`` of a checked objective."""
+    if isinstance(objective, str):
+        return {"objective": objective, "objective_weights": None}
+    return {"objective": "weights", "objective_weights": objective}
+
+
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """One of the strings ``choices``."""
     if not isinstance(value, str):

@@ -60,6 +60,7 @@ from scipy import special
 
 from dpsum import _validation as V
 from dpsum._enums import _StrEnum
+from dpsum._units import unit_bits
 from dpsum._lazy import stats
 from dpsum._validation import RandomLike
 from dpsum.privacy.neighbouring import Neighbouring
@@ -732,7 +733,9 @@ def binomial_privacy_delta(n: int, p: float, epsilon: float) -> float:
 
 def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
                              p: float | None = None, rng: RandomLike = None,
-                             session: Any = None) -> BinaryRelease:
+                             session: Any = None, privacy_unit: Any = None,
+                             max_rows: int | None = None,
+                             per_unit: str | None = None) -> BinaryRelease:
     """Additive binomial noise: release ``k + Z``, ``Z ~ Binomial(n, p)``.
 
     In the shuffle model every user sends their bit and, with probability
@@ -764,6 +767,22 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
         The analysis's budget: checked (refused if the release does not fit)
         before the bits are read, charged before the noise is drawn. Without
         one the release is a one-off (its record's ``accounting`` says so).
+    privacy_unit : array_like, shape (len(bits),), optional
+        Protect each **privacy unit** (a person with several bits, one per row) instead
+        of each bit: one integer or string id per bit. Each unit keeps at most
+        ``max_rows`` of its bits (chosen at random by keyed hash, the key drawn from
+        ``rng``; the same choice on any order) and becomes **one bit** (``per_unit``);
+        the mechanism then counts units, and its neighbouring relation is over units.
+        ``n`` is the number of units.
+    max_rows : int, optional
+        Bits kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"any", "mean"}, optional
+        How a unit's kept bits become its one bit: ``"any"`` (the default) is 1 when one
+        of them is 1, so the count is the number of units with the property; ``"mean"``
+        is 1 with probability the mean of its kept bits (a randomized rounding drawn
+        from ``rng``), so the count is unbiased for the sum of the units' means. A
+        unit's *sum* of bits is not offered: it moves the count by up to ``max_rows``,
+        and this mechanism's proof allows one.
 
     Returns
     -------
@@ -779,12 +798,14 @@ def binomial_noise_mechanism(bits: ArrayLike, *, epsilon: float, delta: float,
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     _check_epsilon_covered(eps, "binomial mechanism")
+    units = unit_bits(bits, privacy_unit, max_rows, per_unit)
     sess = as_session(session)
     event = ApproximateEvent(eps, dlt)
     if sess is not None:
         sess.check(event, neighbouring=Neighbouring.REPLACE)
     x = V.check_bits(bits)
     gen = V.check_rng(rng)
+    x = units.collapse_bits(x, gen)
     n = int(x.shape[0])
     p_min = binomial_noise_probability(n, eps, dlt)
     if p is None:
@@ -1065,7 +1086,9 @@ def sample_threshold_privacy_delta(p: float, threshold: float, epsilon: float, *
 def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
                          p: float | None = None, threshold: float | None = None,
                          neighbouring: Neighbouring | str = "replace",
-                         rng: RandomLike = None, session: Any = None) -> BinaryRelease:
+                         rng: RandomLike = None, session: Any = None,
+                         privacy_unit: Any = None, max_rows: int | None = None,
+                         per_unit: str | None = None) -> BinaryRelease:
     """Sample-and-threshold (Bharadwaj and Cormode 2022) for a binary sum.
 
     Each user is sampled independently with probability ``p`` (default
@@ -1105,6 +1128,22 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
         The analysis's budget: checked (refused if the release does not fit)
         before the bits are read, charged before the noise is drawn. Without
         one the release is a one-off (its record's ``accounting`` says so).
+    privacy_unit : array_like, shape (len(bits),), optional
+        Protect each **privacy unit** (a person with several bits, one per row) instead
+        of each bit: one integer or string id per bit. Each unit keeps at most
+        ``max_rows`` of its bits (chosen at random by keyed hash, the key drawn from
+        ``rng``; the same choice on any order) and becomes **one bit** (``per_unit``);
+        the mechanism then counts units, and its neighbouring relation is over units.
+        ``n`` is the number of units.
+    max_rows : int, optional
+        Bits kept per unit (``>= 1``); required with ``privacy_unit``.
+    per_unit : {"any", "mean"}, optional
+        How a unit's kept bits become its one bit: ``"any"`` (the default) is 1 when one
+        of them is 1, so the count is the number of units with the property; ``"mean"``
+        is 1 with probability the mean of its kept bits (a randomized rounding drawn
+        from ``rng``), so the count is unbiased for the sum of the units' means. A
+        unit's *sum* of bits is not offered: it moves the count by up to ``max_rows``,
+        and this mechanism's proof allows one.
 
     Returns
     -------
@@ -1119,6 +1158,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     eps = V.check_epsilon(epsilon, scalar=True)
     dlt = V.check_delta(delta, scalar=True)
     _check_epsilon_covered(eps, "sample-and-threshold mechanism")
+    units = unit_bits(bits, privacy_unit, max_rows, per_unit)
     tau_min = sample_threshold_tau(dlt)
     if threshold is None:
         tau = tau_min
@@ -1150,6 +1190,7 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
     addrm = relation is Neighbouring.ADD_REMOVE
     x = V.check_bits(bits, empty=addrm)
     gen = V.check_rng(rng)
+    x = units.collapse_bits(x, gen)
     k = int(np.count_nonzero(x))
     params = {"epsilon": eps, "delta": dlt, "p": pp, "threshold": float(tau)}
     tag = charge_session(sess, event, mechanism="sample_and_threshold", parameters=params,

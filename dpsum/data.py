@@ -7,8 +7,9 @@ with :func:`as_data`, before anything else reads it. The dataset holds float64
 rows, either a numpy array in memory or a dask array chunked along the rows
 only (each row must be clipped as a whole), the column labels of a pandas or
 dask DataFrame, the row count (None for a dask array whose chunk sizes are
-unknown), and two fields reserved for the people-and-groups layer: the privacy
-unit and the group of each row.
+unknown). Privacy units are folded before the boundary
+(:mod:`dpsum._units`: one row per unit), so a dataset's rows are always
+the units the neighbouring relation speaks of.
 
 Only the type, the shape and the dtypes are checked here; a numpy array's
 values are read by the first pass over it, and a dask array's by every pass,
@@ -91,16 +92,12 @@ class Dataset:
         **Private** under add-remove neighbouring: only passes read it there.
     d : int
         The number of columns, at least 1.
-    units, groups : None
-        Reserved: the privacy unit and the group of each row.
     """
 
     rows: Any
     columns: tuple | None
     n: int | None
     d: int
-    units: Any = None
-    groups: Any = None
 
     @property
     def is_dask(self) -> bool:

@@ -306,7 +306,8 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
                                   diagnostics: bool | float | None = None,
                                   session: Any = None, privacy_unit: Any = None,
                                   max_rows: int | None = None,
-                                  per_unit: str | None = None) -> Release:
+                                  per_unit: str | None = None,
+                                  objective: str | ArrayLike | None = None) -> Release:
     """The Elliptical Gaussian mechanism on the sum (or mean) of the rows of ``X``
     in the public box ``[lower, upper]`` (:prf:ref:`elliptical-alg-elliptical`).
 
@@ -380,13 +381,29 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
         the mean per-unit total. With ``"sum"`` the box grows to hold a sum of up to ``m
         = max_rows`` rows: ``[min(lower, m lower), max(upper, m upper)]``, the box the
         release records; with ``"mean"`` it is unchanged.
+    objective : {"total", "relative"}, array_like of shape (d,), or None
+        What the noise's shape minimises (:prf:ref:`elliptical-thm-weighted`):
+        ``"total"``, the expected squared error of the whole vector in the
+        data's units (noise ``sigma_opt sqrt(Delta_j ||Delta||_1)``: a wide
+        column takes most of the budget); ``"relative"``, the squared error
+        of each column relative to its width (``b_j = 1/sqrt(d)``, noise
+        ``sigma_opt sqrt(d) Delta_j``: every column gets the same share of
+        its width); or positive weights ``u_j`` on each column's squared
+        error. None (the default) is ``"relative"`` for a pandas DataFrame
+        and ``"total"`` otherwise: a DataFrame's columns are named
+        quantities, often in different units (ages, incomes, ratios), where
+        a sum of squared errors across units means nothing and a user reads
+        each column's error against its own range; an array is one vector
+        in one space, whose total error is the natural measure. The two
+        objectives coincide when all widths are equal, and "relative" costs
+        at most the gain of the theorem in total error.
 
     Returns
     -------
     Release
         ``lower``, ``upper`` and ``widths`` record the box; ``scaling`` is the
-        optimal ``b``. A mean is projected onto the box (post-processing that
-        never increases its error: the clamped mean lies in the box), its
+        optimal ``b`` for the objective, which ``objective`` records. A mean
+        is projected onto the box (post-processing that never increases its error: the clamped mean lies in the box), its
         intervals intersected with the box; ``unprojected`` keeps the
         unbiased estimate. Its intervals cover the sum of the clamped rows; its
         :meth:`~dpsum.release.Release.data_intervals` the data sum, assuming every row lies
@@ -405,12 +422,14 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
     data, n, d, columns = _dataset(units.X)
     lo, hi = units.box(*V.check_box(lower, upper, d))
+    obj = V.check_objective(objective, d, frame=V.column_labels(X) is not None)
     def plan(rows: int | None) -> Accumulator:
         return elliptical_gaussian_accumulator(lo, hi, epsilon=eps, delta=dlt,
                                                n=_public_rows(rows, Neighbouring.REPLACE),
                                                secure=secure_, statistic=statistic,
                                                diagnostics=_diagnostics_on(
-                                                   diagnostics, Neighbouring.REPLACE))
+                                                   diagnostics, Neighbouring.REPLACE),
+                                               objective=obj)
     acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)
@@ -434,7 +453,8 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
                             diagnostics: bool | float | None = None,
                             session: Any = None, privacy_unit: Any = None,
                             max_rows: int | None = None,
-                            per_unit: str | None = None) -> Release:
+                            per_unit: str | None = None,
+                            objective: str | ArrayLike | None = None) -> Release:
     """Clipping in a scaled space with the exact clip radius, for data with
     known scales (:prf:ref:`gaussian-data-alg-clipped`).
 
@@ -527,11 +547,22 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         unit's vector is centred at ``k center`` with ``stds sqrt(k)``, which depends on
         ``k``: give the model of the sums (``center`` 0 suits rows centred at 0). The
         sum of all rows needs ``"sum"``, the mean over people ``"mean"``.
+    objective : {"total", "relative"}, array_like of shape (d,), or None
+        What ``scaling="scaled"`` minimises (:func:`dpsum.design.gaussian_data_scaling`,
+        the clip radius held fixed as in the scaling lemma): ``"total"``,
+        the squared error in the data's units (``b_j ∝ stds_j^(-1/2)``);
+        ``"relative"``, each column's squared error relative to its std
+        (whitening, ``b_j ∝ 1/stds_j``: every column's noise is the same
+        multiple of its std); or positive weights ``u_j``
+        (``b_j ∝ u_j^(1/4) stds_j^(-1/2)``). None (the default) is
+        ``"relative"`` for a pandas DataFrame and ``"total"`` otherwise, as
+        in :func:`elliptical_gaussian_mechanism`. Ignored by
+        ``scaling="isotropic"`` and an explicit vector.
 
     Returns
     -------
     Release
-        With ``clip_norm`` (C), ``scaling`` (b), ``center``, ``stds``,
+        With ``clip_norm`` (C), ``scaling`` (b), ``objective``, ``center``, ``stds``,
         ``clip_probability`` and the sensitivity: everything the guarantee
         depends on (computed by :func:`dpsum.design.gaussian_data_setup`).
         Its intervals cover the sum (mean) of the clipped rows; its
@@ -556,13 +587,15 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
     c = V.check_center(center, d)
+    obj = V.check_objective(objective, d, frame=V.column_labels(X) is not None)
     def plan(rows: int | None) -> Accumulator:
         return gaussian_data_accumulator(stds, epsilon=eps, delta=dlt, center=c,
                                          clip_probability=clip_probability,
                                          n=_public_rows(rows, relation), scaling=scaling,
                                          neighbouring=relation, secure=secure_,
                                          statistic=statistic,
-                                         diagnostics=_diagnostics_on(diagnostics, relation))
+                                         diagnostics=_diagnostics_on(diagnostics, relation),
+                                         objective=obj)
     acc = plan(n)
     gen = V.check_secure_rng(rng) if secure_ else V.check_rng(rng)
     sess = _checked_session(session, acc)

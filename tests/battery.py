@@ -100,9 +100,13 @@ class Trap(np.ndarray):
         raise DataTouched
 
 
-def trap(like: Any) -> Trap:
-    """A trap with the shape and dtype of the valid data ``like``."""
+def trap(like: Any, keep: bool = False) -> Trap:
+    """A trap with the shape and dtype of the valid data ``like`` (with
+    ``keep``, its values too: ids, whose number of distinct values is
+    public under replace-one, like the number of rows)."""
     arr = np.asarray(like)
+    if keep:
+        return np.array(arr).view(Trap)
     fill = SECRET if arr.dtype.kind == "f" else 1
     return np.full(arr.shape, fill, dtype=arr.dtype).view(Trap)
 
@@ -668,7 +672,7 @@ def run_bad_values(limit: int | None = None) -> tuple[Counter, list[tuple[str, s
                 args[param] = bad
                 for data in (DATA - NOT_DATA.get(qual.rsplit(".", 1)[1], set())) & set(args):
                     if data != param:
-                        args[data] = trap(args[data])
+                        args[data] = trap(args[data], keep=data in ("privacy_unit", "by"))
                 exc, result = _attempt(func, args)
                 if isinstance(exc, DataTouched):
                     # no error before the data was read: the value was accepted,
@@ -987,15 +991,10 @@ def methods() -> list[tuple[str, Any, dict]]:  # noqa: F811 - extended for dpsum
 
 # ------------------------------------- privacy units on the single-table releases
 # Appended: ``privacy_unit=``, ``max_rows=`` and ``per_unit=`` of the vector
-# mechanisms and of private_mean/private_sum, each driven from a baseline
+# mechanisms, of private_mean/private_sum and of the counts of bits, each driven from a baseline
 # that uses them (the ids beside the rows of X: private data, trapped).
 _UNIT_IDS = np.array([4, 9, 4])                 # beside _valid("X"), three rows
-# ``regularization`` is driven by the two pipeline baselines above, not here:
-# with 1e308 the pipeline can refuse a tiny clip radius depending on the data
-# and the noise (an unnamed error; it happens without units too, e.g. rows
-# 1.4 N(0, I) of default_rng(6), 60 x 2, the box +-10 and rng=1), which is
-# the pipeline's to fix, not a property of the unit arguments.
-_PIPELINE_UNITS = {**_PIPELINE_ARGS, "regularization": OMIT, "X": np.random.default_rng(6).normal(size=(180, 2)),
+_PIPELINE_UNITS = {**_PIPELINE_ARGS, "X": np.random.default_rng(6).normal(size=(180, 2)),
                    "privacy_unit": np.repeat(np.arange(60), 3), "max_rows": 2,
                    "per_unit": "mean"}
 
@@ -1010,6 +1009,13 @@ def _units_baselines(before: dict[str, Any]) -> dict[str, Any]:
                                  "per_unit": "mean"}]
     for name in ("private_mean", "private_sum"):
         out[name] = list(before[name]) + [dict(_PIPELINE_UNITS)]
+    # the counts of bits: one bit per unit ("any" or a keyed rounding of the mean)
+    out["binomial_noise_mechanism"] = [before["binomial_noise_mechanism"], {
+        **before["binomial_noise_mechanism"], "bits": np.tile([1, 0], 200),
+        "privacy_unit": np.repeat(np.arange(200), 2), "max_rows": 2, "per_unit": "any"}]
+    out["sample_and_threshold"] = [before["sample_and_threshold"], {
+        **before["sample_and_threshold"], "privacy_unit": np.array([4, 9, 4, 7]),
+        "max_rows": 2, "per_unit": "mean"}]
     return out
 
 

@@ -2,7 +2,8 @@
 
 Each row's clipped, rounded contribution is computed by element-wise IEEE
 operations and one reduction in an order the kernel fixes
-(``dpsum.kernels._rows._tree_sum``), so it is a function of that row and the
+(``dpsum.kernels._rows._lane_sum``: 8 lanes, each summed left to right, then a
+fixed tree), so it is a function of that row and the
 public parameters alone. The first test recomputes every row's integers with
 an emulation of IEEE double arithmetic in exact rationals (each operation's
 exact result rounded to the nearest float by ``float(Fraction)``), so it
@@ -40,16 +41,14 @@ def F(x: float) -> Fraction:
     return Fraction(float(x))
 
 
-def tree(values: list[float]) -> float:
-    """The kernel's fixed order: add the last floor(w/2) to the first, repeat."""
-    s = list(values)
-    w = len(s)
-    while w > 1:
-        h = w // 2
-        for i in range(h):
-            s[i] = fl(F(s[i]) + F(s[w - h + i]))
-        w -= h
-    return s[0]
+def lane_sum(values: list[float]) -> float:
+    """The kernel's fixed order: term j in lane j mod 8, each lane summed left
+    to right from +0, then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))."""
+    lanes = [0.0] * 8
+    for j, v in enumerate(values):
+        lanes[j % 8] = fl(F(lanes[j % 8]) + F(v))
+    l0, l1, l2, l3, l4, l5, l6, l7 = (F(v) for v in lanes)
+    return fl(F(fl(F(fl(l0 + l4)) + F(fl(l2 + l6)))) + F(fl(F(fl(l1 + l5)) + F(fl(l3 + l7)))))
 
 
 def reference_row(x, plan, k):
@@ -59,7 +58,7 @@ def reference_row(x, plan, k):
     for j in range(d):
         v = float(x[j]) if plan.center is None else fl(F(x[j]) - F(plan.center[j]))
         t.append(fl(F(v) * F(plan.b_n[j])))
-    sq = tree([fl(F(v) * F(v)) for v in t])
+    sq = lane_sum([fl(F(v) * F(v)) for v in t])
     nu = math.sqrt(sq)                        # IEEE square root: correctly rounded
     f = 1.0 if nu == 0 else min(1.0, fl(fl(F(plan.C_n) / F(nu)) * F(plan.shrink)))
     upper = float(_rows._norm_upper_bound(np.array([nu]), d)[0])
@@ -84,6 +83,42 @@ def test_each_row_is_the_ieee_computation_in_the_fixed_order(d, n, seed, centred
     assert K2 == K
     for i in range(n):
         assert Q[i].tolist() == reference_row(X[i], plan, k)
+
+
+def _norm_cases(gen, d, n):
+    X = gen.standard_normal((n, d)) * 10.0 ** gen.uniform(-3, 3, size=d)
+    b = 10.0 ** gen.uniform(-1, 1, size=d)
+    c = gen.standard_normal(d)
+    return X, b, c
+
+
+def _reference_norm(x, b, c):
+    return lane_sum([fl(F(v) * F(v)) for v in (fl(F(fl(F(xj) - F(cj))) * F(bj))
+                                               for xj, bj, cj in zip(x, b, c))])
+
+
+@pytest.mark.parametrize("d", [1, 5, 8, 13, 16, 37, 100])
+def test_squared_norms_are_summed_in_the_fixed_lane_order(d):
+    # the numpy kernel's squared norms, bit for bit, against exact arithmetic
+    # in the lane order; the rows are chosen so that a left-to-right sum (the
+    # order a plain loop or np.sum might take) differs on some of them
+    gen = np.random.default_rng(d)
+    X, b, c = _norm_cases(gen, d, 300)
+    plan = _rows.make_clip_plan(1.0, b, c, d)
+    t, sq = _rows._scaled_rows(X, plan, np.empty(X.shape), np.empty(X.shape))
+    ref = [_reference_norm(x, plan.b_n, c) for x in X]
+    assert sq.tolist() == ref
+    if d > 2:
+        plain = [float(np.cumsum(np.square(row))[-1]) for row in t]   # left to right
+        assert plain != ref              # the order matters: this test can fail
+
+
+def test_the_compiled_kernel_sums_squares_in_the_same_order(numba_kernel):
+    gen = np.random.default_rng(2)
+    for d in (1, 3, 8, 9, 15, 16, 41, 100):
+        X, b, c = _norm_cases(gen, d, 200)
+        sq = numba_kernel.squared_norms(X, c, b)
+        assert sq.tolist() == [_reference_norm(x, b, c) for x in X], d
 
 
 def test_a_row_gives_the_same_integers_in_any_block_at_any_position():
@@ -215,3 +250,42 @@ def test_the_compiled_kernel_refuses_non_finite_rows_as_the_numpy_one(numba_kern
     for f in (grid._accumulate_numpy, grid._accumulate_compiled):
         with pytest.raises(ValueError, match="X contains NaN or infinite values"):
             f(X, plan, k)
+
+
+@pytest.mark.parametrize("d", [3, 40])
+def test_the_compiled_kernel_across_tiles_sub_tiles_and_threads(numba_kernel, d):
+    # more rows than a tile (4096) and than a sub-tile, some clipped, a
+    # non-finite-norm row inside a group of four: the NumPy kernel's bits on
+    # one thread and on two
+    from dpsum.kernels import grid
+    gen = np.random.default_rng(d)
+    n = 9001
+    X = gen.standard_normal((n, d))
+    X[gen.random(n) < 0.3] *= 50.0
+    X[5000, 0] = 1.7e308                                 # its squared norm overflows
+    plan, K, k = make_grid_plan(float(np.sqrt(d)), np.ones(d), None, d, EXACT_CHARGE)
+    want = grid._accumulate_numpy(X, plan, k)
+    for threads in (1, 2):
+        numba_kernel.set_threads(threads)
+        try:
+            got = grid._accumulate_compiled(X, plan, k)
+        finally:
+            numba_kernel.set_threads(None)
+        assert [int(v) for v in got[0]] == [int(v) for v in want[0]]
+        assert got[1] == want[1] > 0
+
+
+def test_one_thread_holds_inside_its_block_and_on_its_thread_only(numba_kernel):
+    import threading
+    numba_kernel.set_threads(2)
+    try:
+        seen = []
+        with numba_kernel.one_thread():
+            seen.append(numba_kernel.threads())
+            other = threading.Thread(target=lambda: seen.append(numba_kernel.threads()))
+            other.start()
+            other.join()
+        seen.append(numba_kernel.threads())
+    finally:
+        numba_kernel.set_threads(None)
+    assert seen == [1, 2, 2]

@@ -327,6 +327,7 @@ def _audit_noise(seed):
                                rng=seed, direction=[-1.0])
 
 
+@pytest.mark.slow
 def test_audit_of_the_correct_pipeline_passes():
     assert _audit_scales(21).epsilon_lower_bound <= _EPS
     assert _audit_noise(22).epsilon_lower_bound <= _EPS
@@ -484,6 +485,7 @@ def _audit_center(seed):
                                    rng=seed, direction=[-1.0, 0.0])
 
 
+@pytest.mark.slow
 def test_audit_of_the_vector_center_passes():
     import warnings
     with warnings.catch_warnings():
@@ -493,6 +495,7 @@ def test_audit_of_the_vector_center_passes():
     assert _audit_center(25).epsilon_lower_bound <= _EPS
 
 
+@pytest.mark.slow
 def test_audit_catches_a_vector_center_without_noise(monkeypatch):
     real = pipeline_mean.deviation_accumulator
 
@@ -644,6 +647,7 @@ def _audit_decision(seed):
                                    rng=seed, direction=[1.0])
 
 
+@pytest.mark.slow
 def test_audit_of_the_decision_passes():
     assert _audit_decision(47).epsilon_lower_bound <= _EPS
 

@@ -206,3 +206,38 @@ def test_private_sum_warns_in_its_own_name():
         private_sum(X, lower=-10, upper=10, rho=0.5, rng=1, diagnostics=False)
     messages = [str(w.message) for w in caught]
     assert messages and all(m.startswith("private_sum:") for m in messages), messages
+
+
+class _Unreadable:
+    """Ids that fail the test if anything reads them."""
+
+    def __len__(self) -> int:
+        raise AssertionError("the unit ids were read")
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("the unit ids were read")
+
+
+@pytest.mark.parametrize("bad", [{"scaling": "wide"}, {"regularization": 2e6},
+                                 {"clip_probability": 1.5}, {"diagnostics": "yes"}])
+def test_units_are_read_after_every_public_argument(bad):
+    X = np.zeros((6, 2))
+    with pytest.raises((TypeError, ValueError)) as err:
+        private_mean(X, lower=-1, upper=1, epsilon=1.0, delta=1e-6, rng=0,
+                     privacy_unit=_Unreadable(), max_rows=2, **bad)
+    assert next(iter(bad)) in str(err.value)
+
+
+def test_a_full_session_refuses_before_the_unit_ids_are_read():
+    from dpsum import Session
+    sess = Session(rho=0.1)
+    with pytest.raises(ValueError, match="session refuses"):
+        private_mean(np.zeros((6, 2)), lower=-1, upper=1, rho=0.5, rng=0, session=sess,
+                     privacy_unit=_Unreadable(), max_rows=2)
+
+
+def test_a_huge_regularization_is_refused_by_name():
+    X = 1.4 * np.random.default_rng(6).normal(size=(60, 2))
+    with pytest.raises(ValueError, match="regularization must be at most"):
+        private_mean(X, lower=-10, upper=10, epsilon=1, delta=1e-6, rng=1,
+                     regularization=1e308)

@@ -378,6 +378,7 @@ def _release(row_level):
     return release
 
 
+@pytest.mark.slow
 def test_the_audit_passes_the_unit_mechanism_and_catches_row_bounding():
     X, units, keys = _audit_table()
     keep = units != 9

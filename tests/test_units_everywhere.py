@@ -310,3 +310,85 @@ def test_add_remove_of_all_units_leaves_a_release():
                                      neighbouring="add-remove", privacy_unit=np.empty(0, int),
                                      max_rows=2, rng=0)
     assert r.estimate.shape == (2,) and np.all(np.isfinite(r.estimate))
+
+
+# ------------------------------------------------------- counts of bits by unit
+from dpsum import binomial_noise_mechanism, sample_and_threshold  # noqa: E402
+
+
+def _unit_count(bits: np.ndarray, ids: np.ndarray, rule: str, m: int, seed: int) -> int:
+    units = U.unit_bits(bits, ids, m, rule)
+    return int(np.count_nonzero(units.collapse_bits(np.asarray(bits, bool),
+                                                    np.random.default_rng(seed))))
+
+
+@pytest.mark.parametrize("rule", ["any", "mean"])
+def test_a_unit_moves_the_count_by_at_most_one(rule):
+    """Remove one unit's bits, or replace them by another unit's (any
+    number): the count of unit bits moves by at most one, and the other
+    units keep their bits (the same key)."""
+    rng = np.random.default_rng(5)
+    moved = []
+    for _ in range(40):
+        counts = rng.integers(1, 9, size=30)
+        ids = rng.permutation(np.repeat(np.arange(30), counts))
+        bits = (rng.random(ids.size) < rng.uniform(0.1, 0.9)).astype(int)
+        m = int(rng.integers(1, 6))
+        victim = ids[0]
+        keep = ids != victim
+        new = (rng.random(int(rng.integers(1, 9))) < 0.5).astype(int)
+        base = _unit_count(bits, ids, rule, m, 7)
+        for b2, i2 in ((bits[keep], ids[keep]),
+                       (np.concatenate([bits[keep], new]),
+                        np.concatenate([ids[keep], np.full(new.size, 99)]))):
+            moved.append(abs(_unit_count(b2, i2, rule, m, 7) - base))
+    assert max(moved) == 1 and min(moved) == 0
+
+
+@pytest.mark.parametrize("rule", ["any", "mean"])
+def test_the_counts_are_the_mechanisms_on_one_bit_per_unit(rule):
+    rng = np.random.default_rng(6)
+    ids = rng.integers(0, 1500, 2000)
+    bits = rng.integers(0, 2, 2000)
+    gen = np.random.default_rng(3)
+    unit = U.unit_bits(bits, ids, 2, rule).collapse_bits(bits.astype(bool), gen)
+    assert unit.size == np.unique(ids).size
+    want = binomial_noise_mechanism(unit, epsilon=1.0, delta=1e-3, rng=gen)
+    got = binomial_noise_mechanism(bits, epsilon=1.0, delta=1e-3, rng=3, privacy_unit=ids,
+                                   max_rows=2, per_unit=rule)
+    assert (got.output, got.n) == (want.output, want.n)
+    p = rng.permutation(2000)
+    again = binomial_noise_mechanism(bits[p], epsilon=1.0, delta=1e-3, rng=3,
+                                     privacy_unit=ids[p], max_rows=2, per_unit=rule)
+    assert again.output == got.output
+    s1 = sample_and_threshold(bits, epsilon=1.0, delta=1e-3, rng=4, privacy_unit=ids,
+                              max_rows=2, per_unit=rule, neighbouring="add-remove")
+    s2 = sample_and_threshold(bits[p], epsilon=1.0, delta=1e-3, rng=4, privacy_unit=ids[p],
+                              max_rows=2, per_unit=rule, neighbouring="add-remove")
+    assert s1.output == s2.output and s1.n is None
+
+
+def test_a_mean_rounding_is_unbiased():
+    """Units whose kept bits average 1/3: about a third of them count (the
+    tolerance is five binomial standard deviations)."""
+    ids = np.repeat(np.arange(3000), 3)
+    bits = np.tile([1, 0, 0], 3000)
+    units = U.unit_bits(bits, ids, 3, "mean")
+    k = int(np.count_nonzero(units.collapse_bits(bits.astype(bool),
+                                                 np.random.default_rng(0))))
+    assert abs(k - 1000) <= 5 * math.sqrt(3000 * (1 / 3) * (2 / 3))
+
+
+@pytest.mark.parametrize("f", [binomial_noise_mechanism, sample_and_threshold])
+@pytest.mark.parametrize("kwargs,error,name", [
+    (dict(privacy_unit=[1, 2, 3, 4.5], max_rows=2), TypeError, "privacy_unit"),
+    (dict(privacy_unit=[1, 2], max_rows=2), ValueError, "privacy_unit"),
+    (dict(privacy_unit=[1, 2, 2, 3], max_rows=0), ValueError, "max_rows"),
+    (dict(privacy_unit=[1, 2, 2, 3]), TypeError, "max_rows"),
+    (dict(privacy_unit=[1, 2, 2, 3], max_rows=2, per_unit="sum"), ValueError, "per_unit"),
+    (dict(per_unit="any"), ValueError, "per_unit"),
+    (dict(max_rows=3), ValueError, "max_rows"),
+])
+def test_bad_unit_arguments_of_the_counts(f, kwargs, error, name):
+    with pytest.raises(error, match=name):
+        f(np.array([1, 0, 1, 1]), epsilon=1.0, delta=0.5, rng=0, **kwargs)

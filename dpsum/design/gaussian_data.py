@@ -130,7 +130,8 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
                         delta: float | None = None, center: ArrayLike | None = None,
                         clip_probability: float | None = None, n: int | None = None,
                         scaling: str | ArrayLike = "scaled",
-                        neighbouring: Neighbouring | str = "replace") -> GaussianDataSetup:
+                        neighbouring: Neighbouring | str = "replace",
+                        objective: str | ArrayLike = "total") -> GaussianDataSetup:
     """Compute the Gaussian-data mechanism's scaling, clip radius, sensitivity and noise from public inputs.
 
     Parameters
@@ -152,6 +153,10 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         the scaling lemma's ``b`` (default), ``b = 1``, or an explicit positive vector.
     neighbouring : {"replace", "add-remove"}
         The neighbouring relation.
+    objective : {"total", "relative"} or array_like, shape (d,)
+        What ``scaling="scaled"`` minimises (:func:`dpsum.design.gaussian_data_scaling`):
+        the squared error in the data's units, relative to the stds, or
+        weighted by positive per-column weights.
 
     Returns
     -------
@@ -177,6 +182,7 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
     relation = Neighbouring.parse(neighbouring)
     sd = V.check_vector(stds, "stds", positive=True)
     d = sd.size
+    obj = V.check_objective(objective, d)
     c = None if center is None else V.check_vector(center, "center", d)
     if c is not None and not np.any(c):
         c = None
@@ -205,7 +211,7 @@ def gaussian_data_setup(stds: ArrayLike, *, epsilon: float | None = None,
         p = 1.0 / nn
     else:
         p = V.check_probability(clip_probability, "clip_probability", scalar=True)
-    b = resolve_scaling(scaling, sd)
+    b = resolve_scaling(scaling, sd, obj)
     C = clip_radius(sd, p, b)
     sens = clipped_sum_sensitivity(C, relation)
     if relation is Neighbouring.ADD_REMOVE and c is not None:

@@ -36,18 +36,46 @@ def _positive_vector(values: Any, name: str) -> np.ndarray:
     return V.check_vector(values, name, positive=True)
 
 
-def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
+def _log_weights(objective: str | np.ndarray, scales: np.ndarray) -> np.ndarray | None:
+    """``log u_j`` of a validated objective on columns of the given scales:
+    None for ``"total"`` (``u = 1``), ``-2 log scales`` for ``"relative"``."""
+    if isinstance(objective, str):
+        return None if objective == "total" else -2.0 * np.log(scales)
+    return np.log(objective)
+
+
+def _weighted_shape(log_t: np.ndarray) -> np.ndarray:
+    """``sqrt(t / sum t)`` from ``log t``, as ``exp((log t - log sum t) / 2)``
+    (the sum relative to its largest term): no overflow, and an underflow
+    only where ``b_j`` itself is below the smallest float."""
+    top = float(np.max(log_t))
+    log_sum = top + math.log(float(np.sum(np.exp(log_t - top))))
+    return np.exp(0.5 * (log_t - log_sum))
+
+
+def elliptical_scaling(widths: ArrayLike, objective: str | ArrayLike = "total") -> np.ndarray:
     """Optimal scaling of the Elliptical Gaussian mechanism (:prf:ref:`elliptical-thm-optimal`).
 
     ``b_j = sqrt(Delta_j / sum_i Delta_i)``, so that ``||b|| = 1`` and the
     expected squared error ``sigma_opt^2 sum_j (Delta_j / b_j)^2`` attains its
-    minimum ``sigma_opt^2 ||Delta||_1^2``.
+    minimum ``sigma_opt^2 ||Delta||_1^2``. With per-column weights ``u_j`` on
+    the squared error (:prf:ref:`elliptical-thm-weighted`) the minimiser of
+    ``sigma_opt^2 sum_j u_j (Delta_j / b_j)^2`` is
+    ``b_j = sqrt(sqrt(u_j) Delta_j / sum_i sqrt(u_i) Delta_i)``, with minimum
+    ``sigma_opt^2 (sum_j sqrt(u_j) Delta_j)^2``.
 
     Parameters
     ----------
     widths : array_like, shape (d,)
         Per-coordinate sensitivities ``Delta_j > 0`` (the width of the interval
         each coordinate is clamped to).
+    objective : {"total", "relative"} or array_like, shape (d,)
+        What the scaling minimises: ``"total"`` the expected squared error in
+        the data's units (``u = 1``, the theorem's ``b``); ``"relative"`` the
+        squared error relative to each width (``u_j = Delta_j^-2``, so
+        ``b_j = 1/sqrt(d)`` and every coordinate gets noise ``sigma_opt
+        sqrt(d) Delta_j``, the same share of its width); or positive weights
+        ``u_j``.
 
     Returns
     -------
@@ -58,10 +86,17 @@ def elliptical_scaling(widths: ArrayLike) -> np.ndarray:
     --------
     >>> elliptical_scaling([1.0, 4.0, 4.0]).round(6).tolist()
     [0.333333, 0.666667, 0.666667]
+    >>> elliptical_scaling([1.0, 4.0, 4.0], "relative").round(6).tolist()
+    [0.57735, 0.57735, 0.57735]
     """
     w = _positive_vector(widths, "widths")
-    r = w / np.max(w)  # relative widths: the sum cannot overflow
-    return np.sqrt(r / r.sum())
+    obj = V.check_objective(objective, w.size)
+    if isinstance(obj, str) and obj == "total":
+        r = w / np.max(w)  # relative widths: the sum cannot overflow
+        return np.sqrt(r / r.sum())
+    log_u = _log_weights(obj, w)
+    assert log_u is not None
+    return _weighted_shape(0.5 * log_u + np.log(w))
 
 
 def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
@@ -94,26 +129,44 @@ def power_scaling(stds: ArrayLike, alpha: float) -> np.ndarray:
     return _normalise(b, sigma, "stds and alpha")
 
 
-def gaussian_data_scaling(stds: ArrayLike) -> np.ndarray:
+def gaussian_data_scaling(stds: ArrayLike, objective: str | ArrayLike = "total") -> np.ndarray:
     """The scaling of the scaling lemma: ``b_j = 1 / (sqrt(sigma_j) sqrt(sum_i sigma_i))``.
 
     It is the stationary point of the Lagrangian that minimises the
     Gaussian-data mechanism's expected error under the constraint
     ``E||x ⊙ b||^2 = 1`` with the clip radius held fixed (:prf:ref:`the scaling lemma <gaussian-data-lem-scaling>`).
     The exact optimum, with the radius depending on ``b``, is
-    :func:`error_optimal_scaling`.
+    :func:`error_optimal_scaling`. With per-column weights ``u_j`` on the
+    squared error the same Lagrangian gives ``b_j^2 = sqrt(u_j) /
+    (sigma_j sum_i sqrt(u_i) sigma_i)`` (the analogue of
+    :prf:ref:`elliptical-thm-weighted` with ``sigma_j`` for ``Delta_j``).
 
     Parameters
     ----------
     stds : array_like, shape (d,)
         Public per-coordinate standard deviations ``sigma_j > 0``.
+    objective : {"total", "relative"} or array_like, shape (d,)
+        ``"total"``: the squared error in the data's units (the lemma's
+        ``b``); ``"relative"``: relative to each scale (``u_j = sigma_j^-2``,
+        which gives whitening, ``b_j = 1 / (sigma_j sqrt(d))``: every
+        coordinate's noise is the same multiple of its scale); or positive
+        weights ``u_j``.
 
     Examples
     --------
     >>> gaussian_data_scaling([4.0, 1.0, 1.0, 10.0]).round(6).tolist()
     [0.125, 0.25, 0.25, 0.079057]
+    >>> gaussian_data_scaling([4.0, 1.0], "relative").round(6).tolist()
+    [0.176777, 0.707107]
     """
     sigma = _positive_vector(stds, "stds")
+    obj = V.check_objective(objective, sigma.size)
+    if not (isinstance(obj, str) and obj == "total"):
+        log_u = _log_weights(obj, sigma)
+        assert log_u is not None
+        # b_j ∝ u_j^(1/4) sigma_j^(-1/2), normalised by sum_j (b_j sigma_j)^2 = 1
+        log_b = 0.25 * log_u - 0.5 * np.log(sigma)
+        return _normalise(np.exp(log_b - log_b.max()), sigma, "stds and objective")
     with np.errstate(over="ignore", divide="ignore"):
         total = float(np.sum(sigma))
         if math.isfinite(total):
@@ -174,7 +227,8 @@ class Scaling(_StrEnum):
     ADAPTIVE = "adaptive"
 
 
-def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
+def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray,
+                    objective: str | ArrayLike = "total") -> np.ndarray:
     """The scaling vector ``b`` that a ``scaling`` argument names.
 
     Parameters
@@ -185,6 +239,9 @@ def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
         (its overall scale does not matter).
     stds : numpy.ndarray, shape (d,)
         The validated public standard deviations.
+    objective : {"total", "relative"} or array_like, shape (d,)
+        The objective of ``"scaled"`` (:func:`gaussian_data_scaling`);
+        ``"isotropic"`` and an explicit vector do not depend on it.
 
     Examples
     --------
@@ -198,7 +255,7 @@ def resolve_scaling(scaling: str | ArrayLike, stds: np.ndarray) -> np.ndarray:
                              "(dpsum.private_mean); with public scales use 'scaled' or "
                              "'isotropic'")
         if rule is Scaling.SCALED:
-            return gaussian_data_scaling(stds)
+            return gaussian_data_scaling(stds, objective)
         return np.ones(stds.shape[0])
     return check_scaling(scaling, stds.shape[0])
 

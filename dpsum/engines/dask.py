@@ -36,6 +36,7 @@ import numpy as np
 
 from dpsum import _validation as V
 from dpsum.data import Dataset, Pass, is_dask_array
+from dpsum.kernels._compiled import one_thread
 from dpsum.release.accumulator import Accumulator
 
 __all__ = [
@@ -79,9 +80,11 @@ def check_matrix(X: Any) -> Any:
 
 
 def _fold_chunk(empty: Accumulator, block: np.ndarray, index: int, start: float) -> Accumulator:
-    """The map task: one row chunk folded into the empty accumulator."""
+    """The map task: one row chunk folded into the empty accumulator, the
+    compiled kernel on this task's thread alone (dask runs a task per core)."""
     try:
-        return empty.update(block)
+        with one_thread():
+            return empty.update(block)
     except ValueError:
         arr = np.asarray(block)
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
@@ -164,7 +167,8 @@ def _block_state(plan: Any, block: np.ndarray, index: int, start: float) -> Any:
         rows = "" if math.isnan(start) else \
             f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"
         raise ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}")
-    return plan.update(arr)
+    with one_thread():            # the cluster's tasks already share the cores
+        return plan.update(arr)
 
 
 def _merge_states(plan: Any, parts: list) -> Any:

@@ -2,8 +2,9 @@
 one pass over memory. Private to dpsum.kernels.
 
 Every row goes through the operations of :func:`dpsum.kernels.grid._grid_rows`
-in the same order: ``t_j = fl(fl(x_j - c_j) b_j)``, the squares summed by
-the tree of :func:`dpsum.kernels._rows._tree_sum`, the square root, the clip
+in the same order: ``t_j = fl(fl(x_j - c_j) b_j)``, the squares summed in the
+8 lanes of :func:`dpsum.kernels._rows._lane_sum` (8 explicit accumulators,
+which LLVM's SLP vectoriser packs into vector registers), the square root, the clip
 factor ``min(1, fl(fl(C_n / nu) (1 - mu)))`` with its re-check, and
 ``rint(fl(t_j fl(f 2^-k)))``. Each is one IEEE operation (numba compiles
 without fast-math, so nothing is fused, reassociated or flushed to zero), so
@@ -15,13 +16,22 @@ the NumPy kernel's per-row path.
 numba is optional (``pip install "dpsum[fast]"``): without it, or with
 ``DPSUM_KERNEL=numpy`` in the environment, the NumPy kernel runs. The compiled
 code releases the GIL and runs on ``DPSUM_THREADS`` threads (default: every
-core the process may use), each on its own contiguous tiles of rows.
+core the process may use), each on its own contiguous tiles of rows. A tile
+is worked in sub-tiles of about 256 KiB: (1) every row's squared norm, (2) the
+clip factors of all its rows in one vectorised loop, (3) the rows rounded and
+added to the tile's float64 accumulator of integers (exact below 2^52, so
+rows may be added four at a time), all while the sub-tile is in cache.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib
 import math
 import os
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -49,67 +59,301 @@ def available() -> bool:
     return True
 
 
-def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
-               C_n: float, shrink: float, upper_factor: float, scale: float,
-               tile_rows: int, out: np.ndarray, hard: np.ndarray,
-               clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
-    n, d = X.shape
-    for tile in range(first, last):
-        start = tile * tile_rows
-        stop = min(n, start + tile_rows)
-        t = np.empty(d)
-        s = np.empty(d)
-        acc = np.zeros(d)
-        count = 0
-        for i in range(start, stop):
-            for j in range(d):
-                # x - 0 is x exactly: no centre is a centre of zeros
-                v = (X[i, j] - center[j]) * b_n[j]
-                t[j] = v
-                s[j] = v * v
-            w = d
-            while w > 1:
-                h = w // 2
-                for m in range(h):
-                    s[m] = s[m] + s[w - h + m]
-                w -= h
-            sq = s[0]
-            if not sq < np.inf:                # NaN or inf: the per-row path
-                hard[i] = True
+#: Values of a sub-tile (256 KiB): they stay in the L2 cache between the pass
+#: that sums the squares and the pass that rounds and adds (measured: 32 KiB
+#: sub-tiles, in L1, ran 10-15% slower at 100 and 1000 columns).
+_SUB_ELEMENTS = 32768
+
+
+def _square_or_zero(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int, j: int,
+                    d: int) -> float:  # pragma: no cover - compiled
+    """``t_ij^2`` for ``j < d``, else ``+0``."""
+    if j < d:
+        v = (X[i, j] - center[j]) * b_n[j]
+        return v * v
+    return 0.0
+
+
+def _row_norm(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int,
+              full: int) -> float:  # pragma: no cover - compiled
+    """Row ``i``'s squared norm ``sum_j t_ij^2``, ``t_ij = fl(fl(x_ij - c_j) b_j)``,
+    in the order of :func:`dpsum.kernels._rows._lane_sum` (``full``: ``d``
+    rounded down to a multiple of 8). The 8 lanes are 8 accumulators the SLP
+    vectoriser packs into vector registers; ``x - 0`` is ``x`` exactly."""
+    d = X.shape[1]
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    for j in range(0, full, 8):
+        v0 = (X[i, j] - center[j]) * b_n[j]
+        v1 = (X[i, j + 1] - center[j + 1]) * b_n[j + 1]
+        v2 = (X[i, j + 2] - center[j + 2]) * b_n[j + 2]
+        v3 = (X[i, j + 3] - center[j + 3]) * b_n[j + 3]
+        v4 = (X[i, j + 4] - center[j + 4]) * b_n[j + 4]
+        v5 = (X[i, j + 5] - center[j + 5]) * b_n[j + 5]
+        v6 = (X[i, j + 6] - center[j + 6]) * b_n[j + 6]
+        v7 = (X[i, j + 7] - center[j + 7]) * b_n[j + 7]
+        a0 += v0 * v0
+        a1 += v1 * v1
+        a2 += v2 * v2
+        a3 += v3 * v3
+        a4 += v4 * v4
+        a5 += v5 * v5
+        a6 += v6 * v6
+        a7 += v7 * v7
+    if full < d:                       # the last d mod 8 terms; + 0 is exact
+        a0 += _square(X, center, b_n, i, full, d)
+        a1 += _square(X, center, b_n, i, full + 1, d)
+        a2 += _square(X, center, b_n, i, full + 2, d)
+        a3 += _square(X, center, b_n, i, full + 3, d)
+        a4 += _square(X, center, b_n, i, full + 4, d)
+        a5 += _square(X, center, b_n, i, full + 5, d)
+        a6 += _square(X, center, b_n, i, full + 6, d)
+    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+
+
+def _lane_total(S: np.ndarray, o: int, d: int,
+                full: int) -> float:  # pragma: no cover - compiled
+    """The squares ``S[o:o + d]`` summed in the order of :func:`_row_norm`."""
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+    for j in range(o, o + full, 8):
+        a0 += S[j]
+        a1 += S[j + 1]
+        a2 += S[j + 2]
+        a3 += S[j + 3]
+        a4 += S[j + 4]
+        a5 += S[j + 5]
+        a6 += S[j + 6]
+        a7 += S[j + 7]
+    rem = d - full
+    t = o + full
+    if rem > 0:
+        a0 += S[t]
+    if rem > 1:
+        a1 += S[t + 1]
+    if rem > 2:
+        a2 += S[t + 2]
+    if rem > 3:
+        a3 += S[t + 3]
+    if rem > 4:
+        a4 += S[t + 4]
+    if rem > 5:
+        a5 += S[t + 5]
+    if rem > 6:
+        a6 += S[t + 6]
+    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+
+
+#: Below this many columns the kernel stores a sub-tile's squares before
+#: summing them (faster there); from it on it sums them as it reads the row.
+_DIRECT_D = 32
+
+
+def _norms_of(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+              out: np.ndarray) -> None:  # pragma: no cover - compiled
+    full = X.shape[1] - X.shape[1] % 8
+    for i in range(X.shape[0]):
+        out[i] = _norm(X, center, b_n, i, full)
+
+
+def _clip_factors(sq: np.ndarray, g: np.ndarray, m: int, C_n: float, shrink: float,
+                  upper_factor: float, scale: float, hard: np.ndarray,
+                  s0: int) -> int:  # pragma: no cover - compiled
+    """Step 2 for a sub-tile's ``m`` rows: ``g = f 2^-k`` with the clip factor
+    ``f`` and its re-check as in :func:`dpsum.kernels.grid._grid_factors`
+    (rows whose squared norm is not finite are flagged in ``hard`` and get
+    ``g = 0``); returns the clipped count."""
+    count = 0
+    bad = 0
+    for r in range(m):                       # no loop-carried work: vectorised
+        nu = math.sqrt(sq[r])
+        f = min(1.0, C_n / nu * shrink)      # nu = 0: f = 1; NaN: f = NaN
+        g[r] = f
+        bad += (f * (nu * upper_factor) * (1.0 + 2 * _U) > C_n) | (not sq[r] < np.inf)
+    if bad:                                  # never for finite rows (tested)
+        for r in range(m):
+            if not sq[r] < np.inf:           # NaN or inf: the per-row path
+                hard[s0 + r] = True
+                g[r] = 0.0
                 continue
-            nu = math.sqrt(sq)
-            f = C_n / nu * shrink
-            if not f < 1.0:                    # also nu = 0 (f = inf)
-                f = 1.0
-            up = nu * upper_factor
+            f = g[r]
+            up = math.sqrt(sq[r]) * upper_factor
             for _ in range(_MAX_RECHECKS):
                 if not f * up * (1.0 + 2 * _U) > C_n:
                     break
                 f = f * (1.0 - 2.0 ** -20)
             if f * up * (1.0 + 2 * _U) > C_n:
                 f = 0.0
-            if f < 1.0:
-                count += 1
-            g = f * scale
+            g[r] = f
+            count += f < 1.0
+    else:
+        for r in range(m):
+            count += g[r] < 1.0
+    for r in range(m):
+        g[r] = g[r] * scale
+    return count
+
+
+def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray,
+               s0: int, m: int, acc: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Step 3: ``acc += rint(t_i g_i)`` over the sub-tile's rows, with
+    ``rint(y) = (y + 1.5 2^52) - 1.5 2^52`` for ``|y| < 2^51`` (ties to even;
+    the subtraction is exact). Four rows at a time: the integers' sums stay
+    below 2^52, so every addition is exact and their order is free. A row
+    with ``g = 0`` adds 0 and is skipped (a flagged row's ``t`` may be inf)."""
+    d = X.shape[1]
+    r = 0
+    while r < m:
+        if r + 4 <= m and g[r] != 0 and g[r + 1] != 0 and g[r + 2] != 0 and g[r + 3] != 0:
+            i = s0 + r
+            g0 = g[r]
+            g1 = g[r + 1]
+            g2 = g[r + 2]
+            g3 = g[r + 3]
             for j in range(d):
-                # rint(y) for |y| < 2^51: adding 1.5 2^52 rounds to an integer
-                # (ties to even), subtracting it is exact
-                acc[j] += (t[j] * g + _ROUNDER) - _ROUNDER
+                cj = center[j]
+                bj = b_n[j]
+                q0 = ((X[i, j] - cj) * bj * g0 + _ROUNDER) - _ROUNDER
+                q1 = ((X[i + 1, j] - cj) * bj * g1 + _ROUNDER) - _ROUNDER
+                q2 = ((X[i + 2, j] - cj) * bj * g2 + _ROUNDER) - _ROUNDER
+                q3 = ((X[i + 3, j] - cj) * bj * g3 + _ROUNDER) - _ROUNDER
+                acc[j] += (q0 + q1) + (q2 + q3)
+            r += 4
+            continue
+        gr = g[r]
+        if gr != 0.0:
+            i = s0 + r
+            for j in range(d):
+                acc[j] += ((X[i, j] - center[j]) * b_n[j] * gr + _ROUNDER) - _ROUNDER
+        r += 1
+
+
+def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+               C_n: float, shrink: float, upper_factor: float, scale: float,
+               tile_rows: int, out: np.ndarray, hard: np.ndarray,
+               clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
+    """The kernel for ``d >= 32``: each row's squares summed as it is read."""
+    n, d = X.shape
+    full = d - d % 8
+    sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
+    sq = np.empty(sub)
+    g = np.empty(sub)
+    acc = np.empty(d)
+    for tile in range(first, last):
+        start = tile * tile_rows
+        stop = min(n, start + tile_rows)
+        acc[:] = 0.0
+        count = 0
+        for s0 in range(start, stop, sub):
+            m = min(sub, stop - s0)
+            # 1. squared norms, term j in lane j mod 8, each lane left to right
+            #    (dpsum.kernels._rows._lane_sum)
+            for r in range(m):
+                sq[r] = _norm(X, center, b_n, s0 + r, full)
+            count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
+            _add(X, center, b_n, g, s0, m, acc)
+        for j in range(d):
+            out[tile, j] = acc[j]
+        clipped[tile] = count
+
+
+def _tile_sums_narrow(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+                      C_n: float, shrink: float, upper_factor: float, scale: float,
+                      tile_rows: int, out: np.ndarray, hard: np.ndarray,
+                      clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
+    """The kernel for ``d < 32`` (faster there): a sub-tile's squares stored
+    first in one loop, then summed in the lanes: the same operations in the
+    same order as :func:`_tile_sums`."""
+    n, d = X.shape
+    full = d - d % 8
+    sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
+    sq = np.empty(sub)
+    S = np.empty(sub * d)
+    g = np.empty(sub)
+    acc = np.empty(d)
+    for tile in range(first, last):
+        start = tile * tile_rows
+        stop = min(n, start + tile_rows)
+        acc[:] = 0.0
+        count = 0
+        for s0 in range(start, stop, sub):
+            m = min(sub, stop - s0)
+            for r in range(m):
+                for j in range(d):
+                    v = (X[s0 + r, j] - center[j]) * b_n[j]
+                    S[r * d + j] = v * v
+            for r in range(m):
+                sq[r] = _lanes(S, r * d, d, full)
+            count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
+            _add(X, center, b_n, g, s0, m, acc)
         for j in range(d):
             out[tile, j] = acc[j]
         clipped[tile] = count
 
 
 _compiled: Any = None
+_square: Any = None                    # _square_or_zero and _row_norm compiled,
+_norm: Any = None                      # inlined in the kernel
+_lanes: Any = None
+_factors: Any = None
+_add: Any = None
+_compiled_narrow: Any = None
+_compiled_norms: Any = None
 
 
-def _kernel() -> Any:
-    global _compiled
+def _compile(func: Any, inputs: int, outputs: str) -> Any:
+    """``func`` compiled now (or loaded from numba's cache) for ``inputs``
+    read-only arrays (a C-contiguous matrix, then vectors) followed by the
+    arguments ``outputs`` spells (``f``: float64, ``i``: int64, ``M``/``I``/``B``:
+    writable float64 matrix, int64 matrix, bool vector, ``v``/``V``: int64/float64
+    vector),
+    with LLVM's SLP vectoriser on (numba's default leaves it off): it packs
+    the kernel's 8 explicit lane accumulators into vector registers. Without
+    fast-math no vectoriser reorders a floating-point operation, so the bits
+    are those of the code's order whether it runs or not."""
+    config: Any = importlib.import_module("numba.core.config")
+    t = numba.types
+    kinds = {"f": t.float64, "i": t.int64, "M": t.float64[:, ::1], "I": t.int64[:, ::1],
+             "B": t.boolean[::1], "v": t.int64[::1], "V": t.float64[::1]}
+    args = [t.Array(t.float64, 2, "C", readonly=True)]
+    args += [t.Array(t.float64, 1, "C", readonly=True)] * (inputs - 1)
+    args += [kinds[c] for c in outputs]
+    saved = config.SLP_VECTORIZE
+    config.SLP_VECTORIZE = 1
+    try:
+        return numba.njit(t.void(*args), error_model="numpy", cache=True, nogil=True)(func)
+    finally:
+        config.SLP_VECTORIZE = saved
+
+
+def _kernel(d: int = _DIRECT_D) -> Any:
+    """The compiled kernel for ``d`` columns."""
+    global _compiled, _compiled_narrow, _square, _norm, _lanes, _factors, _add
     if _compiled is None:
         if not available():
             raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
-        _compiled = numba.njit(error_model="numpy", cache=True, nogil=True)(_tile_sums)
-    return _compiled
+        _square = numba.njit(inline="always")(_square_or_zero)
+        _norm = numba.njit(inline="always")(_row_norm)
+        _lanes = numba.njit(inline="always")(_lane_total)
+        _factors = numba.njit(inline="always", error_model="numpy")(_clip_factors)
+        _add = numba.njit(inline="always")(_round_add)
+        _compiled = _compile(_tile_sums, 3, "ffffiMBvii")
+    if d >= _DIRECT_D:
+        return _compiled
+    if _compiled_narrow is None:
+        _compiled_narrow = _compile(_tile_sums_narrow, 3, "ffffiMBvii")
+    return _compiled_narrow
+
+
+def squared_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray) -> np.ndarray:
+    """Every row's squared norm as the compiled kernel computes it (the same
+    inlined code): for the test against exact arithmetic."""
+    global _compiled_norms
+    _kernel()
+    if _compiled_norms is None:
+        _compiled_norms = _compile(_norms_of, 3, "V")
+    out = np.empty(X.shape[0])
+    _compiled_norms(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(center),
+                    np.ascontiguousarray(b_n), out)
+    return out
 
 
 def _cores() -> int:
@@ -129,19 +373,53 @@ def _run_tiles(kernel: Any, tiles: int, *args: Any) -> None:
         kernel(*args, 0, tiles)
         return
     bounds = [tiles * i // k for i in range(k + 1)]
-    with ThreadPoolExecutor(max_workers=k) as pool:
-        list(pool.map(lambda ab: kernel(*args, ab[0], ab[1]), zip(bounds, bounds[1:])))
+    pool = _pool(k - 1)
+    # this thread takes the first range; the pool's threads the others
+    rest = [pool.submit(functools.partial(kernel, *args, a, b))
+            for a, b in zip(bounds[1:-1], bounds[2:])]
+    kernel(*args, bounds[0], bounds[1])
+    for job in rest:
+        job.result()
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(k: int) -> ThreadPoolExecutor:
+    """A pool of ``k`` threads, made once and kept (starting threads for
+    every call costs more than a small block's pass)."""
+    if k not in _POOLS:
+        _POOLS[k] = ThreadPoolExecutor(max_workers=k, thread_name_prefix="dpsum-kernel")
+    return _POOLS[k]
 
 
 _THREADS: list[int] = []
 
 
+_LOCAL = threading.local()
+
+
 def threads() -> int:
-    """The threads the compiled kernels use: ``DPSUM_THREADS`` or every core."""
+    """The threads the compiled kernels use: ``DPSUM_THREADS`` or every core
+    (one inside :func:`one_thread`)."""
+    if getattr(_LOCAL, "one", False):
+        return 1
     if not _THREADS:
         env = os.environ.get("DPSUM_THREADS", "")
         _THREADS.append(int(env) if env.isdigit() and int(env) > 0 else _cores())
     return _THREADS[0]
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """The kernels called from this thread inside the block run on it alone:
+    for an engine that already runs one task per core (dask)."""
+    before = getattr(_LOCAL, "one", False)
+    _LOCAL.one = True
+    try:
+        yield
+    finally:
+        _LOCAL.one = before
 
 
 def set_threads(k: int | None) -> None:
@@ -175,7 +453,7 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
     total = np.array([0] * d, dtype=object)
     n_clipped = 0
     hard_rows: list[np.ndarray] = []
-    kernel = _kernel()
+    kernel = _kernel(d)
     for start in range(0, n, chunk_rows):
         block = np.ascontiguousarray(X[start:start + chunk_rows], dtype=np.float64)
         m = block.shape[0]
@@ -236,8 +514,7 @@ def accumulate_clamped(X: np.ndarray, plan: Any) -> tuple[np.ndarray, int, int, 
     if _compiled_clamp is None:
         if not available():
             raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
-        _compiled_clamp = numba.njit(error_model="numpy", cache=True,
-                                     nogil=True)(_clamp_tiles)
+        _compiled_clamp = _compile(_clamp_tiles, 7, "iMIii")
     n, d = X.shape
     neg = -np.asarray(plan.G, dtype=np.int64)
     half = neg // 2

@@ -44,26 +44,52 @@ def to_float(q: Fraction) -> float:
     return float(q)          # correctly rounded (Fraction.__float__ divides exactly)
 
 
-def noisy_estimate(statistic: Iterable[Fraction], noise: np.ndarray,
+def _ratio(v: Fraction | int | float) -> tuple[int, int]:
+    """``v`` as (numerator, denominator > 0), exactly."""
+    if isinstance(v, Fraction):
+        return v.numerator, v.denominator
+    if isinstance(v, int):
+        return v, 1
+    return float(v).as_integer_ratio()
+
+
+def noisy_estimate(statistic: Iterable[Fraction | int], noise: np.ndarray,
                    scaling: np.ndarray | None = None) -> np.ndarray:
     """``(statistic + noise) / scaling``, computed exactly and rounded once per
     coordinate (saturating, :func:`to_float`).
 
-    ``statistic`` has ``d`` exact entries; ``noise`` has shape ``(..., d)``
-    (leading axes: several draws, as the audit's batched releases make), and
-    so has the result. The result is a function of the exact noisy value
-    ``statistic + noise`` (``scaling`` is public), so whatever its rounding
-    does is post-processing of the Gaussian mechanism on the exact statistic.
+    ``statistic`` has ``d`` exact entries (fractions or integers); ``noise``
+    has shape ``(..., d)`` (leading axes: several draws, as the audit's
+    batched releases make), and so has the result. The result is a function
+    of the exact noisy value ``statistic + noise`` (``scaling`` is public), so
+    whatever its rounding does is post-processing of the Gaussian mechanism
+    on the exact statistic.
+
+    Each coordinate is the integer quotient ``N / D`` of the exact value:
+    Python's integer true division is correctly rounded, as
+    ``float(Fraction)`` is, and raises ``OverflowError`` exactly when the
+    rounded value would not be finite (``|N / D| >= M + ulp(M)/2``), where
+    :func:`to_float` saturates; a value in ``[M, M + ulp(M)/2)`` rounds to
+    ``M`` either way. So the bits are :func:`to_float`'s, from one division
+    of integers per value instead of fraction arithmetic.
     """
     z = np.asarray(noise, dtype=np.float64)
-    stat = [Fraction(s) for s in statistic]
-    inv = [Fraction(1)] * len(stat) if scaling is None else \
-        [1 / Fraction(float(b)) for b in np.ravel(scaling)]
-    flat = z.reshape(-1, len(stat))
+    stat = [_ratio(s) for s in statistic]
+    d = len(stat)
+    inv = [(1, 1)] * d if scaling is None else \
+        [float(b).as_integer_ratio() for b in np.ravel(scaling)]
+    # (p_s / q_s + p_z / q_z) q_b / p_b = (p_s q_b q_z + p_z q_s q_b) / (q_s p_b q_z)
+    coef = [(ps * qb, qs * qb, qs * pb) for (ps, qs), (pb, qb) in zip(stat, inv)]
+    flat = z.reshape(-1, d)
     out = np.empty(flat.shape)
-    for i, row in enumerate(flat):
-        for j, (s, w) in enumerate(zip(stat, inv)):
-            out[i, j] = to_float((s + Fraction(float(row[j]))) * w)
+    for i, row in enumerate(flat.tolist()):
+        for j, ((a, c, e), v) in enumerate(zip(coef, row)):
+            pz, qz = v.as_integer_ratio()
+            num = a * qz + pz * c
+            try:
+                out[i, j] = num / (e * qz)        # correctly rounded
+            except OverflowError:                 # beyond M + ulp/2: saturate
+                out[i, j] = _FLOAT_MAX if num > 0 else -_FLOAT_MAX
     return out.reshape(z.shape)
 
 

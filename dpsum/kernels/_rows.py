@@ -8,7 +8,7 @@ that row and the public parameters alone: not of the BLAS, not of the CPU's
 vector width, not of the row's position in a block (the chapter
 :ref:`Floating point <fp-clipping>`). Every operation here is therefore an
 element-wise IEEE operation (correctly rounded, the same bits on any
-machine) or a reduction in the order :func:`_tree_sum` fixes; no matrix
+machine) or a reduction in the order :func:`_lane_sum` fixes; no matrix
 product and no ``sum``/``einsum`` whose order is the library's choice.
 """
 
@@ -80,16 +80,16 @@ def make_clip_plan(C: float, b: np.ndarray, center: np.ndarray | None, d: int) -
     return ClipPlan(d, e, C_n, b_n, 1.0 - mu, tau, center, rows)
 
 
+#: The lanes of a row's squared norm: term ``j`` goes to lane ``j mod 8``.
+LANES = 8
+
+
 def _tree_sum(s: np.ndarray) -> np.ndarray:
     """The sums of the rows of ``s`` (shape ``(m, w)``, overwritten), each in
     the one order this function fixes: the last ``floor(w/2)`` columns are
     added to the first ones, element by element, and the same is repeated on
-    the ``ceil(w/2)`` columns left, until one remains.
-
-    Every step is an element-wise IEEE addition, so row ``i``'s result is a
-    function of row ``i`` alone, the same bits on any machine and in any
-    block; a row passes through at most ``ceil(log2 w)`` additions, well
-    inside the ``gamma_{d+2}`` of the norm's error bound.
+    the ``ceil(w/2)`` columns left, until one remains. For the ``w = 8``
+    lanes of :func:`_lane_sum`: ``((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7))``.
     """
     w = s.shape[1]
     while w > 1:
@@ -97,6 +97,32 @@ def _tree_sum(s: np.ndarray) -> np.ndarray:
         np.add(s[:, :h], s[:, w - h:w], out=s[:, :h])
         w -= h
     return s[:, 0]
+
+
+def _lane_sum(s: np.ndarray) -> np.ndarray:
+    """The sums of the rows of ``s`` (shape ``(m, d)``, non-negative terms) in
+    the one order the kernels fix, for NumPy and the compiled kernel alike:
+    term ``j`` goes to lane ``j mod 8``; each lane is summed left to right
+    (``l = ((s_l + s_{l+8}) + s_{l+16}) + ...``, a lane without terms is
+    ``+0``), and the 8 lanes are combined by the tree of :func:`_tree_sum`.
+
+    The order is fixed by this code, not by the machine: every step is an
+    element-wise IEEE addition, so row ``i``'s result is a function of row
+    ``i`` alone, the same bits on any machine and in any block; the compiled
+    kernel's 8 accumulators are the same additions, whatever vector width
+    runs them. Additions of ``+0`` are exact, so a term passes through at most
+    ``min(d - 1, ceil(d / 8) + 2)`` rounded additions (a lane's ``d / 8``
+    terms in sequence, then the 3 levels of the tree; and at most ``d - 1``,
+    the depth of any summation tree of ``d`` terms): with the rounding of the
+    square and the two of ``t_j``, at most ``d + 2`` roundings, inside the
+    ``gamma_{d+2}`` of the norm's error bound (:func:`_norm_upper_bound`).
+    """
+    m, d = s.shape
+    lanes = np.zeros((m, LANES))
+    for start in range(0, d, LANES):
+        w = min(LANES, d - start)
+        np.add(lanes[:, :w], s[:, start:start + w], out=lanes[:, :w])
+    return _tree_sum(lanes)
 
 
 def _norm_upper_bound(nu: np.ndarray, d: int) -> np.ndarray:
@@ -147,7 +173,7 @@ def _hard_row(x: np.ndarray, plan: ClipPlan) -> tuple[np.ndarray, bool]:
     ``[1/4, 1)``; the row is ``v 2^(E+1)`` and its contribution is ``v 2^(E+1)``
     if that has norm at most ``C_n``, else ``phi v`` with
     ``||phi v|| <= C_n`` (the same bound as for ordinary rows). The squared
-    norm is summed in the order of :func:`_tree_sum`.
+    norm is summed in the order of :func:`_lane_sum`.
     """
     h = x * 0.5 if plan.center is None else x * 0.5 - plan.center * 0.5
     nz = h != 0
@@ -157,7 +183,7 @@ def _hard_row(x: np.ndarray, plan: ClipPlan) -> tuple[np.ndarray, bool]:
     E = int(exps.max())
     with np.errstate(under="ignore"):
         v = np.ldexp(h, -E) * plan.b_n
-        sq = float(_tree_sum((v * v)[None, :])[0])   # >= 1/16: no overflow
+        sq = float(_lane_sum((v * v)[None, :])[0])   # >= 1/16: no overflow
     scale = 2 * (E + 1)
     # unclipped iff sq 4^(E+1) <= tau; compared without overflow
     if scale <= 0 or math.log2(sq) + scale <= math.log2(plan.tau):
@@ -187,7 +213,7 @@ def _scaled_rows(block: np.ndarray, plan: ClipPlan, buf: np.ndarray,
                  sq_buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The rows in normalised scaled units, ``t = fl(fl(x - c) b_n)`` (into
     ``buf``), and their squared norms ``sum_j t_j^2`` summed by
-    :func:`_tree_sum` (``sq_buf`` is scratch): element-wise operations and one
+    :func:`_lane_sum` (``sq_buf`` is scratch): element-wise operations and one
     fixed-order reduction, so each row's values depend on that row alone."""
     m = block.shape[0]
     t = buf[:m]
@@ -197,4 +223,4 @@ def _scaled_rows(block: np.ndarray, plan: ClipPlan, buf: np.ndarray,
         np.subtract(block, plan.center, out=t)
         np.multiply(t, plan.b_n, out=t)
     s = np.multiply(t, t, out=sq_buf[:m])
-    return t, _tree_sum(s).copy()
+    return t, _lane_sum(s)

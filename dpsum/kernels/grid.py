@@ -317,7 +317,7 @@ def _grid_rows(block: np.ndarray, plan: Any, scale: float, buf: np.ndarray,
     integers (in ``buf``; rows that overflowed are zero there), the clipped
     count, and the overflowed rows' integer vectors by index. Row ``i``'s
     integers are a function of row ``i`` and the plan alone (element-wise
-    IEEE operations and :func:`~dpsum.kernels._rows._tree_sum`)."""
+    IEEE operations and :func:`~dpsum.kernels._rows._lane_sum`)."""
     t, sq = _scaled_rows(block, plan, buf, sq_buf)
     hard_rows: list[tuple[int, np.ndarray]] = []
     n_clipped = 0
@@ -345,7 +345,8 @@ def accumulate_grid(X: np.ndarray, plan: Any, k: int) -> tuple[np.ndarray, int]:
     **Each row alone** (:prf:ref:`fp-thm-row`). Let ``C = C_n 2^e`` with
     ``C_n`` in ``[1, 2)`` and ``b_n = b 2^-e`` (exact). Row ``x`` becomes
     ``t = fl(fl(x - c) b_n)`` and its squared norm ``s~`` is summed in the
-    fixed order of ``_tree_sum``, with at most ``d + 2`` roundings per term:
+    fixed order of ``_lane_sum`` (8 lanes, then a 3-level tree), with at most
+    ``d + 2`` roundings per term:
     ``s <= (s~ + A) / (1 - gamma_{d+2})``, ``A <= d 2^-70`` bounding the
     underflow. The clip factor ``f = min(1, fl(fl(C_n / fl(sqrt(s~))) (1 - mu)))``,
     ``mu = 2 (d + 10) u``, gives ``f sqrt(s) <= C_n``; the re-check loop

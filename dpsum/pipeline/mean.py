@@ -184,6 +184,9 @@ SCALAR_SHARE = 0.01
 
 #: ``lambda`` of :func:`robust_scaling`.
 REGULARIZATION = 0.1
+#: The largest ``regularization`` the pipeline takes: with ``lambda`` above it
+#: every ``b_j`` is within ``1e-6`` relatively of the isotropic scaling.
+MAX_REGULARIZATION = 1e6
 
 
 #: The scale step searches median absolute deviations up to this multiple of
@@ -626,6 +629,9 @@ def _arguments(epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: An
     relation = Neighbouring.parse(neighbouring)
     rule = Scaling.parse(scaling, "scaling")
     lam = V.check_positive(regularization, "regularization", allow_zero=True, scalar=True)
+    if lam > MAX_REGULARIZATION:
+        raise ValueError(f"regularization must be at most {MAX_REGULARIZATION:g}: beyond it "
+                         "the scaling is isotropic to within 1e-6; pass scaling='isotropic'")
     p_given = None if clip_probability is None else V.check_probability(
         clip_probability, "clip_probability", scalar=True)
     secure_ = V.check_bool(secure, "secure")
@@ -672,6 +678,7 @@ class _Context:
         self.p = 0.5
         self.min_scale = (hi - lo) * ASINH_RESOLUTION
         self.mid = lo + 0.5 * (hi - lo)
+        self.objective: str | np.ndarray = "total"      # set by _run
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
         warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
@@ -767,11 +774,48 @@ class _Context:
         return {"clip_count": k_clip, "outside_count": k_out, "clip_count_std": std}
 
 
-def _box_noise_norm(widths: np.ndarray, relation: Neighbouring) -> float:
+def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np.ndarray,
+                             widths: np.ndarray) -> np.ndarray:
+    """The scaled path's ``b`` for an objective with weights ``pi``: the
+    robust scaling in the units ``pi^(-1/2)`` of each column (the total
+    objective there), mapped back, ``b = robust_scaling(s sqrt(pi)) sqrt(pi)``;
+    without the floor it is ``b_j ∝ pi_j^(1/4) s_j^(-1/2)``, the weighted
+    Lagrangian's point, and the floor ``lambda mean`` is taken in those units
+    (on mixed units a floor in the data's units would lift the small columns'
+    scales to the large ones'). ``"relative"`` has ``pi_j = w_j^-2`` (the
+    box widths). Post-processing of the private scales and public weights; a
+    result that is not a vector of positive normal floats falls back to the
+    total objective's scaling."""
+    if isinstance(objective, str) and objective == "total":
+        return robust_scaling(scales, lam)
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        if isinstance(objective, str):             # relative: pi^(1/2) ∝ 1 / w
+            root = float(np.min(widths)) / widths
+        else:
+            root = np.sqrt(objective / float(np.max(objective)))
+        try:
+            b = robust_scaling(scales * root, lam) * root
+        except ValueError:
+            b = np.zeros_like(root)
+    if np.all(np.isfinite(b)) and np.all(b >= np.finfo(np.float64).tiny):
+        return b
+    return robust_scaling(scales, lam)
+
+
+def _default_objective(objective: Any, X: Any) -> Any:
+    """None is ``"relative"`` for a pandas input (named columns, perhaps in
+    different units), else left for :func:`_run` (``"total"``)."""
+    if objective is None and V.column_labels(X) is not None:
+        return "relative"
+    return objective
+
+
+def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
+                    objective: str | np.ndarray = "total") -> float:
     """``sqrt(sum_j (Delta / b_j)^2)`` of the box path (the Elliptical Gaussian
     mechanism on the box, :func:`_box_release`): its noise's L2 norm on the
     sum per unit noise multiplier. A public function of the box."""
-    b = elliptical_scaling(widths) / widths
+    b = elliptical_scaling(widths, objective) / widths
     return _norm(clipped_sum_sensitivity(0.5, relation) / b)
 
 
@@ -826,7 +870,7 @@ def _bias_check(ctx: _Context, share: float, rest: float, C: float, b: np.ndarra
     # everything relative to the box path's noise norm (no overflow: the
     # ratios are compared, and n cancels)
     s_rest = zcdp_gaussian_multiplier(rest * total)
-    k_box = _box_noise_norm(widths, relation)
+    k_box = _box_noise_norm(widths, relation, ctx.objective)
     with np.errstate(over="ignore"):
         unit = math.ldexp(D / k_box, -CHECK_BITS) / s_rest   # one integer unit
         clip_ratio = _norm(clipped_sum_sensitivity(C, relation) / b) / k_box
@@ -1033,7 +1077,7 @@ def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
         # shrink toward the pooled scale by their own noise level
         tau2 = log_scale_noise_variance(eps_s, ctx.n_eff, ctx.du, _LOG_MAD_DENSITY)
         scales, _ = shrink_log_scales(scales, tau2)
-    b = robust_scaling(scales, ctx.a.lam)
+    b = _weighted_robust_scaling(scales, ctx.a.lam, ctx.objective, ctx.hi - ctx.lo)
     median_norm = ctx.quantile(norm_values, (center, b), split.clip, "clip",
                                float((ctx.min_scale * b).min()), _norm((ctx.hi - ctx.lo) * b))
     return scales, b, median_norm
@@ -1042,12 +1086,25 @@ def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
 def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
-         diagnostics: Any = True, session: Any = None) -> PipelineRelease:
+         diagnostics: Any = True, session: Any = None, objective: Any = None,
+         units: tuple[Any, Any, Any] = (None, None, "sum")) -> PipelineRelease:
     a = _arguments(epsilon, delta, rho, neighbouring, budget, scaling, clip_probability,
                    regularization, secure, diagnostics)
+    objective = _default_objective(objective, X)     # before the units fold a DataFrame
+    if isinstance(objective, str):                   # a named objective: checked before the ids
+        V.check_objective(objective, 1)
+    sess = as_session(session)
+    if sess is not None:          # refused before the unit ids or the rows are read
+        sess.check(ZCDPEvent(a.stated), neighbouring=a.relation)
+    unit, max_rows, per_unit = units
+    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, unit, max_rows, per_unit,
+                                          statistic)
     # the boundary: type and shape, before anything reads the values; under
     # add-remove the empty dataset is data like any other
-    ctx = _open(a, as_data(X, "X"), lower, upper, rng, statistic, session)
+    data = as_data(X, "X")
+    obj = V.check_objective(objective, data.d, frame=data.columns is not None)
+    ctx = _open(a, data, lower, upper, rng, statistic, session)
+    ctx.objective = obj
     plan = _count_and_split(ctx)
     if plan.mode == "box":
         return _box_release(ctx, ctx.split.mean)
@@ -1139,7 +1196,8 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
         columns=ctx.columns, diagnostics_share=split.diagnostics if extra else 0.0,
         notes=tuple(ctx.notes), accounting=ctx.accounting, unprojected=unprojected, rho=used,
         count=count, scales=scales, budget=split, steps=steps, guarantee=guarantee,
-        strategy=strategy, grid_unit=unit, **extra)
+        strategy=strategy, grid_unit=unit, **V.objective_record(ctx.objective),
+        **extra)
 
 
 def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:
@@ -1171,7 +1229,7 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     split = ctx.split
     widths = ctx.hi - ctx.lo
     mid = ctx.mid
-    b = elliptical_scaling(widths) / widths
+    b = elliptical_scaling(widths, ctx.objective) / widths
     # calibrated in zCDP like every other path: the path is chosen from a
     # private count, and only a bound that holds on every path (here, the
     # total rho) is a bound for the mixture
@@ -1195,7 +1253,8 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
                  secure: bool = False, diagnostics: bool = True,
                  session: Any = None, privacy_unit: Any = None,
                  max_rows: int | None = None,
-                 per_unit: str | None = None) -> PipelineRelease:
+                 per_unit: str | None = None,
+                 objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private mean of the rows of ``X`` with no public data model.
 
     Runs the pipeline of :mod:`dpsum.pipeline`: private center, radius and
@@ -1241,13 +1300,17 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         Shares of the total rho for the steps other than the mean (keys among
         "count", "center", "radius", "scales", "clip"; exactly the steps that
         run); the mean gets the rest. Default :func:`default_budget`.
-    scaling : {"scaled", "isotropic"}
-        Estimate per-coordinate scales (default), or clip isotropically with
-        a private radius (the baseline).
+    scaling : {"adaptive", "scaled", "isotropic"}
+        ``"adaptive"`` (default): choose privately between per-coordinate
+        scales and isotropic clipping, and between clipping and the box (the
+        bias check); ``"scaled"``: always estimate per-coordinate scales;
+        ``"isotropic"``: clip isotropically with a private radius (the
+        baseline).
     clip_probability : float, optional
         ``p_C`` in (0, 1); default :func:`default_clip_probability`.
     regularization : float
-        ``lambda`` of :func:`robust_scaling`.
+        ``lambda`` of :func:`robust_scaling`, in ``[0, 1e6]``
+        (:data:`MAX_REGULARIZATION`).
     rng : numpy.random.Generator, int or None
         Source of randomness. With ``secure=True``, None draws the last
         step's noise from the operating system's secure generator.
@@ -1295,6 +1358,28 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         rows), and ``"sum"`` with :func:`private_mean` is the mean per-unit total. With
         ``"sum"`` the box grows to hold a sum of up to ``m = max_rows`` rows,
         ``[min(lower, m lower), max(upper, m upper)]``; with ``"mean"`` it is unchanged.
+    objective : {"total", "relative"}, array_like of shape (d,), or None
+        What the last step's noise shape minimises: ``"total"``, the squared
+        error of the whole vector in the data's units; ``"relative"``, each
+        column's squared error relative to its box width, on every path
+        (weights ``u_j ∝ (upper_j - lower_j)^-2``: on the box path equal
+        relative noise, :func:`dpsum.design.elliptical_scaling`; on the
+        scaled path :func:`robust_scaling` of the private scales measured in
+        units of each column's width, mapped back, ``b_j ∝ u_j^(1/4)
+        s_j^(-1/2)`` but for the floor, which is taken in those units); or
+        positive per-column weights on the squared error, used the same
+        way. (The box is public and in the user's units; the private scales
+        are floored by a multiple of their mean, which in the data's units
+        would lift the small columns' scales to the large ones'.) The isotropic path (``b = 1``) does
+        not depend on it. None (the default) is ``"relative"`` for a pandas
+        DataFrame and ``"total"`` otherwise: a DataFrame's columns are
+        named quantities, often in different units (ages, incomes, ratios),
+        whose squared errors do not add up to anything meaningful, and a
+        user reads each column's error against its own range; an array is
+        one vector in one space. The choice is recorded in
+        ``release.objective``. (The bias check still compares the two
+        paths by their total squared error.)
+
 
     Returns
     -------
@@ -1366,12 +1451,11 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
     >>> bool(np.all(np.abs(r.estimate - 3.0) < 0.5)), r.guarantee.epsilon <= 1.0
     (True, True)
     """
-    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
-                                          per_unit, "mean")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="mean", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="mean", secure=secure, diagnostics=diagnostics, session=session,
+                objective=objective, units=(privacy_unit, max_rows, per_unit))
 
 
 def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,
@@ -1383,7 +1467,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
                 secure: bool = False, diagnostics: bool = True,
                 session: Any = None, privacy_unit: Any = None,
                 max_rows: int | None = None,
-                per_unit: str | None = None) -> PipelineRelease:
+                per_unit: str | None = None,
+                objective: str | ArrayLike | None = None) -> PipelineRelease:
     """The private sum of the rows of ``X`` with no public data model.
 
     The same pipeline as :func:`private_mean`; the estimate is
@@ -1391,7 +1476,7 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
 
     Parameters
     ----------
-    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session, privacy_unit, max_rows, per_unit
+    X, lower, upper, epsilon, delta, rho, neighbouring, budget, scaling, clip_probability, regularization, rng, secure, diagnostics, session, privacy_unit, max_rows, per_unit, objective
         As for :func:`private_mean` (``per_unit`` defaults to ``"sum"`` here).
 
     Returns
@@ -1400,9 +1485,8 @@ def private_sum(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None =
         As for :func:`private_mean`, for the sum: its intervals cover the sum
         of the clipped rows, ``data_intervals`` the data's sum.
     """
-    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, privacy_unit, max_rows,
-                                          per_unit, "sum")
     return _run(X, lower=lower, upper=upper, epsilon=epsilon, delta=delta, rho=rho,
                 neighbouring=neighbouring, budget=budget, scaling=scaling,
                 clip_probability=clip_probability, regularization=regularization, rng=rng,
-                statistic="sum", secure=secure, diagnostics=diagnostics, session=session)
+                statistic="sum", secure=secure, diagnostics=diagnostics, session=session,
+                objective=objective, units=(privacy_unit, max_rows, per_unit))

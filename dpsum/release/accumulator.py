@@ -823,7 +823,8 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
                               scaling: str | ArrayLike = "scaled",
                               neighbouring: Neighbouring | str = "replace",
                               secure: bool = False, statistic: str = "sum",
-                              diagnostics: bool | float = False) -> Accumulator:
+                              diagnostics: bool | float = False,
+                              objective: str | ArrayLike = "total") -> Accumulator:
     """The empty accumulator of the Gaussian-data mechanism
     (:func:`dpsum.mechanisms.gaussian_data_mechanism`).
 
@@ -845,6 +846,10 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
         Gaussian noise.
     statistic, diagnostics
         As for :func:`dpsum.mechanisms.gaussian_data_mechanism`.
+    objective : {"total", "relative"} or array_like, shape (d,)
+        What ``scaling="scaled"`` minimises (:func:`dpsum.design.gaussian_data_scaling`);
+        ``"total"`` here (the accumulator sees no DataFrame: the mechanism
+        passes its own default).
 
     Returns
     -------
@@ -874,10 +879,12 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
     if center is None:
         raise TypeError("center is required: the public centre of the data model (an explicit "
                         "0 is fine); a wrong centre makes every row look far out and be clipped")
-    center = V.check_center(center, V.check_vector(stds, "stds", positive=True).size)
+    d = V.check_vector(stds, "stds", positive=True).size
+    center = V.check_center(center, d)
+    obj = V.check_objective(objective, d)
     setup = gaussian_data_setup(stds, epsilon=epsilon, delta=delta, center=center,
                                 clip_probability=clip_probability, n=nn, scaling=scaling,
-                                neighbouring=relation)
+                                neighbouring=relation, objective=obj)
     assert setup.noise_std is not None and setup.sigma_opt is not None
     assert setup.epsilon is not None and setup.delta is not None
     if nn is not None and setup.center is not None:
@@ -890,7 +897,7 @@ def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
         delta=setup.delta, neighbouring=setup.neighbouring, sigma_opt=setup.sigma_opt,
         sensitivity=setup.sensitivity, mechanism=Mechanism.GAUSSIAN_DATA,
         center=setup.center, clip_probability=setup.clip_probability,
-        stds=V.check_vector(stds, "stds", positive=True))
+        stds=V.check_vector(stds, "stds", positive=True), **V.objective_record(obj))
     return _clipped_accumulator(template, secure_, stat, share, nn)
 
 
@@ -949,11 +956,14 @@ def clipped_gaussian_accumulator(d: int, *, epsilon: float, delta: float, clip_n
 def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsilon: float,
                                     delta: float, n: int | None = None, secure: bool = False,
                                     statistic: str = "sum",
-                                    diagnostics: bool | float = False) -> Accumulator:
+                                    diagnostics: bool | float = False,
+                                    objective: str | ArrayLike = "total") -> Accumulator:
     """The empty accumulator of the Elliptical Gaussian mechanism
     (:func:`dpsum.mechanisms.elliptical_gaussian_mechanism`) on the box
     ``[lower, upper]``, replace-one; ``n``, ``secure``, ``statistic`` and
-    ``diagnostics`` as in :func:`gaussian_data_accumulator`.
+    ``diagnostics`` as in :func:`gaussian_data_accumulator`; ``objective``
+    as in :func:`dpsum.design.elliptical_scaling` (``"total"`` here: the
+    accumulator sees no DataFrame, and the mechanism passes its own default).
 
     Examples
     --------
@@ -984,11 +994,12 @@ def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsil
     stat = _statistic_choice(statistic, Neighbouring.REPLACE)
     share = _diagnostics_share(diagnostics, Neighbouring.REPLACE)
     nn = _row_count(n, Neighbouring.REPLACE)
+    obj = V.check_objective(objective, d)
     width = hi - lo
     mid = lo + width / 2.0
     sopt = float(analytic_sigma(eps, dlt))
     with np.errstate(over="ignore"):             # an overflow is refused just below
-        b = elliptical_scaling(width)
+        b = elliptical_scaling(width, obj)
         noise = sopt * width / b
     if not np.all(np.isfinite(noise)):
         raise ValueError("the noise standard deviation overflows: upper - lower is too wide")
@@ -999,7 +1010,7 @@ def elliptical_gaussian_accumulator(lower: ArrayLike, upper: ArrayLike, *, epsil
         estimate=np.zeros(width.size), noise_std=noise, scaling=b, clip_norm=None,
         epsilon=eps, delta=dlt, neighbouring=Neighbouring.REPLACE, sigma_opt=sopt,
         sensitivity=1.0, mechanism=Mechanism.ELLIPTICAL_GAUSSIAN, widths=width,
-        center=mid if np.any(mid) else None, lower=lo, upper=hi)
+        center=mid if np.any(mid) else None, lower=lo, upper=hi, **V.objective_record(obj))
     if secure_:
         return _GridClampedSum(_finish_template(_clamped_grid_template(template), stat, share),
                                nn)

@@ -209,6 +209,15 @@ class Release(V.Record):
         private pipeline's steps: Gaussian noise ``sigma_opt * sensitivity``
         is ``1 / (2 sigma_opt^2)``-zCDP); None for a release calibrated in
         ``(epsilon, delta)``.
+    objective : str
+        What the noise's shape minimises: ``"total"`` (the expected squared
+        error in the data's units), ``"relative"`` (relative to each
+        coordinate's box width, or to its scale for the Gaussian-data
+        mechanism) or ``"weights"`` (the per-column weights in
+        :attr:`objective_weights`). The mechanisms without a choice of shape
+        record ``"total"``.
+    objective_weights : numpy.ndarray or None
+        The weights ``u_j`` of ``objective="weights"`` (None otherwise).
 
     Examples
     --------
@@ -248,6 +257,8 @@ class Release(V.Record):
     accounting: str = ONE_OFF
     unprojected: np.ndarray | None = None
     rho: float | None = None
+    objective: str = "total"
+    objective_weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, value in _release_fields(self).items():
@@ -401,7 +412,18 @@ def _release_fields(rec: Release) -> dict:
     if not isinstance(rec.accounting, str):
         raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     out["unprojected"] = _unprojected_field(rec, estimate)
+    out.update(_objective_fields(rec, d))
     return out
+
+
+def _objective_fields(rec: Any, d: int) -> dict:
+    """``objective`` and ``objective_weights``: weights exactly with ``"weights"``."""
+    obj = V.check_choice(rec.objective, "objective", ("total", "relative", "weights"))
+    weights = V.record_array(rec.objective_weights, "objective_weights", positive=True,
+                             size=d)
+    if (obj == "weights") != (weights is not None):
+        raise ValueError("objective_weights must be given exactly when objective is 'weights'")
+    return {"objective": obj, "objective_weights": weights}
 
 
 def _unprojected_field(rec: Any, estimate: np.ndarray) -> np.ndarray | None:
@@ -1139,7 +1161,8 @@ def _to_dict(rel: Any, beta: float) -> dict:
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
                  "lower", "upper", "stds", "n", "sensitivity", "grid_exponent", "count",
-                 "scales", "clip_count", "outside_count", "diagnostics_share", "unprojected"):
+                 "scales", "clip_count", "outside_count", "diagnostics_share", "unprojected",
+                 "objective", "objective_weights"):
         if hasattr(rel, name) and getattr(rel, name) is not None:
             public[name] = _jsonable(getattr(rel, name))
     out["public"] = public
