@@ -579,5 +579,5 @@ def test_pipeline_argument_errors():
         records.confidence_ball(stripped, BETA)
     # the total-error bound is for the Gaussian-data mechanism with a public model only
     # (a PipelineRelease is a Release, of the private pipeline)
-    with pytest.raises(ValueError, match="release comes from mechanism 'private pipeline'"):
+    with pytest.raises(ValueError, match="release comes from the private pipeline"):
         acc.release_error_bound(rel, BETA, stds=np.ones(3), n=3000)

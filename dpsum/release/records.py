@@ -672,6 +672,11 @@ def require_gaussian_noise(release: Any, *, laplace: bool = False) -> Release:
         raise ValueError("release comes from the Laplace mechanism: the norm of Laplace noise "
                          "is not a generalized chi-square; use confidence_intervals, whose "
                          "per-coordinate and simultaneous statements are exact for it")
+    if release.mechanism is Mechanism.PRIVATE_PIPELINE:
+        raise ValueError("release comes from the private pipeline (private_mean or "
+                         "private_sum), whose steps are private too: this statement is for "
+                         "a single mechanism's release; use the release's own "
+                         "confidence_intervals, confidence_ball or data_intervals")
     if release.mechanism not in _GAUSSIAN_MECHANISMS:
         raise ValueError(
             f"release comes from mechanism {str(release.mechanism)!r}, whose noise is not a "
