@@ -488,7 +488,7 @@ class PipelineRelease(Release):
       ``calibration`` is :attr:`~dpsum.release.Calibration.ZCDP`, or
       :attr:`~dpsum.release.Calibration.DISCRETE` with ``secure=True``;
     - ``rho`` is the total zCDP of all steps; ``epsilon`` and ``delta`` the
-      composed guarantee (:attr:`guarantee`) when the budget was given as
+      composed guarantee (``guarantee``) when the budget was given as
       ``(epsilon, delta)``, None for a ``rho`` budget;
     - ``center`` is the private center (step 1), ``scaling`` the scaling
       vector ``b`` (step 4; all ones for ``scaling="isotropic"``),
@@ -499,14 +499,14 @@ class PipelineRelease(Release):
       add-remove);
     - ``noise_std`` is the standard deviation of the Gaussian noise in each
       coordinate of the estimate (for the mean under add-remove, relative to
-      :attr:`count`); with ``secure=True`` the discrete Gaussian's scale
-      parameter (at least its standard deviation), see :attr:`grid_unit`;
+      ``count``); with ``secure=True`` the discrete Gaussian's scale
+      parameter (at least its standard deviation), see ``grid_unit``;
     - ``n`` is the public row count under replace-one (None under add-remove:
-      see :attr:`count`);
+      see ``count``);
     - ``lower`` and ``upper`` are the public box;
     - with ``diagnostics=True`` (the default), ``clip_count`` is a private
       count of the rows the last step clipped and ``clip_count_std`` the
-      standard deviation of its Gaussian noise (and of :attr:`outside_count`'s),
+      standard deviation of its Gaussian noise (and of ``outside_count``'s),
       released with the share ``diagnostics_share`` of ``rho``;
     - ``unprojected``: for a mean, the estimate before its projection onto
       the box.
