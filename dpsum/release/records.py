@@ -267,7 +267,7 @@ class Release(V.Record):
     @property
     def sensitivity_norm(self) -> str:
         """``"L1"`` for the Laplace mechanism, ``"L2"`` for the others: the norm
-        in which :attr:`sensitivity` is measured."""
+        in which :attr:`~dpsum.release.Release.sensitivity` is measured."""
         return "L1" if self.mechanism is Mechanism.LAPLACE else "L2"
 
     @property
