@@ -1026,3 +1026,35 @@ def _baselines() -> dict[str, Any]:  # noqa: F811 - extended for privacy units
     out = _baselines_before_units()
     out.update(_units_baselines(out))
     return out
+
+
+# ------------------------------------------------ the data boundary (dpsum.data)
+# Appended: ``as_data`` is where X enters every release; it is driven with the
+# bad values like any public function (X is data: trapped while other
+# arguments are driven; ``name`` only names X in the messages).
+MODULES.append("dpsum.data")
+NOT_DRIVEN["Dataset"] = ("the boundary's validated record: built by as_data (driven), which "
+                         "checks X; the record trusts what as_data hands it")
+
+_baselines_before_data = _baselines
+
+
+def _baselines() -> dict[str, Any]:  # noqa: F811 - extended for dpsum.data
+    out = _baselines_before_data()
+    out["as_data"] = {"X": np.array([[0.5, -0.2], [1.0, 0.3], [-0.7, 0.1]])}
+    return out
+
+
+_call_before_data = _call
+
+
+def _call(func: Any, kwargs: dict[str, Any]) -> Any:  # noqa: F811 - extended for dpsum.data
+    """As before; ``as_data`` is followed by the finiteness check every caller
+    makes after its own parameter checks (:meth:`dpsum.data.Dataset.require_finite`,
+    a read of the values, kept out of ``as_data`` so that no parameter check
+    comes after a read)."""
+    from dpsum.data import as_data
+    result = _call_before_data(func, kwargs)
+    if func is as_data:
+        result.require_finite(kwargs.get("name", "X"))
+    return result

@@ -273,3 +273,50 @@ def test_bad_blocks_and_parameters_are_refused_before_any_data_is_read():
         A.gaussian_data_accumulator(STDS, epsilon=EPS, delta=2.0, n=10, center=0)
     with pytest.raises(TypeError, match="rng"):
         acc.update(np.ones((1, 4))).release(rng="seed")
+
+
+# ---------------------------------------------------------------------------
+# calibrated by a zCDP multiplier: the private pipeline's last step
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_deviation_accumulator_is_one_release_under_any_split(secure, relation):
+    from dpsum.privacy import Neighbouring
+    X = _data(600, seed=11)
+    d = X.shape[1]
+    b, c = np.linspace(0.5, 2.0, d), np.full(d, 0.25)
+    lo, hi = np.full(d, -3.0), np.full(d, 3.0)
+    rel_ = Neighbouring.parse(relation)
+    empty = A.deviation_accumulator(2.0, b, c, multiplier=1.5, neighbouring=rel_,
+                                    secure=secure, lower=lo, upper=hi)
+    whole = empty.update(X)
+    parts = empty.update(X[::-1][:250]).merge(empty.update(X[::-1][250:]))
+    assert np.array_equal(whole.sum_before_noise(), parts.sum_before_noise())
+    assert (whole.diagnostic_count, whole.rows_outside) == \
+        (parts.diagnostic_count, parts.rows_outside)
+    assert whole.rows_outside == int(np.sum(np.any((X < lo) | (X > hi), axis=1)))
+    r1, r2 = whole.release(np.random.default_rng(3)), parts.release(np.random.default_rng(3))
+    assert np.array_equal(r1.estimate, r2.estimate)
+    # calibrated in zCDP: rho = 1 / (2 s^2), no (epsilon, delta); the centre is not
+    # added back, so the sensitivity is the clipped sum's (2C, or C under add-remove)
+    assert r1.rho == pytest.approx(0.5 / 1.5 ** 2) and r1.epsilon is None
+    sens = 4.0 if relation == "replace" else 2.0
+    if secure:
+        assert r1.discrete_scale is not None and r1.grid_exponent is not None
+        units = r1.sensitivity / 2.0 ** r1.grid_exponent
+        assert r1.sigma_opt * units >= 1.5 * sens / 2.0 ** r1.grid_exponent
+    else:
+        np.testing.assert_allclose(r1.noise_std, 1.5 * sens / b, rtol=1e-15)
+
+
+def test_a_release_without_epsilon_needs_rho():
+    from dpsum.release import Mechanism, Release
+    base = dict(estimate=np.zeros(2), noise_std=np.ones(2), scaling=None, clip_norm=None,
+                neighbouring="replace", sigma_opt=1.0, sensitivity=1.0,
+                mechanism=Mechanism.GAUSSIAN_ANALYTIC)
+    with pytest.raises(TypeError, match="epsilon"):
+        Release(epsilon=None, delta=1e-6, **base)
+    r = Release(epsilon=None, delta=None, rho=0.5, **base)
+    assert r.rho == 0.5 and "rho=0.5" in repr(r)
+    with pytest.raises(ValueError, match="zCDP"):
+        A.accumulator_for(r)

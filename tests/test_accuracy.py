@@ -580,5 +580,6 @@ def test_pipeline_argument_errors():
     with pytest.raises(ValueError, match="steps"):
         records.confidence_ball(stripped, BETA)
     # the total-error bound is for the Gaussian-data mechanism with a public model only
-    with pytest.raises(TypeError, match="release"):
+    # (a PipelineRelease is a Release, of the private pipeline)
+    with pytest.raises(ValueError, match="release comes from the private pipeline"):
         acc.release_error_bound(rel, BETA, stds=np.ones(3), n=3000)

@@ -147,13 +147,17 @@ def test_record_holds_only_private_and_public_quantities():
     X = _gaussian_data(2000, [1.0, 3.0, 0.5, 10.0], 5.0, 7)
     r = P.private_mean(X, lower=-1e3, upper=1e3, epsilon=1.0, delta=1e-6, scaling="scaled",
                        rng=8)
+    # a Release plus the pipeline's own fields
     fields = set(records.PipelineRelease.__dataclass_fields__)
-    assert fields == {"estimate", "statistic", "count", "center", "scales", "scaling",
-                      "clip_norm", "clip_probability", "noise_std", "neighbouring", "rho",
-                      "budget", "steps", "guarantee", "strategy", "secure", "lower", "upper",
-                      "columns", "clip_count", "outside_count", "diagnostics_std", "notes",
-                      "grid_unit", "accounting", "unprojected", "objective",
-                      "objective_weights"}
+    own = fields - set(records.Release.__dataclass_fields__)
+    assert issubclass(records.PipelineRelease, records.Release)
+    assert own == {"count", "scales", "budget", "steps", "guarantee", "strategy",
+                   "outside_count", "grid_unit"}
+    assert {"estimate", "statistic", "center", "scaling", "clip_norm", "clip_probability",
+            "noise_std", "neighbouring", "rho", "secure", "lower", "upper", "columns",
+            "clip_count", "clip_count_std", "notes", "accounting", "unprojected"} <= fields
+    assert r.mechanism is records.Mechanism.PRIVATE_PIPELINE
+    assert (r.epsilon, r.delta) == (r.guarantee.epsilon, r.guarantee.delta)
     assert r.strategy == "coordinate center, scaled"
     assert r.count == 2000 and r.statistic == "mean"
     assert r.clip_probability == pytest.approx(1 / 2000)
@@ -339,11 +343,11 @@ def test_audit_catches_non_private_scales(monkeypatch):
 
 
 def test_audit_catches_a_skipped_noise(monkeypatch):
-    real = pipeline_mean._gaussian_noise
+    real = pipeline_mean.deviation_accumulator
 
-    def no_mean_noise(gen, std, size=None):     # the vector draw is the mean's
-        return real(gen, std, size) * (0.0 if size is not None else 1.0)
-    monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_mean_noise)
+    def no_mean_noise(C, b, center, **kw):      # the clipped sums' noise, all but gone
+        return real(C, b, center, **{**kw, "multiplier": 1e-9})
+    monkeypatch.setattr(pipeline_mean, "deviation_accumulator", no_mean_noise)
     assert _audit_noise(24).epsilon_lower_bound > _EPS
 
 
@@ -493,11 +497,11 @@ def test_audit_of_the_vector_center_passes():
 
 @pytest.mark.slow
 def test_audit_catches_a_vector_center_without_noise(monkeypatch):
-    real = pipeline_mean._gaussian_noise
+    real = pipeline_mean.deviation_accumulator
 
-    def no_vector_noise(gen, std, size=None):   # the center's moves (and the mean) noise-free
-        return real(gen, std, size) * (0.0 if size is not None else 1.0)
-    monkeypatch.setattr(pipeline_mean, "_gaussian_noise", no_vector_noise)
+    def no_vector_noise(C, b, center, **kw):    # the center's moves (and the mean) all but noise-free
+        return real(C, b, center, **{**kw, "multiplier": 1e-9})
+    monkeypatch.setattr(pipeline_mean, "deviation_accumulator", no_vector_noise)
     assert _audit_center(26).epsilon_lower_bound > _EPS
 
 

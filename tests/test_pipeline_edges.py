@@ -107,8 +107,11 @@ def test_huge_box_refused_before_data_naming_lower_upper():
         assert np.all(np.isfinite(r.estimate)) and np.all(np.isfinite(r.noise_std))
 
 
-class _ZeroNoise:
-    """A generator stand-in whose Gaussian draws are 0: the pre-noise statistic."""
+class _ZeroNoise(np.random.Generator):
+    """A generator whose Gaussian draws are 0: the pre-noise statistic."""
+
+    def __init__(self):
+        super().__init__(np.random.PCG64(0))
 
     def normal(self, loc=0.0, scale=1.0, size=None):
         return np.zeros(size if size is not None else ())
@@ -121,7 +124,7 @@ def _last_step_statistic(X: np.ndarray, C: float) -> np.ndarray:
                       False, False)
     ctx = _Context(args, as_data(X), lo, hi, 0, "mean")
     ctx.gen = _ZeroNoise()
-    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0, 2 * C)
+    noisy, _, _, _ = ctx.last_step(C, np.ones(d), np.zeros(d), 1.0)
     return noisy
 
 
@@ -174,18 +177,16 @@ def test_vector_center_moves_are_noised_at_2_c_k(monkeypatch):
     import dpsum.pipeline.mean as M
     radii: list[float] = []
     stds: list[float] = []
-    real_sum, real_noise = M.ClippedSum, M._gaussian_noise
+    real_sum = M.deviation_accumulator
 
-    def spy_sum(C, *args):                     # the pass of each exact clipped sum
+    def spy_sum(C, b, center, **kw):           # each exact clipped sum, as released
+        acc = real_sum(C, b, center, **kw)
         radii.append(float(C))
-        return real_sum(C, *args)
+        public = acc.public_parameters()
+        stds.append(public["sigma_opt"] * public["sensitivity"])
+        return acc
 
-    def spy_noise(gen, std, size=None):
-        stds.append(float(np.max(std)) if np.ndim(std) else float(std))
-        return real_noise(gen, std, size=size)
-
-    monkeypatch.setattr(M, "ClippedSum", spy_sum)
-    monkeypatch.setattr(M, "_gaussian_noise", spy_noise)
+    monkeypatch.setattr(M, "deviation_accumulator", spy_sum)
     n, d = 200, 3
     X = np.random.default_rng(0).normal(size=(n, d))
     with warnings.catch_warnings():

@@ -43,10 +43,13 @@ maps a block of rows to a partial state and whose ``merge`` is exact
 (:func:`dpsum.engines.dask.run_pass`) in memory or on a dask cluster; each
 step's noise is drawn after its pass, from the same ``rng`` in the same
 order on both engines. The last step, the box fallback and the whole-vector
-center's moves are the same pass, the exact clipped sum of
-:class:`~dpsum.pipeline.passes.ClippedSum` (the grid kernel of the
-accumulators), which also counts the diagnostics' clipped rows and rows
-outside the box.
+center's moves are the same release as every vector mechanism's: an
+accumulator's ``update`` (folded over the blocks by the runner,
+:class:`~dpsum.pipeline.passes.Fold`) and ``release``
+(:func:`dpsum.release.accumulator.deviation_accumulator`: the exact clipped
+sum of the deviations from the centre, calibrated by a zCDP noise
+multiplier); the last step's accumulator also counts the diagnostics'
+clipped rows and rows outside the box.
 
 Accounting. Every step is zero-concentrated DP: an exponential-mechanism
 quantile with parameter ``epsilon`` is ``epsilon^2/8``-zCDP (it is
@@ -63,7 +66,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Mapping, NamedTuple
 
@@ -78,8 +80,6 @@ from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
 from dpsum.data import Dataset, RowCount, RowValues, as_data
 from dpsum.engines.dask import run_pass
-from dpsum.kernels._exact import noisy_estimate
-from dpsum.kernels.grid import EXACT_CHARGE, GRID_CHARGE
 from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
     VECTOR_CLIP_PROBABILITY,
@@ -95,8 +95,7 @@ from dpsum.pipeline.adaptive import (
     shrink_log_scales,
     vector_center_shares,
 )
-from dpsum.pipeline.passes import (ClippedSum, Displacement, NearCount, SignedDisplacement,
-                                   SumState)
+from dpsum.pipeline.passes import Displacement, Fold, NearCount, SignedDisplacement
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
@@ -122,11 +121,15 @@ from dpsum.privacy.composition import (
 from dpsum.privacy.neighbouring import Neighbouring, clipped_sum_sensitivity
 from dpsum.session import ONE_OFF, ZCDPEvent, as_session
 from dpsum.session import charge as charge_session
+from dpsum.release.accumulator import Accumulator, deviation_accumulator
 from dpsum.release.records import (
     DIAGNOSTICS_SHARE,
     BudgetSplit,
+    Calibration,
+    Mechanism,
     PipelineRelease,
     PublicInputWarning,
+    Release,
     clipping_excess,
     clipping_message,
 )
@@ -655,12 +658,12 @@ def _arguments(epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: An
                  None if p_given is None else float(p_given), secure_, diag_, split)
 
 
-def _noisy_sum(state: SumState, K: int, noise: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``(S 2^K + noise) / b`` from a :class:`ClippedSum`'s exact state, rounded
-    once per coordinate (:func:`dpsum.kernels._exact.noisy_estimate`): the
-    noisy clipped sum in the data's units."""
-    unit = Fraction(2) ** K
-    return noisy_estimate([Fraction(s) * unit for s in state.sums], noise, b)
+class _Counts(NamedTuple):
+    """The last step's counts of rows clipped and outside the box (**not private**:
+    only :meth:`_Context.diagnose` reads them, to release noisy counts)."""
+
+    clipped: int
+    outside: int
 
 
 class _Context:
@@ -718,36 +721,37 @@ class _Context:
         return self.quantile(norm_values, (center, None), share, name,
                              float(self.min_scale.min()), _norm(self.hi - self.lo))
 
-    def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float,
-                  sens: float) -> tuple[np.ndarray, np.ndarray, SumState, np.ndarray | None]:
+    def clipped_sum(self, C: float, b: np.ndarray, center: np.ndarray, s: float, *,
+                    secure: bool = False, box: bool = False) -> tuple[Release, Accumulator]:
+        """A private clipped sum of the deviations from ``center``: an
+        accumulator's ``update`` and ``release``
+        (:func:`dpsum.release.accumulator.deviation_accumulator`, calibrated by
+        the noise multiplier ``s``; on a dask array its ``update`` runs on every
+        block and the partial results merge, :func:`run_pass`). Returns the
+        release (the noisy sum of ``(x - c) ⊙ b`` clipped at ``C``, over ``b``,
+        in the data's units) and the accumulator (its counts of rows clipped
+        and, with ``box``, outside the box: **not private**)."""
+        empty = deviation_accumulator(C, b, center, multiplier=s, neighbouring=self.relation,
+                                      secure=secure, lower=self.lo if box else None,
+                                      upper=self.hi if box else None)
+        acc = self.run(Fold(empty))
+        return acc.release(self.secure_gen if secure else self.gen), acc
+
+    def last_step(self, C: float, b: np.ndarray, center: np.ndarray, s_mean: float
+                  ) -> tuple[np.ndarray, np.ndarray, _Counts, np.ndarray | None]:
         """The noisy clipped sum over ``b`` (data units), its noise std per
-        coordinate, the pass's state (with the clipped rows and the rows
-        outside the box, not private) and the grid unit (``secure=True``) or
-        None. The rows are summed exactly (:class:`ClippedSum`); on the float
-        path the Gaussian noise is added exactly, on the grid path (``secure=True``)
-        an exact discrete Gaussian of scale ``s_mean`` times the integer
-        sensitivity (the same zCDP) is added to the integers."""
-        d = b.size
-        box = (self.lo, self.hi)
-        if self.secure:
-            plan = ClippedSum(C, b, center, GRID_CHARGE, *box)
-            _, K, _ = plan.plan()
-            state = self.run(plan)
-            units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
-            if self.relation is Neighbouring.REPLACE:
-                units *= 2
-            sigma = s_mean * units * (1 + 1e-12)              # rounded up: never less noise
-            noise = discrete_gaussian(sigma * sigma, size=d, rng=self.secure_gen)
-            Y = [int(a) + int(z) for a, z in zip(state.sums, np.ravel(noise))]
-            T = np.array([math.ldexp(float(y), K) for y in Y])
-            unit = np.ldexp(np.ones(d), K) / b
-            return T / b, math.ldexp(sigma, K) / b, state, unit
-        # the rows are summed exactly and the noise added exactly (no
-        # rounding, overflow or exception depends on the rows or on n)
-        z = self.noise(s_mean * sens, size=d)
-        plan = ClippedSum(C, b, center, EXACT_CHARGE, *box)
-        state = self.run(plan)
-        return _noisy_sum(state, plan.plan()[1], z, b), _saturate(s_mean * sens / b), state, None
+        coordinate, the rows clipped and outside the box (not private) and the
+        grid unit (``secure=True``) or None: :meth:`clipped_sum` on the float
+        path (Gaussian noise added exactly) or the grid path (an exact discrete
+        Gaussian of scale ``s_mean`` times the integer sensitivity, the same
+        zCDP, added to the integers)."""
+        rel, acc = self.clipped_sum(C, b, center, s_mean, secure=self.secure, box=True)
+        counts = _Counts(acc.diagnostic_count, acc.rows_outside)
+        if rel.discrete_scale is None:
+            return rel.estimate, rel.noise_std, counts, None
+        assert rel.grid_exponent is not None
+        unit = np.ldexp(np.ones(b.size), rel.grid_exponent) / b
+        return rel.estimate, rel.discrete_scale, counts, unit
 
     def diagnose(self, split: BudgetSplit, clipped: int, outside: int, expected: float
                  ) -> dict:
@@ -783,7 +787,7 @@ class _Context:
                 "use data_intervals (they add the clipping loss, assuming every row lies in "
                 "the box), a larger budget, or elliptical_gaussian_mechanism on the box"),
                 stacklevel=5)
-        return {"clip_count": k_clip, "outside_count": k_out, "diagnostics_std": std}
+        return {"clip_count": k_clip, "outside_count": k_out, "clip_count_std": std}
 
 
 def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np.ndarray,
@@ -1110,7 +1114,6 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
     the last radius (the radius step's, around the final center)."""
     split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
-    k_sens = clipped_sum_sensitivity(1.0, ctx.relation)  # 2 (replace-one) or 1 (add-remove)
     scalar_share = split.radius
     move_share = (split.center - plan.decision) / plan.moves - scalar_share
     center = ctx.mid.copy()
@@ -1119,10 +1122,9 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
     while True:
         c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
         s_move = zcdp_gaussian_multiplier(move_share * total)
-        # summed exactly, the noise added exactly
-        z_k = ctx.noise(s_move * k_sens * c_k, size=d)
-        move = ClippedSum(c_k, ones, center, EXACT_CHARGE)
-        noisy_k = _noisy_sum(ctx.run(move), move.plan()[1], z_k, ones)
+        # summed exactly, the noise (s_move times the sensitivity, 2 c_k or
+        # c_k) added exactly
+        noisy_k = ctx.clipped_sum(c_k, ones, center, s_move)[0].estimate
         # post-processing: the move is clamped to the box (a centre outside
         # it is never better), which keeps every later quantity finite
         with np.errstate(over="ignore"):
@@ -1249,17 +1251,17 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
                                        "loses to the public box for these data")
     # 6. the clipped sum of deviations from the center, with Gaussian noise
     s_mean = zcdp_gaussian_multiplier(mean_share * ctx.total)
-    sens = clipped_sum_sensitivity(C, ctx.relation)
-    noisy, dev_std, state, unit = ctx.last_step(C, b, center, s_mean, sens)
+    noisy, dev_std, state, unit = ctx.last_step(C, b, center, s_mean)
     ctx.steps.append(gaussian_step("mean", s_mean))
     extra = ctx.diagnose(ctx.split, state.clipped, state.outside, ctx.p * ctx.n_eff)
     return _finish(ctx, center, noisy, dev_std, scales, b, C, ctx.split, strategy, unit,
-                   extra)
+                   extra, s_mean)
 
 
 def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.ndarray,
             scales: np.ndarray | None, b: np.ndarray, C: float, split: BudgetSplit,
-            strategy: str, unit: np.ndarray | None, extra: dict) -> PipelineRelease:
+            strategy: str, unit: np.ndarray | None, extra: dict, s_mean: float
+            ) -> PipelineRelease:
     count, n_eff, s_count, statistic = ctx.count, ctx.n_eff, ctx.s_count, ctx.statistic
     # post-processing of released values, saturated at the largest float
     # (the same function whatever the data)
@@ -1286,13 +1288,20 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
         used += st.rho
+    public_n = int(count) if ctx.relation is Neighbouring.REPLACE else None
     return PipelineRelease(
-        estimate=estimate, statistic=statistic, count=count, center=center, scales=scales,
-        scaling=b, clip_norm=float(C), clip_probability=float(ctx.p), noise_std=noise_std,
-        neighbouring=ctx.relation, rho=used, budget=split, steps=steps, guarantee=guarantee,
-        strategy=strategy, secure=ctx.secure, lower=ctx.lo, upper=ctx.hi, columns=ctx.columns,
-        notes=tuple(ctx.notes), grid_unit=unit, accounting=ctx.accounting,
-        unprojected=unprojected, **V.objective_record(ctx.objective), **extra)
+        estimate=estimate, noise_std=noise_std, scaling=b, clip_norm=float(C),
+        epsilon=None if guarantee is None else guarantee.epsilon,
+        delta=None if guarantee is None else guarantee.delta, neighbouring=ctx.relation,
+        sigma_opt=s_mean, sensitivity=clipped_sum_sensitivity(C, ctx.relation),
+        mechanism=Mechanism.PRIVATE_PIPELINE, center=center, clip_probability=float(ctx.p),
+        calibration=Calibration.DISCRETE if ctx.secure else Calibration.ZCDP,
+        secure=ctx.secure, statistic=statistic, n=public_n, lower=ctx.lo, upper=ctx.hi,
+        columns=ctx.columns, diagnostics_share=split.diagnostics if extra else 0.0,
+        notes=tuple(ctx.notes), accounting=ctx.accounting, unprojected=unprojected, rho=used,
+        count=count, scales=scales, budget=split, steps=steps, guarantee=guarantee,
+        strategy=strategy, grid_unit=unit, **V.objective_record(ctx.objective),
+        **extra)
 
 
 def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:
@@ -1310,8 +1319,8 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     ``rho`` here, and since the path is chosen from a private count, only a
     bound that holds on every path bounds the mixture.)
 
-    The sum is the last step's (:meth:`_Context.last_step`, the pass
-    :class:`~dpsum.pipeline.passes.ClippedSum`) at ``C = 1/2`` in the same
+    The sum is the last step's (:meth:`_Context.last_step`, an accumulator's
+    ``update`` and ``release``) at ``C = 1/2`` in the same
     scaled space (a row inside the box is unchanged, a row outside is shrunk
     towards the midpoint instead of clamped): summed exactly, with Gaussian
     noise added exactly, or with ``secure=True`` on the grid with exact
@@ -1329,15 +1338,14 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     # private count, and only a bound that holds on every path (here, the
     # total rho) is a bound for the mixture
     s_mean = zcdp_gaussian_multiplier(share * ctx.total)
-    sens = clipped_sum_sensitivity(0.5, ctx.relation)
-    noisy, dev_std, state, unit = ctx.last_step(0.5, b, mid, s_mean, sens)
+    noisy, dev_std, state, unit = ctx.last_step(0.5, b, mid, s_mean)
     ctx.steps.append(gaussian_step("mean", s_mean))
     box_split = BudgetSplit(split.count,
                             1.0 - split.count - share - split.diagnostics - split.check, 0.0,
                             0.0, 0.0, share, 0.0, split.diagnostics, split.check)
     extra = ctx.diagnose(box_split, state.outside, state.outside, 0.0)
     return _finish(ctx, mid, noisy, dev_std, None, b, 0.5, box_split,
-                   "box" if reason is None else "box (bias check)", unit, extra)
+                   "box" if reason is None else "box (bias check)", unit, extra, s_mean)
 
 
 def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None = None,

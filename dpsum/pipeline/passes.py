@@ -16,11 +16,12 @@ order-independent (:class:`dpsum.data.Pass`):
   displacements;
 - :class:`SignedDisplacement` — the veto's integer sums: the signed
   displacement vectors, each capped at a public norm, and their norms;
-- :class:`ClippedSum` — the exact clipped sum of the scaled deviations
-  ``(x - c) ⊙ b`` on a public grid (the kernel of the accumulators,
-  :func:`dpsum.kernels.grid.accumulate_grid`), with the clipped rows and the
-  rows outside the box (the diagnostics' counts, not private): the last
-  step, the box fallback and the whole-vector center's moves.
+- :class:`Fold` — an accumulator's ``update`` on each block and ``merge``
+  (:func:`dpsum.release.accumulator.deviation_accumulator`: the exact
+  clipped sum of the scaled deviations ``(x - c) ⊙ b`` on a public grid, with
+  the rows clipped and outside the box): the last step, the box fallback and
+  the whole-vector center's moves, released by the accumulator's
+  ``release``.
 
 :func:`dpsum.engines.dask.run_pass` applies a plan to a
 :class:`dpsum.data.Dataset`: one ``update`` in memory, a map over the blocks
@@ -28,19 +29,18 @@ and a tree of merges on a dask array. Each per-row value is a function of
 its row alone, computed element-wise or in an order fixed per row, so the
 merged state, and every release computed from it, is the same whatever the
 engine and the chunking. The noise of each step is drawn by its finishing
-function in :mod:`dpsum.pipeline.mean`, once, after the pass.
+function in :mod:`dpsum.pipeline.mean` (or the accumulator's ``release``),
+once, after the pass.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
-from dpsum.kernels._rows import rows_outside
-from dpsum.kernels.grid import accumulate_grid, make_grid_plan
 from dpsum.pipeline.quantiles import row_norms
+from dpsum.release.accumulator import Accumulator
 
 __all__: list[str] = []
 
@@ -127,43 +127,17 @@ class SignedDisplacement:
         return tuple(x + y for x, y in zip(a, b))
 
 
-@dataclasses.dataclass(frozen=True)
-class SumState:
-    """A :class:`ClippedSum`'s partial state: the exact integer sums (Python
-    ints), the rows clipped and the rows outside the box (**not private**)."""
-
-    sums: tuple
-    clipped: int
-    outside: int
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
-class ClippedSum:
-    """The clipped sum of ``(x - c) ⊙ b`` at ``clip_norm`` on the grid of
-    :func:`dpsum.kernels.grid.make_grid_plan` (``charge`` fixes its fineness:
-    ``EXACT_CHARGE`` on the float path, the grid path's default with
-    ``secure=True``), summed exactly in integers; with the count of the rows
-    outside ``[lower, upper]`` when a box is given."""
+class Fold:
+    """An accumulator as a pass: each block folded into the empty accumulator
+    (``update``), the partial accumulators merged (``merge``, exact: integer
+    sums). The state is the accumulator of all the rows, ready for its
+    ``release``."""
 
-    clip_norm: float
-    scaling: np.ndarray
-    center: np.ndarray
-    charge: float
-    lower: np.ndarray | None = None
-    upper: np.ndarray | None = None
+    empty: Accumulator
 
-    def plan(self) -> tuple[Any, int, int]:
-        """The kernel's plan, grid exponent ``K`` and normalised exponent ``k``."""
-        b = self.scaling
-        return make_grid_plan(float(self.clip_norm), b, self.center, b.size, self.charge)
+    def update(self, block: np.ndarray) -> Accumulator:
+        return self.empty.update(block)
 
-    def update(self, block: np.ndarray) -> SumState:
-        plan, _, k = self.plan()
-        total, clipped = accumulate_grid(block, plan, k)
-        outside = 0 if self.lower is None or self.upper is None else \
-            rows_outside(block, self.lower, self.upper)
-        return SumState(tuple(int(s) for s in total), int(clipped), outside)
-
-    def merge(self, a: SumState, b: SumState) -> SumState:
-        return SumState(tuple(x + y for x, y in zip(a.sums, b.sums)), a.clipped + b.clipped,
-                        a.outside + b.outside)
+    def merge(self, a: Accumulator, b: Accumulator) -> Accumulator:
+        return a.merge(b)

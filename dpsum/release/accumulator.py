@@ -154,6 +154,12 @@ class Accumulator:
         self._plan_id = secrets.token_hex(16)
         self._blocks: frozenset[tuple[int, int]] = frozenset()   # the blocks it holds
         self._clip_rows = 0                # rows clipped / rows outside the box: not private
+        self._outside = 0                  # rows outside a clipped sum's box: not private
+        # a sum of deviations from the centre (the centre is not added back: the
+        # private pipeline adds its own count times the centre), and the grid
+        # path's discrete Gaussian scale when calibrated by a zCDP multiplier
+        self._deviations = False
+        self._zcdp_sigma: float | None = None
 
     # -- to be provided by each kind of pass
     def _zero(self) -> Any:
@@ -170,6 +176,15 @@ class Accumulator:
 
     def _generator(self, rng: Any) -> Any:
         return V.check_rng(rng)
+
+    def _outside_of(self, block: np.ndarray) -> int:
+        """Rows of ``block`` outside the template's box, for a sum of
+        deviations built with one (the private pipeline's diagnostics); 0
+        otherwise."""
+        t = self._template
+        if not self._deviations or t.lower is None or t.upper is None:
+            return 0
+        return rows_outside(block, t.lower, t.upper)
 
     # -- the public interface
     @property
@@ -191,6 +206,13 @@ class Accumulator:
     def rows(self) -> int:
         """Rows accumulated so far. **Private** under add-remove neighbouring."""
         return self._rows
+
+    @property
+    def rows_outside(self) -> int:
+        """Rows outside the public box ``[lower, upper]`` of a clipped sum built
+        with one (the private pipeline's last step); 0 otherwise. **Not
+        differentially private**: do not publish."""
+        return self._outside
 
     @property
     def diagnostic_count(self) -> int:
@@ -221,11 +243,12 @@ class Accumulator:
         return not self._blocks
 
     def _with(self, total: Any, rows: int, count: int,
-              blocks: frozenset[tuple[int, int]], clip_rows: int = 0) -> Accumulator:
+              blocks: frozenset[tuple[int, int]], clip_rows: int = 0,
+              outside: int = 0) -> Accumulator:
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._total, new._rows, new._count, new._blocks = total, rows, count, blocks
-        new._clip_rows = clip_rows
+        new._clip_rows, new._outside = clip_rows, outside
         return new
 
     def update(self, block: ArrayLike) -> Accumulator:
@@ -251,7 +274,7 @@ class Accumulator:
         partial, count, hit = self._pass(arr)
         return self._with(self._total + partial, self._rows + arr.shape[0], self._count + count,
                           self._blocks | {_new_id()},
-                          self._clip_rows + hit)
+                          self._clip_rows + hit, self._outside + self._outside_of(arr))
 
     def merge(self, other: Accumulator) -> Accumulator:
         """The accumulator of the rows of ``self`` and ``other``.
@@ -281,7 +304,7 @@ class Accumulator:
         if not isinstance(other, Accumulator):
             raise TypeError(f"other must be an Accumulator, got {type(other).__name__}")
         if type(other) is not type(self) or not _same_public(self._template, other._template) \
-                or self._n != other._n:
+                or self._n != other._n or self._deviations != other._deviations:
             raise ValueError("other accumulates a different mechanism or different public "
                              "parameters; only accumulators from one set-up can be merged")
         if self._plan_id != other._plan_id:
@@ -295,7 +318,7 @@ class Accumulator:
                              "count them twice")
         return self._with(self._total + other._total, self._rows + other._rows,
                           self._count + other._count, self._blocks | other._blocks,
-                          self._clip_rows + other._clip_rows)
+                          self._clip_rows + other._clip_rows, self._outside + other._outside)
 
     @property
     def privacy_event(self) -> PrivacyEvent:
@@ -413,15 +436,16 @@ class _ClippedSum(Accumulator):
     discrete Gaussian).
     """
 
-    def __init__(self, template: Release, n: int | None) -> None:
+    def __init__(self, template: Release, n: int | None, deviations: bool = False) -> None:
         assert template.clip_norm is not None and template.scaling is not None
         b = np.array(template.scaling)
         c = None if template.center is None else np.array(template.center)
         self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size,
                                                       EXACT_CHARGE)
-        self._offset = None if c is None or not np.any(c) else \
+        self._offset = None if c is None or not np.any(c) or deviations else \
             [Fraction(float(bj)) * Fraction(float(cj)) for bj, cj in zip(b, c)]
         super().__init__(template, n)
+        self._deviations = deviations
 
     def _zero(self) -> np.ndarray:
         return np.array([0] * self._d, dtype=object)
@@ -432,7 +456,7 @@ class _ClippedSum(Accumulator):
 
     def _statistic(self) -> np.ndarray:
         """The exact statistic in the scaled space (``Fraction`` entries):
-        ``S 2^K + n (b ⊙ c)``."""
+        ``S 2^K + n (b ⊙ c)``, or ``S 2^K`` for a sum of deviations."""
         unit = Fraction(2) ** self._K
         stat = [Fraction(int(s)) * unit for s in self._total]
         if self._offset is not None:
@@ -561,6 +585,7 @@ class _ShapedLaplaceSum(_ClampedSum):
     def __init__(self, template: Release, n: int | None) -> None:
         super().__init__(template, n)
         assert template.widths is not None and template.scaling is not None
+        assert template.epsilon is not None          # pure epsilon-DP: always given
         self._scales = _laplace_scales(template.epsilon, template.sensitivity,
                                        template.scaling)
         if template.secure:
@@ -570,7 +595,9 @@ class _ShapedLaplaceSum(_ClampedSum):
     @property
     def privacy_event(self) -> PrivacyEvent:
         """What a release of this plan spends: a pure ``epsilon``-DP release."""
-        return PureEvent(self._template.epsilon)
+        eps = self._template.epsilon
+        assert eps is not None
+        return PureEvent(eps)
 
     def _generator(self, rng: Any) -> Any:
         return V.check_secure_rng(rng) if self._template.secure else V.check_rng(rng)
@@ -600,6 +627,12 @@ class _GridSum(Accumulator):
     def _noisy(self, S: np.ndarray, gen: Any) -> np.ndarray:
         t = self._template
         assert t.grid_exponent is not None
+        if self._zcdp_sigma is not None:
+            # calibrated in zCDP: N_Z(0, sigma^2) with sigma = s units (rounded up)
+            sigma = self._zcdp_sigma
+            Z = discrete_gaussian(sigma * sigma, size=self._d, rng=gen)
+            return np.array([int(a) + int(z) for a, z in zip(S, np.ravel(Z))], dtype=object)
+        assert t.epsilon is not None and t.delta is not None
         units = math.ldexp(t.sensitivity, -t.grid_exponent)      # exact: a power of two
         Y, _ = grid_gaussian_noise(S, 0, units, epsilon=t.epsilon, delta=t.delta, rng=gen)
         return Y
@@ -609,12 +642,13 @@ class _GridClippedSum(_GridSum):
     """The Gaussian-data mechanism and the clipping baseline on the grid path
     (:func:`dpsum.kernels.grid_clipped_sum`)."""
 
-    def __init__(self, template: Release, n: int | None) -> None:
+    def __init__(self, template: Release, n: int | None, deviations: bool = False) -> None:
         assert template.clip_norm is not None and template.scaling is not None
         b = np.array(template.scaling)
         c = None if template.center is None else np.array(template.center)
         self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size)
         super().__init__(template, n)
+        self._deviations = deviations
 
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
         total, clipped = accumulate_grid(block, self._plan, self._k)
@@ -622,7 +656,8 @@ class _GridClippedSum(_GridSum):
 
     def _offset(self) -> bool:
         t = self._template
-        return t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None
+        return t.neighbouring is Neighbouring.ADD_REMOVE and t.center is not None \
+            and not self._deviations
 
     def _statistic(self) -> np.ndarray:
         """The exact integer statistic in grid units; under add-remove with a
@@ -641,7 +676,7 @@ class _GridClippedSum(_GridSum):
         # a function of the noisy integers: exact, rounded once, saturated
         estimate = noisy_estimate([Fraction(int(y)) * Fraction(2) ** self._K for y in Y],
                                   np.zeros(self._d), t.scaling)
-        if t.center is not None and not self._offset():
+        if t.center is not None and not self._offset() and not self._deviations:
             with np.errstate(over="ignore"):              # replace-one: n is public
                 estimate = np.clip(estimate + self._rows * t.center, -_FLOAT_MAX, _FLOAT_MAX)
         return estimate
@@ -683,6 +718,7 @@ def _norm_upper(v: np.ndarray) -> float:
 def _grid_template(template: Release, K: int, units: float) -> Release:
     """The grid path's release parameters: the discrete Gaussian calibrated to
     the integer statistic's sensitivity ``units`` (grid units), as in memory."""
+    assert template.epsilon is not None and template.delta is not None
     sigma = discrete_gaussian_sigma(template.epsilon, template.delta, units)
     scale = math.ldexp(sigma, K)
     if template.widths is not None:              # the Elliptical Gaussian mechanism: per-coordinate units
@@ -1025,6 +1061,66 @@ def shaped_laplace_accumulator(widths: ArrayLike, *, epsilon: float, n: int | No
     return _ShapedLaplaceSum(template, nn)
 
 
+def deviation_accumulator(clip_norm: float, scaling: np.ndarray, center: np.ndarray, *,
+                          multiplier: float, neighbouring: Neighbouring, secure: bool,
+                          lower: np.ndarray | None = None, upper: np.ndarray | None = None
+                          ) -> Accumulator:
+    r"""The empty accumulator of a clipped sum of deviations, calibrated in zCDP.
+
+    On trusted, validated inputs (the private pipeline's last step and its box
+    path, :mod:`dpsum.pipeline.mean`; not part of the public lists). The pass
+    is the clipped sum's of :func:`gaussian_data_accumulator`: each row's
+    ``(x - c) ⊙ b`` clipped at ``C`` and rounded to the grid, the integers
+    summed exactly, but the centre is **not** added back (``n c`` is the
+    caller's: the pipeline adds its own count times ``c``), so the sensitivity
+    is ``2C`` under replace-one and ``C`` under add-remove. The noise is
+    calibrated by the noise multiplier ``s`` (the Gaussian mechanism of
+    sensitivity 1 with noise ``s`` is ``1 / (2 s^2)``-zCDP, the record's
+    ``rho``), not by ``(epsilon, delta)``:
+
+    - float path: Gaussian noise ``s Delta`` per coordinate of the scaled sum,
+      added exactly, divided by ``b`` and rounded once;
+    - grid path (``secure=True``): the exact discrete Gaussian of scale
+      ``sigma = s u (1 + 10^-12)`` (``u`` the integer sensitivity in grid units,
+      rounded up: never less noise), the same zCDP, added to the integers.
+
+    The release's ``estimate`` is the noisy sum of deviations in the data's
+    units; ``noise_std`` its standard deviation (on the grid path
+    ``discrete_scale`` is the discrete Gaussian's scale, ``2^K / b`` one grid
+    unit). With ``lower``, ``upper`` the accumulator also counts the rows
+    outside the box (:attr:`Accumulator.rows_outside`, not private).
+    """
+    C = float(clip_norm)
+    b = np.asarray(scaling, dtype=float)
+    d = b.size
+    s = float(multiplier)
+    base: dict[str, Any] = dict(estimate=np.zeros(d), scaling=b, clip_norm=C, epsilon=None,
+                                delta=None,
+                neighbouring=neighbouring, mechanism=Mechanism.CLIPPED_GAUSSIAN,
+                center=center, lower=lower, upper=upper, rho=0.5 / (s * s))
+    if not secure:
+        sens = clipped_sum_sensitivity(C, neighbouring)
+        with np.errstate(over="ignore"):
+            std = np.clip(s * sens / b, -_FLOAT_MAX, _FLOAT_MAX)
+        template = Release(noise_std=std, sigma_opt=s, sensitivity=sens,
+                           calibration=Calibration.ZCDP, **base)
+        return _ClippedSum(template, None, deviations=True)
+    K = grid_exponent(C, d)
+    units = math.ldexp(C, -K) * (1 + 2.0 ** -50)
+    if neighbouring is Neighbouring.REPLACE:
+        units *= 2
+    sigma = s * units * (1 + 1e-12)              # rounded up: never less noise
+    scale = math.ldexp(sigma, K) / b
+    template = Release(noise_std=scale * (discrete_gaussian_std(sigma) / sigma),
+                       sigma_opt=sigma / units, sensitivity=math.ldexp(units, K),
+                       calibration=Calibration.DISCRETE, secure=True, grid_exponent=K,
+                       discrete_scale=scale, **base)
+    acc = _GridClippedSum(template, None, deviations=True)
+    assert acc._K == K                           # the kernel's grid is the template's
+    acc._zcdp_sigma = sigma
+    return acc
+
+
 def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
     """The empty accumulator of the set-up recorded in ``release``.
 
@@ -1041,6 +1137,9 @@ def accumulator_for(release: Release, n: int | None = None) -> Accumulator:
     """
     if not isinstance(release, Release):
         raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    if release.epsilon is None or release.delta is None:
+        raise ValueError("release was calibrated in zCDP (rho) without an (epsilon, delta) "
+                         "guarantee: its set-up is not one of the accumulators' mechanisms")
     if release.mechanism is Mechanism.ELLIPTICAL_GAUSSIAN:
         return _GridClampedSum(release, n) if release.secure else _ClampedSum(release, n)
     if release.mechanism in (Mechanism.GAUSSIAN_DATA, Mechanism.CLIPPED_GAUSSIAN):

@@ -70,6 +70,9 @@ class Mechanism(_StrEnum):
     LAPLACE = "laplace"
     #: The shaped Laplace mechanism: Laplace noise shaped to a box (pure epsilon-DP).
     SHAPED_LAPLACE = "shaped laplace"
+    #: The private pipeline (:func:`dpsum.pipeline.private_mean`,
+    #: :func:`dpsum.pipeline.private_sum`): a :class:`PipelineRelease`.
+    PRIVATE_PIPELINE = "private pipeline"
 
 
 class Calibration(_StrEnum):
@@ -93,6 +96,9 @@ class Calibration(_StrEnum):
     #: The grid path's discrete Laplace: scale (integer L1 sensitivity) /
     #: epsilon on the grid, pure epsilon-DP.
     DISCRETE_LAPLACE = "discrete laplace"
+    #: Zero-concentrated DP (Bun and Steinke 2016): Gaussian noise of
+    #: multiplier ``sigma_opt`` is ``1 / (2 sigma_opt^2)``-zCDP (``rho``).
+    ZCDP = "gaussian (zCDP)"
 
 
 
@@ -121,8 +127,9 @@ class Release(V.Record):
         The scaling vector ``b`` (the Elliptical Gaussian and Gaussian-data mechanisms), or None.
     clip_norm : float or None
         The clip radius ``C`` in the scaled space, or None if nothing is clipped.
-    epsilon, delta : float
-        The privacy guarantee.
+    epsilon, delta : float or None
+        The privacy guarantee; None for a release calibrated in zCDP
+        (:attr:`rho`) without a conversion to ``(epsilon, delta)``.
     neighbouring : Neighbouring
         The neighbouring relation the guarantee refers to.
     sigma_opt : float
@@ -197,6 +204,11 @@ class Release(V.Record):
         clamped mean lies in the box, so the projection never increases the
         error), and the intervals are intersected with the box. None when
         nothing was projected.
+    rho : float or None
+        The zCDP of a release calibrated by a noise multiplier in zCDP (the
+        private pipeline's steps: Gaussian noise ``sigma_opt * sensitivity``
+        is ``1 / (2 sigma_opt^2)``-zCDP); None for a release calibrated in
+        ``(epsilon, delta)``.
     objective : str
         What the noise's shape minimises: ``"total"`` (the expected squared
         error in the data's units), ``"relative"`` (relative to each
@@ -219,8 +231,8 @@ class Release(V.Record):
     noise_std: np.ndarray
     scaling: np.ndarray | None
     clip_norm: float | None
-    epsilon: float
-    delta: float
+    epsilon: float | None
+    delta: float | None
     neighbouring: Neighbouring
     sigma_opt: float
     sensitivity: float
@@ -244,6 +256,7 @@ class Release(V.Record):
     notes: tuple = ()
     accounting: str = ONE_OFF
     unprojected: np.ndarray | None = None
+    rho: float | None = None
     objective: str = "total"
     objective_weights: np.ndarray | None = None
 
@@ -254,7 +267,7 @@ class Release(V.Record):
     @property
     def sensitivity_norm(self) -> str:
         """``"L1"`` for the Laplace mechanism, ``"L2"`` for the others: the norm
-        in which :attr:`sensitivity` is measured."""
+        in which :attr:`~dpsum.release.Release.sensitivity` is measured."""
         return "L1" if self.mechanism is Mechanism.LAPLACE else "L2"
 
     @property
@@ -302,7 +315,23 @@ class Release(V.Record):
         return data_intervals(self, beta, simultaneous=simultaneous)
 
     def __repr__(self) -> str:
-        return _short_repr(self, "Release", str(self.mechanism))
+        return _short_repr(self, "Release", self._who())
+
+    # -- what differs between the records: the module's functions call these
+    def _who(self) -> str:
+        return str(self.mechanism)
+
+    def _bites(self) -> bool:
+        return _release_bites(self)
+
+    def _intervals(self, beta: Any, simultaneous: Any) -> Intervals:
+        return _release_intervals(self, beta, simultaneous)
+
+    def _ball(self, beta: Any) -> ConfidenceBall:
+        return _release_ball(self, beta)
+
+    def _data_intervals(self, b: float, sim: bool) -> Intervals:
+        return _release_data_intervals(self, b, sim)
 
     def summary(self, beta: float = 0.05, rows: int = 10) -> str:
         """A plain-text table: per coordinate the estimate, the ``(1 - beta)``
@@ -347,8 +376,13 @@ def _release_fields(rec: Release) -> dict:
     out["scaling"] = V.record_array(rec.scaling, "scaling", positive=True, size=d)
     out["clip_norm"] = V.record_scalar(rec.clip_norm, "clip_norm", low=0.0, closed_low=False,
                                        optional=True)
-    out["epsilon"] = V.check_epsilon(rec.epsilon, scalar=True)
-    out["delta"] = V.check_delta(rec.delta, allow_zero=True, scalar=True)
+    out["rho"] = None if rec.rho is None else V.check_positive(rec.rho, "rho", scalar=True)
+    # calibrated in zCDP (rho), the (epsilon, delta) conversion is optional
+    zcdp = out["rho"] is not None
+    out["epsilon"] = None if zcdp and rec.epsilon is None else \
+        V.check_epsilon(rec.epsilon, scalar=True)
+    out["delta"] = None if zcdp and rec.delta is None else \
+        V.check_delta(rec.delta, allow_zero=True, scalar=True)
     out["neighbouring"] = Neighbouring.parse(rec.neighbouring)
     out["sigma_opt"] = V.check_positive(rec.sigma_opt, "sigma_opt", scalar=True)
     out["sensitivity"] = V.check_positive(rec.sensitivity, "sensitivity", scalar=True)
@@ -442,37 +476,48 @@ class BudgetSplit(V.Record):
 
 
 @dataclass(frozen=True)
-class PipelineRelease(V.Record):
-    """What :func:`~dpsum.pipeline.private_mean` / :func:`~dpsum.pipeline.private_sum` release.
+class PipelineRelease(Release):
+    """What :func:`~dpsum.pipeline.private_mean` / :func:`~dpsum.pipeline.private_sum`
+    release: a :class:`Release` plus the pipeline's steps.
 
     Every field is a private output or a function of public inputs and
     earlier private outputs; nothing is a non-private statistic of the data.
+    The fields of :class:`Release` keep their meaning, with these values:
+
+    - ``mechanism`` is :attr:`~dpsum.release.Mechanism.PRIVATE_PIPELINE`;
+      ``calibration`` is :attr:`~dpsum.release.Calibration.ZCDP`, or
+      :attr:`~dpsum.release.Calibration.DISCRETE` with ``secure=True``;
+    - ``rho`` is the total zCDP of all steps; ``epsilon`` and ``delta`` the
+      composed guarantee (``guarantee``) when the budget was given as
+      ``(epsilon, delta)``, None for a ``rho`` budget;
+    - ``center`` is the private center (step 1), ``scaling`` the scaling
+      vector ``b`` (step 4; all ones for ``scaling="isotropic"``),
+      ``clip_norm`` the clip radius ``C`` in the scaled space (step 5),
+      ``clip_probability`` the model probability ``p_C`` that ``C`` targets;
+      ``sigma_opt`` and ``sensitivity`` are the last step's noise multiplier
+      and its sensitivity in the scaled space (``2C``, or ``C`` under
+      add-remove);
+    - ``noise_std`` is the standard deviation of the Gaussian noise in each
+      coordinate of the estimate (for the mean under add-remove, relative to
+      ``count``); with ``secure=True`` the discrete Gaussian's scale
+      parameter (at least its standard deviation), see ``grid_unit``;
+    - ``n`` is the public row count under replace-one (None under add-remove:
+      see ``count``);
+    - ``lower`` and ``upper`` are the public box;
+    - with ``diagnostics=True`` (the default), ``clip_count`` is a private
+      count of the rows the last step clipped and ``clip_count_std`` the
+      standard deviation of its Gaussian noise (and of ``outside_count``'s),
+      released with the share ``diagnostics_share`` of ``rho``;
+    - ``unprojected``: for a mean, the estimate before its projection onto
+      the box.
 
     Attributes
     ----------
-    estimate : numpy.ndarray, shape (d,)
-        The private mean or sum.
-    statistic : str
-        ``"mean"`` or ``"sum"``.
     count : float
         The number of rows: public ``n`` under replace-one, the private
         Gaussian count under add-remove.
-    center : numpy.ndarray, shape (d,)
-        The private center (step 1).
     scales : numpy.ndarray or None
         The private per-coordinate scales (step 3); None for ``scaling="isotropic"``.
-    scaling : numpy.ndarray, shape (d,)
-        The scaling vector ``b`` (step 4; all ones for ``scaling="isotropic"``).
-    clip_norm : float
-        The clip radius ``C`` in the scaled space (step 5).
-    clip_probability : float
-        The model probability ``p_C`` that ``C`` targets.
-    noise_std : numpy.ndarray, shape (d,)
-        Standard deviation of the Gaussian noise in each coordinate of the
-        estimate (for the mean under add-remove, relative to ``count``).
-    neighbouring : Neighbouring
-    rho : float
-        The total zCDP of all steps.
     budget : BudgetSplit
         The shares of ``rho`` the steps used.
     steps : tuple of PrivacyStep
@@ -486,74 +531,29 @@ class PipelineRelease(V.Record):
         isotropic"``, ``"vector center, scaled"``, ``"vector center,
         isotropic"`` or ``"box"`` (the Elliptical Gaussian mechanism on the
         public box); see :func:`dpsum.pipeline.private_mean`.
-    secure : bool
-        True when the final release took the grid path (``secure=True``).
-    lower, upper : numpy.ndarray or None
-        The public box.
-    columns : tuple or None
-        The column labels of a pandas input.
-    clip_count, outside_count : float or None
-        With ``diagnostics=True`` (the default): private counts of the rows
-        the last step clipped and of the rows outside the box, released with
-        the ``diagnostics`` share of the budget; Gaussian noise of standard
-        deviation ``diagnostics_std`` each.
-    diagnostics_std : float or None
-    notes : tuple of str
-        The warnings the release raised (about its public inputs or its size).
+    outside_count : float or None
+        With ``diagnostics=True``: a private count of the rows outside the box.
     grid_unit : numpy.ndarray or None
         With ``secure=True``: one grid unit of the last step per coordinate,
         in the units of the estimate. ``noise_std`` then holds the discrete
         Gaussian's scale parameter (at least its standard deviation), and the
         intervals and balls widen by one unit, since
         ``Pr[|Z| > t] <= 2 Phi(-t / sigma)`` at integers ``t``.
-    accounting : str
-        Where the release's budget is accounted: ``"session <id>, entry <k>"``
-        of a :class:`dpsum.session.Session`'s ledger, or ``"one-off: ..."`` for a
-        release made without a session (accounted on its own).
     """
 
-    estimate: np.ndarray
-    statistic: str
-    count: float
-    center: np.ndarray
-    scales: np.ndarray | None
-    scaling: np.ndarray
-    clip_norm: float
-    clip_probability: float
-    noise_std: np.ndarray
-    neighbouring: Neighbouring
-    rho: float
-    budget: BudgetSplit
+    count: float = 0.0
+    scales: np.ndarray | None = None
+    budget: BudgetSplit | None = None
     steps: tuple = field(default=())
     guarantee: ComposedGuarantee | None = None
     strategy: str = "coordinate center, scaled"
-    secure: bool = False
-    lower: np.ndarray | None = None
-    upper: np.ndarray | None = None
-    columns: tuple | None = None
-    clip_count: float | None = None
     outside_count: float | None = None
-    diagnostics_std: float | None = None
-    notes: tuple = ()
     grid_unit: np.ndarray | None = None
-    accounting: str = ONE_OFF
-    unprojected: np.ndarray | None = None
-    objective: str = "total"
-    objective_weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         for name, value in _pipeline_fields(self).items():
             object.__setattr__(self, name, value)
-
-    @property
-    def epsilon(self) -> float | None:
-        """The composed epsilon (None for a ``rho`` budget)."""
-        return None if self.guarantee is None else self.guarantee.epsilon
-
-    @property
-    def delta(self) -> float | None:
-        """The composed delta (None for a ``rho`` budget)."""
-        return None if self.guarantee is None else self.guarantee.delta
 
     @property
     def target(self) -> str:
@@ -561,38 +561,68 @@ class PipelineRelease(V.Record):
         return f"the {self.statistic} of the clipped rows" + (
             " rounded to the grid" if self.secure else "")
 
-    def confidence_intervals(self, beta: float = 0.05, *, simultaneous: bool = False
-                             ) -> Intervals:
-        """Per-coordinate ``(1 - beta)`` intervals for the sum or mean of the clipped
-        rows (:attr:`target`); see :func:`dpsum.release.confidence_intervals`."""
-        return confidence_intervals(self, beta, simultaneous=simultaneous)
-
-    def data_intervals(self, beta: float = 0.05, *, simultaneous: bool = False) -> Intervals:
-        """Intervals for the data sum or mean, from the private clip count and the
-        box; see :func:`dpsum.release.data_intervals`."""
-        return data_intervals(self, beta, simultaneous=simultaneous)
-
     def __repr__(self) -> str:
-        return _short_repr(self, "PipelineRelease", f"private_{self.statistic}")
+        return _short_repr(self, "PipelineRelease", self._who())
 
-    def summary(self, beta: float = 0.05, rows: int = 10) -> str:
-        """A plain-text table: estimate, interval half-width, noise std per
-        coordinate; clip radius, counts, guarantee and budget by step, rounded."""
-        return _summary(self, beta, rows)
+    def _who(self) -> str:
+        return f"private_{self.statistic}"
 
-    def to_dict(self, beta: float = 0.05) -> dict:
-        """The release as plain JSON-ready data (see :meth:`Release.to_dict`)."""
-        return _to_dict(self, beta)
+    def _bites(self) -> bool:
+        if self.clip_count is None or self.clip_count_std is None:
+            return False
+        n = max(float(self.count), 1.0)
+        assert self.clip_probability is not None
+        return (clipping_excess(self.clip_count, self.clip_count_std,
+                                self.clip_probability * n, n)
+                or clipping_excess(self.outside_count or 0.0, self.clip_count_std, 0.0, n))
 
-    def to_pandas(self, beta: float = 0.05) -> Any:
-        """A :class:`pandas.DataFrame` indexed by the input's columns (see
-        :meth:`~dpsum.release.Release.to_pandas`)."""
-        return _to_pandas(self, beta)
+    def _intervals(self, beta: Any, simultaneous: Any) -> Intervals:
+        b = float(V.check_probability(beta, "beta", scalar=True))
+        sim = V.check_bool(simultaneous, "simultaneous")
+        lo, hi = pipeline_intervals(_unprojected(self), b, sim)
+        if self.grid_unit is not None:
+            lo, hi = lo - self.grid_unit, hi + self.grid_unit
+        return Intervals(lo, hi, target=self.target, level=1 - b, simultaneous=sim,
+                         columns=self.columns)
 
-    def confidence_ball(self, beta: float) -> ConfidenceBall:
-        """The ``(1 - beta)`` ball around the estimate for the sum or mean of the
-        clipped rows; see :func:`dpsum.release.confidence_ball`."""
-        return confidence_ball(self, beta)
+    def _ball(self, beta: Any) -> ConfidenceBall:
+        b = float(V.check_probability(beta, "beta", scalar=True))
+        extra = 0.0 if self.grid_unit is None else float(np.linalg.norm(self.grid_unit))
+        return ConfidenceBall(center=np.asarray(_unprojected(self).estimate, dtype=float),
+                              radius=pipeline_radius(self, b) + extra, beta=b,
+                              target=self.target)
+
+    def _data_intervals(self, b: float, sim: bool) -> Intervals:
+        stat = self.statistic
+        if self.clip_count is None or self.clip_count_std is None:
+            raise ValueError("release has no private clip count: run private_mean/private_sum "
+                             "with diagnostics=True for intervals on the data mean")
+        if self.neighbouring is Neighbouring.ADD_REMOVE and stat == "mean":
+            raise ValueError("release is a private_mean under add-remove neighbouring: its "
+                             "error is not a function of public quantities (see "
+                             "confidence_intervals)")
+        assert self.lower is not None and self.upper is not None and self.center is not None
+        if clipping_excess(self.outside_count or 0.0, self.clip_count_std, 0.0,
+                           max(float(self.count), 1.0)):
+            raise ValueError("release's private count says many rows lie outside the box "
+                             "[lower, upper], the assumption of these intervals: widen the "
+                             "box (from public knowledge, not from X) and release again")
+        b_count = b / 10.0
+        lo, hi = self._intervals(b - b_count, sim)
+        # the upper quantile from the lower tail: finite however small b_count
+        k_up = max(float(self.clip_count) - self.clip_count_std * float(ndtri(b_count)), 0.0)
+        reach = np.maximum(self.upper - self.center, self.center - self.lower)
+        loss = k_up * np.maximum(reach, 0.0)
+        if stat == "mean":
+            loss = loss / max(float(self.count), 1.0)
+        lo, hi = lo - loss, hi + loss
+        if self.unprojected is not None:
+            # under the assumption the data mean lies in the box (clamping is
+            # monotone: the ends still bracket it and the projected estimate)
+            lo, hi = np.clip(lo, self.lower, self.upper), np.clip(hi, self.lower, self.upper)
+        return Intervals(lo, hi, target=f"the data {stat}",
+                         level=1 - b, simultaneous=sim, columns=self.columns,
+                         assumption="every row lies in the box [lower, upper]")
 
 
 #: Mechanism names of the releases whose noise is a continuous Gaussian with
@@ -617,14 +647,10 @@ def clipping_bites(release: Any) -> bool:
     design expected (rows clipped, or rows outside the box): its confidence
     intervals then cover the clipped (clamped) rows' statistic, far from the
     data's. A function of released values only."""
-    if isinstance(release, PipelineRelease):
-        if release.clip_count is None or release.diagnostics_std is None:
-            return False
-        n = max(float(release.count), 1.0)
-        return (clipping_excess(release.clip_count, release.diagnostics_std,
-                                release.clip_probability * n, n)
-                or clipping_excess(release.outside_count or 0.0, release.diagnostics_std,
-                                   0.0, n))
+    return isinstance(release, Release) and release._bites()
+
+
+def _release_bites(release: Release) -> bool:
     if release.clip_count is None or release.clip_count_std is None or release.n is None:
         return False
     expected = 0.0
@@ -646,6 +672,11 @@ def require_gaussian_noise(release: Any, *, laplace: bool = False) -> Release:
         raise ValueError("release comes from the Laplace mechanism: the norm of Laplace noise "
                          "is not a generalized chi-square; use confidence_intervals, whose "
                          "per-coordinate and simultaneous statements are exact for it")
+    if release.mechanism is Mechanism.PRIVATE_PIPELINE:
+        raise ValueError("release comes from the private pipeline (private_mean or "
+                         "private_sum), whose steps are private too: this statement is for "
+                         "a single mechanism's release; use the release's own "
+                         "confidence_intervals, confidence_ball or data_intervals")
     if release.mechanism not in _GAUSSIAN_MECHANISMS:
         raise ValueError(
             f"release comes from mechanism {str(release.mechanism)!r}, whose noise is not a "
@@ -747,14 +778,12 @@ def confidence_intervals(release: Release | PipelineRelease, beta: float = 0.05,
     >>> bool(np.allclose(hi - lo, 2 * noise_coordinate_quantile(pm.noise_std, 1 - 0.95 ** 0.5)))
     True
     """
-    if isinstance(release, PipelineRelease):
-        b = float(V.check_probability(beta, "beta", scalar=True))
-        sim = V.check_bool(simultaneous, "simultaneous")
-        lo, hi = pipeline_intervals(_unprojected(release), b, sim)
-        if release.grid_unit is not None:
-            lo, hi = lo - release.grid_unit, hi + release.grid_unit
-        return Intervals(lo, hi, target=release.target, level=1 - b, simultaneous=sim,
-                         columns=release.columns)
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    return release._intervals(beta, simultaneous)
+
+
+def _release_intervals(release: Release, beta: Any, simultaneous: Any) -> Intervals:
     rel = require_gaussian_noise(release, laplace=True)
     b = float(V.check_probability(beta, "beta", scalar=True))
     simultaneous = V.check_bool(simultaneous, "simultaneous")
@@ -818,12 +847,12 @@ def confidence_ball(release: Release | PipelineRelease, beta: float) -> Confiden
     >>> confidence_ball(ps, 0.05).radius == noise_norm_quantile(ps.noise_std, 0.05)
     True
     """
-    if isinstance(release, PipelineRelease):
-        b = float(V.check_probability(beta, "beta", scalar=True))
-        extra = 0.0 if release.grid_unit is None else float(np.linalg.norm(release.grid_unit))
-        return ConfidenceBall(center=np.asarray(_unprojected(release).estimate, dtype=float),
-                              radius=pipeline_radius(release, b) + extra, beta=b,
-                              target=release.target)
+    if not isinstance(release, Release):
+        raise TypeError(f"release must be a dpsum Release, got {type(release).__name__}")
+    return release._ball(beta)
+
+
+def _release_ball(release: Release, beta: Any) -> ConfidenceBall:
     rel = require_gaussian_noise(release)
     grid = grid_noise_law(rel)
     if grid is None:
@@ -929,41 +958,13 @@ def data_intervals(release: Release | PipelineRelease, beta: float = 0.05, *,
     # beta is split in parts (noise, count or clipping loss): at least 1e-300
     b = float(V.check_failure_probability(beta, "beta"))
     sim = V.check_bool(simultaneous, "simultaneous")
+    return release._data_intervals(b, sim)
+
+
+def _release_data_intervals(release: Release, b: float, sim: bool) -> Intervals:
     est = np.asarray(release.estimate, dtype=float)
     m = est.size
     stat = release.statistic
-    if isinstance(release, PipelineRelease):
-        if release.clip_count is None or release.diagnostics_std is None:
-            raise ValueError("release has no private clip count: run private_mean/private_sum "
-                             "with diagnostics=True for intervals on the data mean")
-        if release.neighbouring is Neighbouring.ADD_REMOVE and stat == "mean":
-            raise ValueError("release is a private_mean under add-remove neighbouring: its "
-                             "error is not a function of public quantities (see "
-                             "confidence_intervals)")
-        assert release.lower is not None and release.upper is not None
-        if clipping_excess(release.outside_count or 0.0, release.diagnostics_std, 0.0,
-                           max(float(release.count), 1.0)):
-            raise ValueError("release's private count says many rows lie outside the box "
-                             "[lower, upper], the assumption of these intervals: widen the "
-                             "box (from public knowledge, not from X) and release again")
-        b_count = b / 10.0
-        lo, hi = confidence_intervals(release, b - b_count, simultaneous=sim)
-        # the upper quantile from the lower tail: finite however small b_count
-        k_up = max(float(release.clip_count) - release.diagnostics_std * float(
-            ndtri(b_count)), 0.0)
-        reach = np.maximum(release.upper - release.center, release.center - release.lower)
-        loss = k_up * np.maximum(reach, 0.0)
-        if stat == "mean":
-            loss = loss / max(float(release.count), 1.0)
-        lo, hi = lo - loss, hi + loss
-        if release.unprojected is not None:
-            # under the assumption the data mean lies in the box (clamping is
-            # monotone: the ends still bracket it and the projected estimate)
-            lo, hi = np.clip(lo, release.lower, release.upper), np.clip(hi, release.lower,
-                                                                       release.upper)
-        return Intervals(lo, hi, target=f"the data {stat}",
-                         level=1 - b, simultaneous=sim, columns=release.columns,
-                         assumption="every row lies in the box [lower, upper]")
     rel = require_gaussian_noise(release, laplace=True)
     if rel.mechanism in (Mechanism.ELLIPTICAL_GAUSSIAN, Mechanism.GAUSSIAN_DATA) and \
             clipping_bites(rel):
@@ -1030,7 +1031,7 @@ def _guarantee(rel: Any) -> dict:
     """epsilon, delta (rounded), neighbouring relation, and rho where there is one."""
     out: dict = {"epsilon": _rounded(rel.epsilon), "delta": _rounded(rel.delta),
                  "neighbouring": _relation(rel)}
-    if isinstance(rel, PipelineRelease):
+    if rel.rho is not None:
         out["rho"] = _rounded(rel.rho)
     if rel.notes:
         out["warnings"] = list(rel.notes)
@@ -1038,27 +1039,18 @@ def _guarantee(rel: Any) -> dict:
 
 
 def _pipeline_fields(rec: PipelineRelease) -> dict:
-    """The checked fields of a :class:`PipelineRelease`, each error naming its field."""
-    estimate = V.record_array(rec.estimate, "estimate", finite=False, optional=False)
-    assert estimate is not None
+    """The checked fields a :class:`PipelineRelease` adds (its :class:`Release`
+    fields checked by :func:`_release_fields`), and the common fields it
+    requires; each error names its field."""
+    estimate = rec.estimate
     d = estimate.size
     if estimate.ndim != 1:
         raise ValueError(f"estimate must be a vector, got shape {estimate.shape}")
-    out: dict = {"estimate": estimate}
-    out["statistic"] = V.check_choice(rec.statistic, "statistic", ("sum", "mean"))
-    out["count"] = V.record_scalar(rec.count, "count")
-    out["center"] = V.record_array(rec.center, "center", size=d, optional=False)
+    for name in ("center", "scaling", "clip_norm", "clip_probability", "rho"):
+        if getattr(rec, name) is None:
+            raise TypeError(f"{name} must be given for a PipelineRelease, got None")
+    out: dict = {"count": V.record_scalar(rec.count, "count")}
     out["scales"] = V.record_array(rec.scales, "scales", positive=True, size=d)
-    out["scaling"] = V.record_array(rec.scaling, "scaling", positive=True, size=d,
-                                    optional=False)
-    out["clip_norm"] = V.record_scalar(rec.clip_norm, "clip_norm", low=0.0, closed_low=False)
-    out["clip_probability"] = V.record_scalar(rec.clip_probability, "clip_probability",
-                                              low=0.0, high=1.0, closed_low=False,
-                                              closed_high=False)
-    out["noise_std"] = V.record_array(rec.noise_std, "noise_std", positive=True, size=d,
-                                      optional=False)
-    out["neighbouring"] = Neighbouring.parse(rec.neighbouring)
-    out["rho"] = V.check_positive(rec.rho, "rho", scalar=True)
     if not isinstance(rec.budget, BudgetSplit):
         raise TypeError(f"budget must be a BudgetSplit, got {V.describe(rec.budget)}")
     out["steps"] = V.record_choice_tuple(rec.steps, "steps", object)
@@ -1067,19 +1059,8 @@ def _pipeline_fields(rec: PipelineRelease) -> dict:
                         f"got {V.describe(rec.guarantee)}")
     if not isinstance(rec.strategy, str):
         raise TypeError(f"strategy must be a str, got {V.describe(rec.strategy)}")
-    out["secure"] = V.check_bool(rec.secure, "secure")
-    out.update(_box_fields(rec, d))
-    out["columns"] = V.record_choice_tuple(rec.columns, "columns", object, optional=True)
-    out["clip_count"] = V.record_scalar(rec.clip_count, "clip_count", optional=True)
     out["outside_count"] = V.record_scalar(rec.outside_count, "outside_count", optional=True)
-    out["diagnostics_std"] = V.record_scalar(rec.diagnostics_std, "diagnostics_std", low=0.0,
-                                             optional=True)
-    out["notes"] = V.record_choice_tuple(rec.notes, "notes")
     out["grid_unit"] = V.record_array(rec.grid_unit, "grid_unit", positive=True, size=d)
-    if not isinstance(rec.accounting, str):
-        raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
-    out["unprojected"] = _unprojected_field(rec, estimate)
-    out.update(_objective_fields(rec, d))
     return out
 
 
@@ -1087,7 +1068,7 @@ def _short_repr(rel: Any, kind: str, who: str) -> str:
     d = int(np.size(rel.estimate))
     eps = "?" if rel.epsilon is None else f"{rel.epsilon:.4g}"
     dlt = "?" if rel.delta is None else f"{rel.delta:.3g}"
-    if rel.epsilon is None and isinstance(rel, PipelineRelease):
+    if rel.epsilon is None and rel.rho is not None:
         eps, dlt = f"rho={rel.rho:.4g}", "-"
     secure = ", secure" if rel.secure else ""
     text = (f"{kind}({who}, {rel.statistic} of {d} coordinates, epsilon={eps}, delta={dlt}, "
@@ -1127,7 +1108,7 @@ def _summary(rel: Any, beta: float, rows: int) -> str:
                  + (f", rho={g['rho']}" if "rho" in g else ""))
     if getattr(rel, "clip_norm", None) is not None:
         lines.append(f"clip radius (scaled space): {rel.clip_norm:.4g}")
-    if isinstance(rel, PipelineRelease):
+    if getattr(rel, "budget", None) is not None:
         shares = ", ".join(f"{k} {v:.3g}" for k, v in rel.budget.as_dict().items() if v > 0)
         lines.append(f"budget by step (shares of rho): {shares}")
     if rel.clip_count is not None:
@@ -1168,7 +1149,7 @@ def _jsonable(x: Any) -> Any:
 def _to_dict(rel: Any, beta: float) -> dict:
     beta = float(V.check_probability(beta, "beta", scalar=True))  # with or without intervals
     out: dict = {
-        "mechanism": str(rel.mechanism) if isinstance(rel, Release) else f"private_{rel.statistic}",
+        "mechanism": rel._who(),
         "statistic": rel.statistic,
         "estimate": _jsonable(np.asarray(rel.estimate, dtype=float)),
         "columns": None if rel.columns is None else [str(c) for c in rel.columns],
@@ -1177,8 +1158,9 @@ def _to_dict(rel: Any, beta: float) -> dict:
                       "rounding": "epsilon and delta rounded up to 4 significant digits"},
         "secure": bool(rel.secure),
     }
-    if isinstance(rel, PipelineRelease):
+    if rel.rho is not None:
         out["guarantee"]["rho"] = _rounded(rel.rho)
+    if getattr(rel, "budget", None) is not None:
         out["guarantee"]["budget"] = rel.budget.as_dict()
     out["guarantee"]["accounting"] = rel.accounting
     public = {}
