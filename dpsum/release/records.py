@@ -448,9 +448,10 @@ class BudgetSplit(V.Record):
     with private scaling, ``spread`` (the median L1 norm of the adaptive
     choice between scaled and isotropic clipping) only with
     ``scaling="adaptive"``. ``center`` is the total of the center's steps
-    (several under the whole-vector center). ``check`` is the bias check's
-    share (the adaptive pipeline's private choice between clipping and the
-    box, taken from the mean's share).
+    (several under the whole-vector center). ``check`` is the share of the
+    adaptive pipeline's private choice between clipping and the box: the
+    bias check and its veto together (both taken from the mean's share;
+    ``release.steps`` lists them apart).
     """
 
     count: float
