@@ -289,3 +289,14 @@ def test_one_thread_holds_inside_its_block_and_on_its_thread_only(numba_kernel):
     finally:
         numba_kernel.set_threads(None)
     assert seen == [1, 2, 2]
+
+
+@settings(max_examples=300, deadline=None)
+@given(count=st.integers(-2**62, 2**62), exponent=st.integers(-1100, 60),
+       rows=st.integers(0, 2**45),
+       mid=st.floats(allow_nan=False, allow_infinity=False))
+def test_the_clamped_sums_statistic_in_integers_is_exact(count, exponent, rows, mid):
+    from dpsum.kernels._exact import dyadic_sum
+    num, den = dyadic_sum(count, exponent, rows, mid.as_integer_ratio())
+    assert den > 0 and den & (den - 1) == 0              # a power of two
+    assert Fraction(num, den) == Fraction(count) * Fraction(2) ** exponent + rows * Fraction(mid)

@@ -44,8 +44,10 @@ def to_float(q: Fraction) -> float:
     return float(q)          # correctly rounded (Fraction.__float__ divides exactly)
 
 
-def _ratio(v: Fraction | int | float) -> tuple[int, int]:
-    """``v`` as (numerator, denominator > 0), exactly."""
+def _ratio(v: Fraction | int | float | tuple[int, int]) -> tuple[int, int]:
+    """``v`` as (numerator, denominator > 0), exactly (a pair is taken as it is)."""
+    if isinstance(v, tuple):
+        return v
     if isinstance(v, Fraction):
         return v.numerator, v.denominator
     if isinstance(v, int):
@@ -53,7 +55,17 @@ def _ratio(v: Fraction | int | float) -> tuple[int, int]:
     return float(v).as_integer_ratio()
 
 
-def noisy_estimate(statistic: Iterable[Fraction | int], noise: np.ndarray,
+def dyadic_sum(count: int, exponent: int, rows: int, mid: tuple[int, int]) -> tuple[int, int]:
+    """``count 2^exponent + rows p / q`` as (numerator, denominator), exactly,
+    for ``mid = (p, q)`` with ``q`` a power of two (a float's
+    ``as_integer_ratio``): the clamped sum's exact statistic, in integers."""
+    a, da = (count << exponent, 1) if exponent >= 0 else (count, 1 << -exponent)
+    p, q = mid
+    den = max(da, q)
+    return a * (den // da) + rows * p * (den // q), den
+
+
+def noisy_estimate(statistic: Iterable[Fraction | int | tuple[int, int]], noise: np.ndarray,
                    scaling: np.ndarray | None = None) -> np.ndarray:
     """``(statistic + noise) / scaling``, computed exactly and rounded once per
     coordinate (saturating, :func:`to_float`).

@@ -60,7 +60,7 @@ from dpsum.distributions.discrete import (
     discrete_laplace_std,
 )
 from dpsum._special import norm_plus
-from dpsum.kernels._exact import noisy_estimate
+from dpsum.kernels._exact import dyadic_sum, noisy_estimate
 from dpsum.kernels._rows import rows_outside
 from dpsum.kernels.grid import (
     EXACT_CHARGE,
@@ -529,7 +529,7 @@ class _ClampedSum(Accumulator):
         half, mid = _box_parts(template)
         self._clamp = make_clamp_plan(half, mid, template.lower, template.upper)
         self._unit = [Fraction(2) ** int(g) for g in self._clamp.G]
-        self._mid_q = [Fraction(float(m)) for m in mid]
+        self._mid_q = [float(m).as_integer_ratio() for m in mid]
         super().__init__(template, n)
 
     def _zero(self) -> np.ndarray:
@@ -544,7 +544,9 @@ class _ClampedSum(Accumulator):
                         dtype=object)
 
     def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
-        stat = [v + self._rows * m for v, m in zip(self._statistic(), self._mid_q)]
+        # in integers: one exact dyadic per coordinate, no fraction arithmetic
+        stat = [dyadic_sum(int(t), int(g), self._rows, m)
+                for t, g, m in zip(self._total, self._clamp.G, self._mid_q)]
         z = gen.normal(0.0, 1.0, size=self._d) * noise_std
         return noisy_estimate(stat, z)
 
