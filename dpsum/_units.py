@@ -549,6 +549,20 @@ class UnitRows:
                               self.bounds, key)[0]
         return vectors
 
+    def describe(self) -> str | None:
+        """The record's ``privacy_unit``: None without a unit, else the
+        contribution bound in words."""
+        if self.bounds is None:
+            return None
+        return (f"a privacy unit: at most {self.bounds.max_rows} rows each, "
+                f"combined by their {self.bounds.per_unit}")
+
+    def mark(self, release: Any) -> Any:
+        """``release`` with its ``privacy_unit`` field set (a frozen record)."""
+        if self.bounds is None:
+            return release
+        return dataclasses.replace(release, privacy_unit=self.describe())
+
     def fold(self, data: Any, gen: np.random.Generator | None, plan: Any, acc: Any
              ) -> tuple[Any, Any]:
         """``(rows, accumulator)`` for a mechanism's pass: without a privacy
@@ -623,16 +637,17 @@ def unit_rows(X: Any, privacy_unit: Any, max_rows: Any, per_unit: Any,
 
 def pipeline_units(X: Any, lower: Any, upper: Any, rng: Any, privacy_unit: Any,
                    max_rows: Any, per_unit: Any, statistic: str
-                   ) -> tuple[Any, Any, Any, Any]:
+                   ) -> tuple[Any, Any, Any, Any, str | None]:
     """The privacy units of ``private_mean``/``private_sum``: ``(X, lower,
-    upper, rng)`` for the pipeline, unchanged without a privacy unit; with
+    upper, rng, description)`` for the pipeline (the description is the
+    record's ``privacy_unit``), unchanged without a privacy unit; with
     one, ``X`` becomes one row per unit (a DataFrame keeps its value
     columns' labels), the box the box of one unit's vector
     (:meth:`UnitRows.box`) and ``rng`` a Generator that has drawn the
     hashing key (None stays None: the key then comes from the OS)."""
     units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
     if not units.active:
-        return X, lower, upper, rng
+        return X, lower, upper, rng, None
     gen = None if rng is None else V.check_rng(rng)
     data, labels = V.as_dataset(units.X, "X", finite=False, empty_rows=True)
     n, d = data.shape
@@ -644,7 +659,7 @@ def pipeline_units(X: Any, lower: Any, upper: Any, rng: Any, privacy_unit: Any,
     if labels is not None:
         import pandas as pd
         vectors = pd.DataFrame(vectors, columns=list(labels))
-    return vectors, lower, upper, (rng if gen is None else gen)
+    return vectors, lower, upper, (rng if gen is None else gen), units.describe()
 
 
 # ============================================================ one bit per unit

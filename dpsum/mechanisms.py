@@ -437,6 +437,7 @@ def elliptical_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float,
     rel = _pass(data, acc).release(gen, session=sess)
     if rel.statistic == "mean":
         rel = _project_onto_box(rel)
+    rel = units.mark(rel)
     return _finish(rel, columns, "elliptical_gaussian_mechanism", 0.0, "outside the box",
                    "the box [lower, upper] probably does not contain the data; the estimate is "
                    "biased towards the box, and data_intervals refuse. Widen the box (from "
@@ -601,6 +602,7 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
     sess = _checked_session(session, acc)
     data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
+    rel = units.mark(rel)
     return _finish(rel, columns, "gaussian_data_mechanism", rel.clip_probability, "clipped",
                    "the public center or stds are probably wrong for these data (a centre "
                    "far from the data or scales too small); the estimate is biased towards "
@@ -698,6 +700,7 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
     sess = _checked_session(session, acc)
     data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
+    rel = units.mark(rel)
     return _finish(rel, columns, "clipped_gaussian_mechanism", CLIPPED_FRACTION_WARNING,
                    "clipped", "clip_norm is probably too small for these data; the estimate "
                    "is biased towards 0 and its confidence_intervals cover the clipped rows' "
@@ -966,4 +969,5 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
     sess = _checked_session(session, acc)
     data, acc = units.fold(data, gen, plan, acc)
     rel = _pass(data, acc).release(gen, session=sess)
+    rel = units.mark(rel)
     return _finish(rel, columns, "shaped_laplace_mechanism", None, "", "")

@@ -392,3 +392,21 @@ def test_a_mean_rounding_is_unbiased():
 def test_bad_unit_arguments_of_the_counts(f, kwargs, error, name):
     with pytest.raises(error, match=name):
         f(np.array([1, 0, 1, 1]), epsilon=1.0, delta=0.5, rng=0, **kwargs)
+
+
+def test_the_record_says_the_neighbours_differ_in_a_unit():
+    import dpsum
+    X = np.random.default_rng(3).uniform(0, 1, size=(40, 2))
+    ids = np.repeat(np.arange(20), 2)
+    rows = dpsum.elliptical_gaussian_mechanism(X, epsilon=1, delta=1e-6, lower=0, upper=1,
+                                               rng=0)
+    assert rows.privacy_unit is None and "privacy_unit" not in rows.to_dict()["guarantee"]
+    for rel in (dpsum.elliptical_gaussian_mechanism(X, epsilon=1, delta=1e-6, lower=0,
+                                                    upper=1, rng=0, privacy_unit=ids,
+                                                    max_rows=2, per_unit="mean"),
+                dpsum.private_mean(X, lower=0, upper=1, epsilon=1, delta=1e-6, rng=0,
+                                   privacy_unit=ids, max_rows=2, per_unit="mean")):
+        assert rel.privacy_unit == "a privacy unit: at most 2 rows each, combined by their mean"
+        assert rel.to_dict()["guarantee"]["privacy_unit"] == rel.privacy_unit
+        assert "neighbours differ in a privacy unit" in rel.summary()
+        assert rel.n in (None, 20)

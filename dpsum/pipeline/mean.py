@@ -695,6 +695,7 @@ class _Context:
         self.min_scale = (hi - lo) * ASINH_RESOLUTION
         self.mid = lo + 0.5 * (hi - lo)
         self.objective: str | np.ndarray = "total"      # set by _run
+        self.unit: str | None = None                    # the privacy unit, set by _run
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
         warnings.warn(msg, PublicInputWarning, stacklevel=stacklevel)
@@ -1200,14 +1201,14 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if sess is not None:          # refused before the unit ids or the rows are read
         sess.check(ZCDPEvent(a.stated), neighbouring=a.relation)
     unit, max_rows, per_unit = units
-    X, lower, upper, rng = pipeline_units(X, lower, upper, rng, unit, max_rows, per_unit,
-                                          statistic)
+    X, lower, upper, rng, unit_text = pipeline_units(X, lower, upper, rng, unit, max_rows,
+                                                     per_unit, statistic)
     # the boundary: type and shape, before anything reads the values; under
     # add-remove the empty dataset is data like any other
     data = as_data(X, "X")
     obj = V.check_objective(objective, data.d, frame=data.columns is not None)
     ctx = _open(a, data, lower, upper, rng, statistic, session)
-    ctx.objective = obj
+    ctx.objective, ctx.unit = obj, unit_text
     plan = _count_and_split(ctx)
     if plan.mode == "box":
         return _box_release(ctx, ctx.split.mean)
@@ -1301,7 +1302,7 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
         notes=tuple(ctx.notes), accounting=ctx.accounting, unprojected=unprojected, rho=used,
         count=count, scales=scales, budget=split, steps=steps, guarantee=guarantee,
         strategy=strategy, grid_unit=unit, **V.objective_record(ctx.objective),
-        **extra)
+        privacy_unit=ctx.unit, **extra)
 
 
 def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:

@@ -218,6 +218,11 @@ class Release(V.Record):
         record ``"total"``.
     objective_weights : numpy.ndarray or None
         The weights ``u_j`` of ``objective="weights"`` (None otherwise).
+    privacy_unit : str or None
+        What one neighbouring step changes: None for one row; with
+        ``privacy_unit=`` the contribution bound, for example
+        ``"a privacy unit: at most 3 rows each, combined by their sum"`` (the
+        relation is then over units, and ``n`` counts units).
 
     Examples
     --------
@@ -259,6 +264,7 @@ class Release(V.Record):
     rho: float | None = None
     objective: str = "total"
     objective_weights: np.ndarray | None = None
+    privacy_unit: str | None = None
 
     def __post_init__(self) -> None:
         for name, value in _release_fields(self).items():
@@ -413,6 +419,8 @@ def _release_fields(rec: Release) -> dict:
         raise TypeError(f"accounting must be a str, got {V.describe(rec.accounting)}")
     out["unprojected"] = _unprojected_field(rec, estimate)
     out.update(_objective_fields(rec, d))
+    if rec.privacy_unit is not None and not isinstance(rec.privacy_unit, str):
+        raise TypeError(f"privacy_unit must be a str or None, got {V.describe(rec.privacy_unit)}")
     return out
 
 
@@ -1107,6 +1115,8 @@ def _summary(rel: Any, beta: float, rows: int) -> str:
     g = _guarantee(rel)
     lines.append(f"guarantee: epsilon={g['epsilon']}, delta={g['delta']}, {g['neighbouring']}"
                  + (f", rho={g['rho']}" if "rho" in g else ""))
+    if getattr(rel, "privacy_unit", None) is not None:
+        lines.append(f"neighbours differ in {rel.privacy_unit}")
     if getattr(rel, "clip_norm", None) is not None:
         lines.append(f"clip radius (scaled space): {rel.clip_norm:.4g}")
     if getattr(rel, "budget", None) is not None:
@@ -1164,6 +1174,8 @@ def _to_dict(rel: Any, beta: float) -> dict:
     if getattr(rel, "budget", None) is not None:
         out["guarantee"]["budget"] = rel.budget.as_dict()
     out["guarantee"]["accounting"] = rel.accounting
+    if getattr(rel, "privacy_unit", None) is not None:
+        out["guarantee"]["privacy_unit"] = rel.privacy_unit
     public = {}
     for name in ("noise_std", "scaling", "clip_norm", "center", "clip_probability", "widths",
                  "lower", "upper", "stds", "n", "sensitivity", "grid_exponent", "count",
