@@ -1123,27 +1123,11 @@ def sample_and_threshold(bits: ArrayLike, *, epsilon: float, delta: float,
         leaves ``n`` out (None) and no bits at all is data like any other.
     rng : numpy.random.Generator, int or None
         Source of randomness.
-
-    session : dpsum.session.Session, optional
-        The analysis's budget: checked (refused if the release does not fit)
-        before the bits are read, charged before the noise is drawn. Without
-        one the release is a one-off (its record's ``accounting`` says so).
-    privacy_unit : array_like, shape (len(bits),), optional
-        Protect each **privacy unit** (a person with several bits, one per row) instead
-        of each bit: one integer or string id per bit. Each unit keeps at most
-        ``max_rows`` of its bits (chosen at random by keyed hash, the key drawn from
-        ``rng``; the same choice on any order) and becomes **one bit** (``per_unit``);
-        the mechanism then counts units, and its neighbouring relation is over units.
-        ``n`` is the number of units.
-    max_rows : int, optional
-        Bits kept per unit (``>= 1``); required with ``privacy_unit``.
-    per_unit : {"any", "mean"}, optional
-        How a unit's kept bits become its one bit: ``"any"`` (the default) is 1 when one
-        of them is 1, so the count is the number of units with the property; ``"mean"``
-        is 1 with probability the mean of its kept bits (a randomized rounding drawn
-        from ``rng``), so the count is unbiased for the sum of the units' means. A
-        unit's *sum* of bits is not offered: it moves the count by up to ``max_rows``,
-        and this mechanism's proof allows one.
+    session, privacy_unit, max_rows, per_unit
+        As for :func:`binomial_noise_mechanism`: the session is checked
+        before the bits are read; with ``privacy_unit`` each unit keeps at
+        most ``max_rows`` bits and becomes one bit (``"any"`` or ``"mean"``),
+        and the relation is over units.
 
     Returns
     -------

@@ -904,23 +904,9 @@ def shaped_laplace_mechanism(X: ArrayLike, *, epsilon: float, widths: ArrayLike,
         checked against ``epsilon`` in exact arithmetic.
     statistic : {"sum", "mean"}
         The sum, or the mean (the noisy sum divided by the public ``n``).
-    session : dpsum.session.Session, optional
-        The analysis's budget: the release is charged to it, and refused if it
-        does not fit, before the data's values are read; its ledger entry is
-        written before the noise is drawn. Without one the release is a
-        one-off, accounted on its own (its record's ``accounting`` says so).
-    privacy_unit : column label or array_like, shape (n,), optional
-        Protect each **privacy unit** (a person with many rows) instead of each row: a
-        column label of a DataFrame ``X`` (taken out of the values) or one integer or
-        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
-        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
-        choice on any row order or split), combined into one vector by ``per_unit``; the
-        mechanism then runs on one row per unit, and its neighbouring relation is over
-        units (replace or add-remove all rows of one unit). Here the relation is
-        replace-one, so the number of units is public: it is ``n`` (the ``Release.n``
-        and a mean's denominator).
-    max_rows : int, optional
-        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    session, privacy_unit, max_rows
+        As for :func:`elliptical_gaussian_mechanism` (replace-one: the number
+        of units is public, ``n``).
     per_unit : {"sum", "mean"}, optional
         How a unit's kept rows become its one vector (default ``statistic``). The sum of
         all rows needs ``"sum"``, the mean over people ``"mean"`` (as for
