@@ -370,7 +370,9 @@ def _baselines() -> dict[str, Any]:
 
 
 #: Arguments whose name is a data name elsewhere but that are public here.
-NOT_DATA = {"precision_epsilon_lower_bound": {"bits"}, "precision_event": {"bits"}}
+NOT_DATA = {"precision_epsilon_lower_bound": {"bits"}, "precision_event": {"bits"},
+            # a record's privacy_unit is the public description of the unit bound
+            "Release": {"privacy_unit"}, "PipelineRelease": {"privacy_unit"}}
 
 
 #: Public names deliberately not driven, each with its reason. Constants
