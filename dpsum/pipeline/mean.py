@@ -1415,7 +1415,7 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         ``p_C`` in (0, 1); default :func:`default_clip_probability`.
     regularization : float
         ``lambda`` of :func:`robust_scaling`, in ``[0, 1e6]``
-        (:data:`MAX_REGULARIZATION`).
+        (:data:`~dpsum.pipeline.mean.MAX_REGULARIZATION`).
     rng : numpy.random.Generator, int or None
         Source of randomness. With ``secure=True``, None draws the last
         step's noise from the operating system's secure generator.

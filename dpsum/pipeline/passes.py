@@ -29,7 +29,7 @@ and a tree of merges on a dask array. Each per-row value is a function of
 its row alone, computed element-wise or in an order fixed per row, so the
 merged state, and every release computed from it, is the same whatever the
 engine and the chunking. The noise of each step is drawn by its finishing
-function in :mod:`dpsum.pipeline.mean` (or the accumulator's ``release``),
+function in ``dpsum.pipeline.mean`` (or the accumulator's ``release``),
 once, after the pass.
 """
 

@@ -1070,8 +1070,8 @@ def deviation_accumulator(clip_norm: float, scaling: np.ndarray, center: np.ndar
     r"""The empty accumulator of a clipped sum of deviations, calibrated in zCDP.
 
     On trusted, validated inputs (the private pipeline's last step and its box
-    path, :mod:`dpsum.pipeline.mean`; not part of the public lists). The pass
-    is the clipped sum's of :func:`gaussian_data_accumulator`: each row's
+    path, ``dpsum.pipeline.mean``; not part of the public lists). The pass
+    is the clipped sum's of :func:`~dpsum.release.gaussian_data_accumulator`: each row's
     ``(x - c) ⊙ b`` clipped at ``C`` and rounded to the grid, the integers
     summed exactly, but the centre is **not** added back (``n c`` is the
     caller's: the pipeline adds its own count times ``c``), so the sensitivity
@@ -1090,7 +1090,7 @@ def deviation_accumulator(clip_norm: float, scaling: np.ndarray, center: np.ndar
     units; ``noise_std`` its standard deviation (on the grid path
     ``discrete_scale`` is the discrete Gaussian's scale, ``2^K / b`` one grid
     unit). With ``lower``, ``upper`` the accumulator also counts the rows
-    outside the box (:attr:`Accumulator.rows_outside`, not private).
+    outside the box (:attr:`~dpsum.release.Accumulator.rows_outside`, not private).
     """
     C = float(clip_norm)
     b = np.asarray(scaling, dtype=float)
