@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from dpsum import _validation as V
-from dpsum.data import Dataset, Pass, is_dask_array
+from dpsum.data import Dataset, Pass, as_data, is_dask_array
 from dpsum.kernels._compiled import one_thread
 from dpsum.release.accumulator import Accumulator
 
@@ -56,27 +56,11 @@ def _dask() -> Any:
     return dask
 
 
-def check_matrix(X: Any) -> Any:
-    """``X`` as a dask array of real rows, one chunk across the columns.
-
-    Checks only metadata (shape, dtype, chunks): nothing is computed. A
-    chunking along the columns is undone by a rechunk (each row must be
-    clipped as a whole), with the row chunks chosen by dask's
-    ``array.chunk-size`` setting.
-    """
-    if not is_dask_array(X):
-        raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}")
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
-    if X.dtype == np.bool_ or X.dtype.kind not in "iuf":
-        raise TypeError(f"X must hold real numbers, got dtype {X.dtype}")
-    d = X.shape[1]
-    if math.isnan(d) or d == 0:
-        raise ValueError(f"X must have a known, positive number of columns, got shape {X.shape}")
-    if len(X.chunks[1]) > 1:
-        rows = "auto" if not any(math.isnan(c) for c in X.chunks[0]) else None
-        X = X.rechunk({0: rows, 1: -1}) if rows else X.rechunk({1: -1})
-    return X
+def _non_finite(index: int, start: float, m: int) -> ValueError:
+    """The error for a row chunk holding NaN or infinite values: named by
+    chunk and rows (when the chunk sizes are known), never by value."""
+    rows = "" if math.isnan(start) else f" (rows {int(start)} to {int(start) + m - 1})"
+    return ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}")
 
 
 def _fold_chunk(empty: Accumulator, block: np.ndarray, index: int, start: float) -> Accumulator:
@@ -88,10 +72,7 @@ def _fold_chunk(empty: Accumulator, block: np.ndarray, index: int, start: float)
     except ValueError:
         arr = np.asarray(block)
         if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            rows = "" if math.isnan(start) else \
-                f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"
-            raise ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}"
-                             ) from None
+            raise _non_finite(index, start, arr.shape[0]) from None
         raise
 
 
@@ -142,7 +123,10 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
                          "acc.empty()): rows folded into it before would be added to those of "
                          "X, and rows already in X counted twice")
     fan_in = V.check_integer(split_every, "split_every", minimum=2)
-    X = check_matrix(X)
+    if not is_dask_array(X):
+        raise TypeError(f"X must be a dask.array.Array, got {type(X).__name__}")
+    # the boundary's checks (metadata only) and one chunk across the columns
+    X = as_data(X, "X").rows
     if X.shape[1] != accumulator.d:
         raise ValueError(f"X must have {accumulator.d} columns, as the accumulator, "
                          f"got {X.shape[1]}")
@@ -164,9 +148,7 @@ def _block_state(plan: Any, block: np.ndarray, index: int, start: float) -> Any:
     refusing NaN and infinite values (named by chunk and rows, never by value)."""
     arr = np.ascontiguousarray(block, dtype=np.float64)    # rows contiguous, as in memory
     if not np.all(np.isfinite(arr)):
-        rows = "" if math.isnan(start) else \
-            f" (rows {int(start)} to {int(start) + arr.shape[0] - 1})"
-        raise ValueError(f"X contains NaN or infinite values in row chunk {index}{rows}")
+        raise _non_finite(index, start, arr.shape[0])
     with one_thread():            # the cluster's tasks already share the cores
         return plan.update(arr)
 
