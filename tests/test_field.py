@@ -5,28 +5,16 @@ box mechanism and its isotropic variant."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import dpsum
+from _suite import realistic_tables
 from dpsum.release import PublicInputWarning
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _suite():
-    spec = importlib.util.spec_from_file_location("realistic_tables",
-                                                  ROOT / "benchmarks" / "realistic_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("realistic_tables", mod)      # dataclasses look it up
-    spec.loader.exec_module(sys.modules["realistic_tables"])
-    return sys.modules["realistic_tables"]
 
 
 # ---------------------------------------------------------------------------
@@ -170,7 +158,7 @@ def test_pipeline_is_not_behind_the_better_fallback(name, n):
     # paired runs; "behind" is the one-sided test of the ratio of mean squared
     # errors against 1.25^2 at two standard errors (delta method), so the
     # assertion fails only when the pipeline is clearly behind the factor
-    suite = _suite()
+    suite = realistic_tables()
     res = _errors(suite, name, n, 16, 11)
     v = suite.verdict(res, n)
     assert v["ratio"] - 2 * v["ratio_se"] <= 1.25, (name, v)
@@ -180,7 +168,7 @@ def test_pipeline_error_falls_with_n_where_the_box_does():
     # one skewed column: the box's error falls 100x from 10^3 to 10^5 rows;
     # the pipeline's must fall at least 10x (before the bias check its
     # clipping bias stayed at about 700 whatever n)
-    suite = _suite()
+    suite = realistic_tables()
     small = _errors(suite, "scalar", 1000, 12, 12)
     large = _errors(suite, "scalar", 100_000, 12, 13)
     box = math.sqrt(np.mean(small["box"]) / np.mean(large["box"]))

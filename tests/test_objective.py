@@ -8,29 +8,17 @@ the realistic suite shows what the relative objective is for.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import optimize
 
 import dpsum
+from _suite import realistic_tables
 from dpsum.design import elliptical_scaling, gaussian_data_scaling, whitening_scaling
 
-ROOT = Path(__file__).resolve().parents[1]
 EPS, DLT = 1.0, 1e-6
-
-
-def _suite():
-    spec = importlib.util.spec_from_file_location("realistic_tables",
-                                                  ROOT / "benchmarks" / "realistic_tables.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("realistic_tables", mod)      # dataclasses look it up
-    spec.loader.exec_module(sys.modules["realistic_tables"])
-    return sys.modules["realistic_tables"]
 
 
 def _minimise_on(constraint_scales, weights, widths):
@@ -216,7 +204,7 @@ def test_relative_objective_fixes_the_worst_column_of_mixed_units(name, box):
     percent or less, for the pipeline and the box alike. The worst column's relative RMSE over RUNS runs has a
     relative standard error of about 1/sqrt(2 RUNS) (< 0.25); the factor 5
     asked for is many standard errors below the factor measured (60 or more)."""
-    suite = _suite()
+    suite = realistic_tables()
     t = suite.TABLES[name]
     lo, hi = t.box(box)
     worst = {}
