@@ -522,23 +522,11 @@ def gaussian_data_mechanism(X: ArrayLike, *, epsilon: float, delta: float, stds:
         (:func:`dpsum.pipeline.private_mean` releases a private count for that).
         False turns it off.
 
-    session : dpsum.session.Session, optional
-        The analysis's budget: the release is charged to it, and refused if it
-        does not fit, before the data's values are read; its ledger entry is
-        written before the noise is drawn. Without one the release is a
-        one-off, accounted on its own (its record's ``accounting`` says so).
-    privacy_unit : column label or array_like, shape (n,), optional
-        Protect each **privacy unit** (a person with many rows) instead of each row: a
-        column label of a DataFrame ``X`` (taken out of the values) or one integer or
-        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
-        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
-        choice on any row order or split), combined into one vector by ``per_unit``; the
-        mechanism then runs on one row per unit, and its neighbouring relation is over
-        units (replace or add-remove all rows of one unit). Under replace-one the number
-        of units is public: it is ``n`` (the default ``clip_probability`` ``1/n``, a
-        mean's denominator); under add-remove it is private.
-    max_rows : int, optional
-        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    session, privacy_unit, max_rows
+        As for :func:`elliptical_gaussian_mechanism`. Under replace-one the
+        number of units is public: it is ``n`` (the default
+        ``clip_probability`` ``1/n``, a mean's denominator); under add-remove
+        it is private.
     per_unit : {"sum", "mean"}, optional
         How a unit's kept rows become its one vector (default ``statistic``). ``stds``
         and ``center`` then model **one unit's vector**, not one row: with ``"mean"``
@@ -649,22 +637,9 @@ def clipped_gaussian_mechanism(X: ArrayLike, *, epsilon: float, delta: float, cl
         comes when clearly more than :data:`~dpsum.mechanisms.CLIPPED_FRACTION_WARNING` of the
         rows were clipped.
 
-    session : dpsum.session.Session, optional
-        The analysis's budget: the release is charged to it, and refused if it
-        does not fit, before the data's values are read; its ledger entry is
-        written before the noise is drawn. Without one the release is a
-        one-off, accounted on its own (its record's ``accounting`` says so).
-    privacy_unit : column label or array_like, shape (n,), optional
-        Protect each **privacy unit** (a person with many rows) instead of each row: a
-        column label of a DataFrame ``X`` (taken out of the values) or one integer or
-        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
-        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
-        choice on any row order or split), combined into one vector by ``per_unit``; the
-        mechanism then runs on one row per unit, and its neighbouring relation is over
-        units (replace or add-remove all rows of one unit). Under replace-one the number
-        of units is public (``n``); under add-remove it is private.
-    max_rows : int, optional
-        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    session, privacy_unit, max_rows
+        As for :func:`elliptical_gaussian_mechanism`. Under replace-one the
+        number of units is public (``n``); under add-remove it is private.
     per_unit : {"sum", "mean"}, optional
         How a unit's kept rows become its one vector (default ``statistic``). The unit's
         vector, not each row, is clipped to ``clip_norm``. The sum of all rows needs
