@@ -56,10 +56,12 @@ def _sequential(values) -> float:
     return total
 
 
-def test_a_float_sum_moves_more_than_its_add_remove_sensitivity():
+def test_a_sequential_sum_rounded_at_each_step_moves_more_than_c():
     """Why no path sums in floating point: 17 rows of 0.9 and one of 1/3, and
-    the same with a row 5 added (clipped to norm C = 1). Their float sum
-    crosses 16, where the spacing of floats doubles, and moves by
+    the same with a row 5 added (clipped to norm C = 1). Added left to right,
+    each addition rounded to the nearest double (emulated in exact rational
+    arithmetic by ``_sequential``, so no machine's summation enters), the sum
+    crosses 16, where the spacing of doubles doubles, and moves by
     1 + 1.8e-15 > C; a charge would have to be computed from the private n.
     The exact path moves by at most C."""
     X = np.vstack([np.full((17, 1), 0.9), [[1 / 3]]])
@@ -67,7 +69,7 @@ def test_a_float_sum_moves_more_than_its_add_remove_sensitivity():
     clip = lambda v: v * min(1.0, 1.0 / abs(v))                  # noqa: E731
     moved = abs(_q(_sequential(clip(v) for v in X[:, 0]))
                 - _q(_sequential(clip(v) for v in Y[:, 0])))
-    assert moved > 1                                   # the float sum: a leak
+    assert moved > 1                       # the rounded sequential sum: a leak
     acc = R.clipped_gaussian_accumulator(1, epsilon=EPS, delta=DELTA, clip_norm=1.0,
                                          neighbouring="add-remove")
     a, b = acc.update(X), acc.update(Y)
