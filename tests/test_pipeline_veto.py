@@ -80,3 +80,17 @@ def test_a_plain_signed_bias_switches_without_the_check():
     assert not M._signed_exceeds(25.0, 1, 0.03, 2e-4, 1.0)
     # noise alone in 10 dimensions never passes, whatever its scale
     assert not M._signed_exceeds(math.sqrt(10.0), 10, 1e6, 2e-4, 1.0)
+
+
+def test_one_reading_gives_the_check_and_the_veto_their_own_sums():
+    from dpsum.pipeline.passes import CheckAndVeto, Displacement
+    gen = np.random.default_rng(7)
+    X = gen.standard_t(2, size=(500, 6)) * 10.0 ** gen.uniform(-3, 3, size=(500, 1))
+    X[3] = 1e300
+    b, c = np.linspace(0.2, 1.0, 6), np.full(6, 0.5)
+    check = Displacement(2.0, b, c, 40.0, BITS)
+    veto = SignedDisplacement(2.0, b, c, 7.0, BITS)
+    both = CheckAndVeto(check, veto)
+    assert both.update(X) == (check.update(X), veto.update(X))
+    halves = both.merge(both.update(X[:200]), both.update(X[200:]))
+    assert halves == both.update(X)

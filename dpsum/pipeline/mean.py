@@ -95,7 +95,8 @@ from dpsum.pipeline.adaptive import (
     shrink_log_scales,
     vector_center_shares,
 )
-from dpsum.pipeline.passes import Displacement, Fold, NearCount, SignedDisplacement
+from dpsum.pipeline.passes import (CheckAndVeto, Displacement, Fold, NearCount,
+                                   SignedDisplacement)
 from dpsum.pipeline.quantiles import (
     ASINH_RESOLUTION,
     MAD_TO_STD,
@@ -879,7 +880,10 @@ def _bias_check(ctx: _Context, share: float, veto_share: float, rest: float, C: 
     relation, total = ctx.relation, ctx.total
     widths = ctx.hi - ctx.lo
     D = _norm(widths)
-    S = ctx.run(Displacement(C, b, center, D, CHECK_BITS))
+    K = min(D, VETO_CAP * C / float(np.min(b)))
+    # the check's and the veto's sums in one pass (the same norms per row)
+    S, veto_state = ctx.run(CheckAndVeto(Displacement(C, b, center, D, CHECK_BITS),
+                                         SignedDisplacement(C, b, center, K, CHECK_BITS)))
     s_chk = zcdp_gaussian_multiplier(share * total)
     sigma = s_chk * 2.0 ** CHECK_BITS
     if ctx.secure:
@@ -888,7 +892,7 @@ def _bias_check(ctx: _Context, share: float, veto_share: float, rest: float, C: 
     else:
         noisy = float(S + ctx.noise(sigma))
     ctx.steps.append(gaussian_step("check", s_chk))
-    signed, capped, veto_std = _veto(ctx, veto_share, C, b, center, D)
+    signed, capped, veto_std = _veto(ctx, veto_share, veto_state, b.size, K)
     # everything relative to the box path's noise norm (no overflow: the
     # ratios are compared, and n cancels)
     s_rest = zcdp_gaussian_multiplier(rest * total)
@@ -906,8 +910,8 @@ def _bias_check(ctx: _Context, share: float, veto_share: float, rest: float, C: 
         return _signed_exceeds(signed, b.size, veto_std / (k_box * s_rest), v_clip, threshold)
 
 
-def _veto(ctx: _Context, share: float, C: float, b: np.ndarray, center: np.ndarray,
-          D: float) -> tuple[float, float, float]:
+def _veto(ctx: _Context, share: float, state: tuple, d: int, K: float
+          ) -> tuple[float, float, float]:
     """The veto's release: the norm of the noisy capped signed displacement
     sum ``V`` and the noisy ``U_K``, both in units of their noise's standard
     deviation, and that standard deviation in the data's units.
@@ -915,8 +919,9 @@ def _veto(ctx: _Context, share: float, C: float, b: np.ndarray, center: np.ndarr
     With ``K = min(D, VETO_CAP C / min_j b_j)`` (public given the earlier
     outputs: the clip region's longest semi-axis in the data's units), row
     ``i``'s displacement ``delta_i`` (``||delta_i|| = r_i``) is capped to
-    ``delta_i^K = delta_i min(1, K / r_i)``. One pass
-    (:class:`~dpsum.pipeline.passes.SignedDisplacement`) sums ``V = sum_i delta_i^K``
+    ``delta_i^K = delta_i min(1, K / r_i)``. The pass
+    (:class:`~dpsum.pipeline.passes.SignedDisplacement`, read with the
+    check's in :class:`~dpsum.pipeline.passes.CheckAndVeto`; its ``state``) sums ``V = sum_i delta_i^K``
     and ``U_K = sum_i min(r_i, K)`` exactly on the grid ``K 2^-CHECK_BITS``;
     per row the ``d + 1`` integers have L2 norm at most
     ``sqrt(2) 2^CHECK_BITS``, so one row changes the sums by at most
@@ -928,9 +933,6 @@ def _veto(ctx: _Context, share: float, C: float, b: np.ndarray, center: np.ndarr
     capped displacements that does not cancel (:func:`_vetoes`,
     :func:`_signed_exceeds`: post-processing).
     """
-    d = b.size
-    K = min(D, VETO_CAP * C / float(np.min(b)))
-    state = ctx.run(SignedDisplacement(C, b, center, K, CHECK_BITS))
     s_v = zcdp_gaussian_multiplier(share * ctx.total)
     sens = math.sqrt(5.0 if ctx.relation is Neighbouring.REPLACE else 2.0)
     sigma = s_v * sens * 2.0 ** CHECK_BITS

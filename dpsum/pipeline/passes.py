@@ -16,6 +16,7 @@ order-independent (:class:`dpsum.data.Pass`):
   displacements;
 - :class:`SignedDisplacement` — the veto's integer sums: the signed
   displacement vectors, each capped at a public norm, and their norms;
+- :class:`CheckAndVeto` — the two above in one reading of the data;
 - :class:`Fold` — an accumulator's ``update`` on each block and ``merge``
   (:func:`dpsum.release.accumulator.deviation_accumulator`: the exact
   clipped sum of the scaled deviations ``(x - c) ⊙ b`` on a public grid, with
@@ -59,6 +60,18 @@ class NearCount:
         return a + b
 
 
+def _displacements(block: np.ndarray, C: float, b: np.ndarray, c: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the clip factor's complement ``1 - min(1, C / ||x̂_i||)`` and
+    the clipping displacement ``r_i`` in the data's units (NaN where a norm
+    overflows), from the row alone."""
+    scaled = row_norms(block, c, b)
+    dist = row_norms(block, c, None)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        factor = np.where(scaled > C, 1.0 - C / scaled, 0.0)
+        return factor, factor * dist
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Displacement:
     """The bias check's data part: the integer sum over the rows of
@@ -73,12 +86,14 @@ class Displacement:
     bits: int
 
     def update(self, block: np.ndarray) -> int:
-        C, D = self.clip_norm, self.diameter
-        scaled = row_norms(block, self.center, self.scaling)
-        dist = row_norms(block, self.center, None)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            factor = np.where(scaled > C, 1.0 - C / scaled, 0.0)
-            r = np.minimum(np.where(np.isnan(factor * dist), D, factor * dist), D)
+        _, r = _displacements(block, self.clip_norm, self.scaling, self.center)
+        return self.total(r)
+
+    def total(self, r: np.ndarray) -> int:
+        """The block's sum from its rows' displacements ``r`` (NaN: unbounded)."""
+        D = self.diameter
+        with np.errstate(invalid="ignore", over="ignore"):
+            r = np.minimum(np.where(np.isnan(r), D, r), D)
         units = np.floor(r / D * 2.0 ** self.bits).astype(np.int64)
         units = np.clip(units, 0, 2 ** self.bits)
         return int(np.sum(units, dtype=np.int64))
@@ -105,12 +120,13 @@ class SignedDisplacement:
     bits: int
 
     def update(self, block: np.ndarray) -> tuple:
-        C, K, top = self.clip_norm, self.cap, 2 ** self.bits
-        scaled = row_norms(block, self.center, self.scaling)
-        dist = row_norms(block, self.center, None)
+        factor, r = _displacements(block, self.clip_norm, self.scaling, self.center)
+        return self.total(block, factor, r)
+
+    def total(self, block: np.ndarray, factor: np.ndarray, r: np.ndarray) -> tuple:
+        """The block's sums from its rows' clip factors and displacements."""
+        K, top = self.cap, 2 ** self.bits
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            factor = np.where(scaled > C, 1.0 - C / scaled, 0.0)
-            r = factor * dist
             r = np.where(np.isnan(r), np.inf, r)
             # the vector's factor, a hair below the cap so that the truncated
             # integer vector's norm is at most 2^bits whatever the rounding
@@ -125,6 +141,25 @@ class SignedDisplacement:
 
     def merge(self, a: tuple, b: tuple) -> tuple:
         return tuple(x + y for x, y in zip(a, b))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CheckAndVeto:
+    """The bias check's and the veto's passes in one reading of the data
+    (they clip at the same ``C`` around the same centre in the same
+    scaling): each row's norms are computed once. The state is the pair of
+    their states."""
+
+    check: Displacement
+    veto: SignedDisplacement
+
+    def update(self, block: np.ndarray) -> tuple:
+        c = self.check
+        factor, r = _displacements(block, c.clip_norm, c.scaling, c.center)
+        return c.total(r), self.veto.total(block, factor, r)
+
+    def merge(self, a: tuple, b: tuple) -> tuple:
+        return self.check.merge(a[0], b[0]), self.veto.merge(a[1], b[1])
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
