@@ -44,7 +44,7 @@ from dpsum import _validation as V
 
 __all__ = ["check_key", "draw_key", "ids_structure", "canonical_codes", "plain_id", "encode",
            "words", "mix", "row_digest", "ContributionBounds", "BoundedContributions",
-           "bound_cells", "UnitRows", "unit_rows", "pipeline_units", "UnitBits", "unit_bits",
+           "bound_cells", "UnitRows", "unit_rows", "UnitBits", "unit_bits",
            "column", "is_label"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -633,33 +633,6 @@ def unit_rows(X: Any, privacy_unit: Any, max_rows: Any, per_unit: Any,
     if n is not None:
         ids_structure(privacy_unit, "privacy_unit", n)
     return UnitRows(X, privacy_unit, bounds)
-
-
-def pipeline_units(X: Any, lower: Any, upper: Any, rng: Any, privacy_unit: Any,
-                   max_rows: Any, per_unit: Any, statistic: str
-                   ) -> tuple[Any, Any, Any, Any, str | None]:
-    """The privacy units of ``private_mean``/``private_sum``: ``(X, lower,
-    upper, rng, description)`` for the pipeline (the description is the
-    record's ``privacy_unit``), unchanged without a privacy unit; with
-    one, ``X`` becomes one row per unit (a DataFrame keeps its value
-    columns' labels), the box the box of one unit's vector
-    (:meth:`UnitRows.box`) and ``rng`` a Generator that has drawn the
-    hashing key (None stays None: the key then comes from the OS)."""
-    units = unit_rows(X, privacy_unit, max_rows, per_unit, statistic)
-    if not units.active:
-        return X, lower, upper, rng, None
-    gen = None if rng is None else V.check_rng(rng)
-    data, labels = V.as_dataset(units.X, "X", finite=False, empty_rows=True)
-    n, d = data.shape
-    units.count(n)
-    assert units.bounds is not None
-    if units.bounds.per_unit == "sum":                   # a unit's sum: a wider box
-        lower, upper = units.box(*V.check_box(lower, upper, d))
-    vectors = units.collapse(data, gen)
-    if labels is not None:
-        import pandas as pd
-        vectors = pd.DataFrame(vectors, columns=list(labels))
-    return vectors, lower, upper, (rng if gen is None else gen), units.describe()
 
 
 # ============================================================ one bit per unit

@@ -74,7 +74,7 @@ from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from dpsum import _validation as V
-from dpsum._units import pipeline_units
+from dpsum._units import UnitRows, unit_rows
 from dpsum.design.scaling import Scaling, elliptical_scaling, gaussian_data_scaling
 from dpsum.distributions.discrete import discrete_gaussian
 from dpsum.distributions.gchisq import GeneralizedChiSquare
@@ -820,14 +820,6 @@ def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np
     return robust_scaling(scales, lam)
 
 
-def _default_objective(objective: Any, X: Any) -> Any:
-    """None is ``"relative"`` for a pandas input (named columns, perhaps in
-    different units), else left for :func:`_run` (``"total"``)."""
-    if objective is None and V.column_labels(X) is not None:
-        return "relative"
-    return objective
-
-
 def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
                     objective: str | np.ndarray = "total") -> float:
     """``sqrt(sum_j (Delta / b_j)^2)`` of the box path (the Elliptical Gaussian
@@ -1189,6 +1181,25 @@ def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
     return scales, b, median_norm
 
 
+def _per_unit(units: UnitRows, data: Dataset, lower: Any, upper: Any, rng: Any
+              ) -> tuple[Dataset, Any, Any, Any, str | None]:
+    """With a privacy unit, the dataset of one vector per unit (its ids read,
+    then its values), the box of one unit's vector, a Generator that has
+    drawn the hashing key (None stays None: the key then comes from the OS)
+    and the record's description of the unit; without one, the arguments
+    unchanged and None."""
+    if not units.active:
+        return data, lower, upper, rng, None
+    gen = None if rng is None else V.check_rng(rng)
+    assert units.bounds is not None
+    if units.bounds.per_unit == "sum":                   # a unit's sum: a wider box
+        lower, upper = units.box(*V.check_box(lower, upper, data.d))
+    units.count(data.n)
+    vectors = units.collapse(data.rows, gen)
+    return (Dataset(vectors, data.columns, int(vectors.shape[0]), data.d), lower, upper,
+            rng if gen is None else gen, units.describe())
+
+
 def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          neighbouring: Any, budget: Any, scaling: Any, clip_probability: Any,
          regularization: Any, rng: Any, statistic: str, secure: Any = False,
@@ -1196,19 +1207,15 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
          units: tuple[Any, Any, Any] = (None, None, "sum")) -> PipelineRelease:
     a = _arguments(epsilon, delta, rho, neighbouring, budget, scaling, clip_probability,
                    regularization, secure, diagnostics)
-    objective = _default_objective(objective, X)     # before the units fold a DataFrame
-    if isinstance(objective, str):                   # a named objective: checked before the ids
-        V.check_objective(objective, 1)
     sess = as_session(session)
     if sess is not None:          # refused before the unit ids or the rows are read
         sess.check(ZCDPEvent(a.stated), neighbouring=a.relation)
-    unit, max_rows, per_unit = units
-    X, lower, upper, rng, unit_text = pipeline_units(X, lower, upper, rng, unit, max_rows,
-                                                     per_unit, statistic)
+    unit_rows_ = unit_rows(X, *units, statistic)
     # the boundary: type and shape, before anything reads the values; under
     # add-remove the empty dataset is data like any other
-    data = as_data(X, "X")
+    data = as_data(unit_rows_.X, "X")
     obj = V.check_objective(objective, data.d, frame=data.columns is not None)
+    data, lower, upper, rng, unit_text = _per_unit(unit_rows_, data, lower, upper, rng)
     ctx = _open(a, data, lower, upper, rng, statistic, session)
     ctx.objective, ctx.unit = obj, unit_text
     plan = _count_and_split(ctx)
