@@ -1453,17 +1453,11 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         path spends at most ``rho``), charged, or refused if it does not fit,
         before the data's values are read. Without one the release is a
         one-off (its record's ``accounting`` says so).
-    privacy_unit : column label or array_like, shape (n,), optional
-        Protect each **privacy unit** (a person with many rows) instead of each row: a
-        column label of a DataFrame ``X`` (taken out of the values) or one integer or
-        string id per row. Each unit keeps at most ``max_rows`` rows (chosen at random
-        by keyed hash, the key drawn from ``rng``: never the first rows, and the same
-        choice on any row order or split), combined into one vector by ``per_unit``; the
-        pipeline then runs on one row per unit and ``neighbouring`` is over units
-        (replace-one: the number of units ``n`` is public; add-remove: it is private and
-        counted privately).
-    max_rows : int, optional
-        Rows kept per unit (``>= 1``); required with ``privacy_unit``.
+    privacy_unit, max_rows
+        As for :func:`~dpsum.elliptical_gaussian_mechanism`: one vector per unit
+        (at most ``max_rows`` rows, chosen by keyed hash); the pipeline then runs
+        on one row per unit and ``neighbouring`` is over units (replace-one: the
+        number of units ``n`` is public; add-remove: it is counted privately).
     per_unit : {"sum", "mean"}, optional
         How a unit's kept rows become its one vector (default: ``"mean"`` for
         :func:`private_mean`, ``"sum"`` for :func:`private_sum`). The mean over people
