@@ -1454,7 +1454,7 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
         before the data's values are read. Without one the release is a
         one-off (its record's ``accounting`` says so).
     privacy_unit, max_rows
-        As for :func:`~dpsum.elliptical_gaussian_mechanism`: one vector per unit
+        As for :func:`~dpsum.mechanisms.elliptical_gaussian_mechanism`: one vector per unit
         (at most ``max_rows`` rows, chosen by keyed hash); the pipeline then runs
         on one row per unit and ``neighbouring`` is over units (replace-one: the
         number of units ``n`` is public; add-remove: it is counted privately).
