@@ -479,6 +479,19 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
                                  "median_norm times the quantile ratio exceeds 1.8e308"))
 
 
+def _clip_radius(median_norm: float, model: np.ndarray, b: np.ndarray, p: float) -> float:
+    """:func:`calibrated_clip_radius` of the pipeline's private model, without
+    the coordinates whose weight ``(b_j s_j)^2`` is below the smallest normal
+    float relative to the largest (on columns spanning hundreds of orders of
+    magnitude): their share of the generalized chi-square is below 1e-308, so
+    the radius is unchanged to within rounding, and no error depends on the
+    private scales."""
+    with np.errstate(over="ignore", under="ignore"):
+        rel = model * b / float(np.max(model * b))
+        keep = rel * rel >= float(np.finfo(np.float64).tiny)
+    return calibrated_clip_radius(median_norm, model[keep], b[keep], p)
+
+
 @lru_cache(maxsize=256)
 def _quantile_ratio(weights_bytes: bytes, p: float) -> float:
     """``sqrt(Q(1 - p) / Q(1/2))`` of the generalized chi-square with these
@@ -802,7 +815,7 @@ class _Context:
 
 
 def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np.ndarray,
-                             widths: np.ndarray) -> np.ndarray:
+                             widths: np.ndarray) -> np.ndarray | None:
     """The scaled path's ``b`` for an objective with weights ``pi``: the
     robust scaling in the units ``pi^(-1/2)`` of each column (the total
     objective there), mapped back, ``b = robust_scaling(s sqrt(pi)) sqrt(pi)``;
@@ -810,9 +823,10 @@ def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np
     Lagrangian's point, and the floor ``lambda mean`` is taken in those units
     (on mixed units a floor in the data's units would lift the small columns'
     scales to the large ones'). ``"relative"`` has ``pi_j = w_j^-2`` (the
-    box widths). Post-processing of the private scales and public weights; a
-    result that is not a vector of positive normal floats falls back to the
-    total objective's scaling."""
+    box widths). Post-processing of the private scales and public weights;
+    None when the result is not a vector of positive normal floats (weights
+    spanning more than the floats' range: the caller warns and falls back to
+    the total objective's scaling)."""
     if isinstance(objective, str) and objective == "total":
         return robust_scaling(scales, lam)
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
@@ -826,7 +840,7 @@ def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np
             b = np.zeros_like(root)
     if np.all(np.isfinite(b)) and np.all(b >= np.finfo(np.float64).tiny):
         return b
-    return robust_scaling(scales, lam)
+    return None
 
 
 def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
@@ -1186,6 +1200,12 @@ def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
         tau2 = log_scale_noise_variance(eps_s, ctx.n_eff, ctx.du, _LOG_MAD_DENSITY)
         scales, _ = shrink_log_scales(scales, tau2)
     b = _weighted_robust_scaling(scales, ctx.a.lam, ctx.objective, ctx.hi - ctx.lo)
+    if b is None:
+        ctx.warn(f"{ctx.who}: the objective's weights span more than the floats' range "
+                 "together with the private scales; the scaled clipping minimises the total "
+                 "error instead (weights within about 1e150 of each other avoid this)",
+                 stacklevel=6)
+        b = robust_scaling(scales, ctx.a.lam)
     median_norm = ctx.quantile(norm_values, (center, b), split.clip, "clip",
                                float((ctx.min_scale * b).min()), _norm((ctx.hi - ctx.lo) * b))
     return scales, b, median_norm
@@ -1257,7 +1277,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         median_norm = ctx.quantile(norm_values, (center, None), ctx.split.clip, "clip",
                                    float(ctx.min_scale.min()), _norm(ctx.hi - ctx.lo))
         strategy += ", isotropic"
-    C = calibrated_clip_radius(median_norm, model, b, ctx.p)
+    C = _clip_radius(median_norm, model, b, ctx.p)
     mean_share = ctx.split.mean
     if a.rule is Scaling.ADAPTIVE and a.split is None:
         # 5b. the bias check: the box when clipping at C is predicted, from a
