@@ -41,6 +41,8 @@ PATHS = {
     "vector, all moves, scaled": ("adaptive", "vector", True, False, False),
     "vector, one move, isotropic": ("adaptive", "vector", False, False, True),
     "vector, then the box": ("adaptive", "vector", None, True, None),
+    # the box at the midpoint, clipping around the center after the first move
+    "vector, the box overruled after a move": ("adaptive", "vector", None, "overruled", None),
     "box": ("adaptive", "box", None, None, None),
     "coordinate, then the bias check's box": ("adaptive", "coordinate", True, None, None,
                                               True),
@@ -75,7 +77,10 @@ def _force(monkeypatch, mode, prefer, box, stop, check=False, veto=False) -> Non
         monkeypatch.setattr(M, "_center_mode", lambda *a: mode)
     if prefer is not None:
         monkeypatch.setattr(M, "prefer_scaled", lambda *a: prefer)
-    if box is not None:
+    if box == "overruled":            # each release asks twice: box, then clipping
+        answers = itertools.cycle([True, False])
+        monkeypatch.setattr(M, "_box_wins", lambda *a: next(answers))
+    elif box is not None:
         monkeypatch.setattr(M, "_box_wins", lambda *a: box)
     if stop is not None:
         monkeypatch.setattr(M, "VECTOR_STOP", 0.0 if stop else np.inf)
@@ -134,6 +139,8 @@ def test_every_path_spends_at_most_the_stated_rho(path, monkeypatch):
                                       "box"},
         "vector, one move, isotropic": {"vector center, isotropic", "box"},
         "vector, then the box": {"box"},
+        "vector, the box overruled after a move": {"vector center, scaled",
+                                                   "vector center, isotropic", "box"},
         "box": {"box"},
         "coordinate, then the bias check's box": {"box (bias check)"},
         "vector, then the bias check's box": {"box (bias check)", "box"},

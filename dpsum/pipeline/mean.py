@@ -992,7 +992,7 @@ def _signed_exceeds(signed: float, d: int, std: float, v_clip: float,
     the box when it times ``std`` exceeds ``threshold``. Where the
     displacements do not cancel, ``V`` measures the bias with a noise of the
     cap's scale, far below the check's (of the box's diameter)."""
-    z = float(ndtri(1.0 - CHECK_RISK * v_clip))
+    z = _check_z(v_clip, 1.0)
     sq = signed * signed
     low = math.sqrt(max(0.0, sq - d - z * math.sqrt(2.0 * d + 4.0 * sq)))
     return bool(low * std > threshold)
@@ -1001,6 +1001,21 @@ def _signed_exceeds(signed: float, d: int, std: float, v_clip: float,
 #: The bias check risks at most this fraction of the clipping path's noise
 #: variance on a wrong switch to the box (:func:`_prefer_box`).
 CHECK_RISK = 0.25
+
+
+#: The bias check's risk is counted against at least this fraction of the
+#: box's expected squared error (:func:`_check_z`).
+CHECK_FLOOR = 1e-6
+
+
+def _check_z(v_clip: float, v_box: float) -> float:
+    """The check's number of standard deviations: the ``1 - CHECK_RISK v / v_box``
+    normal quantile, ``v = max(v_clip, CHECK_FLOOR v_box)``. Without the
+    floor a clip radius that collapsed (``v_clip`` near 0: no noise, all
+    bias) would ask for infinite evidence and never reach the box; with it,
+    ``z`` is at most about 5."""
+    v = max(v_clip, CHECK_FLOOR * v_box)
+    return float(ndtri(1.0 - CHECK_RISK * v / v_box))
 
 
 def _prefer_box(bias: float, bias_std: float, v_clip: float, v_box: float) -> bool:
@@ -1013,7 +1028,7 @@ def _prefer_box(bias: float, bias_std: float, v_clip: float, v_box: float) -> bo
     ``Pr[switch] v_box``, stays below ``CHECK_RISK v_clip``."""
     if not v_box > v_clip:
         return True
-    z = float(ndtri(1.0 - CHECK_RISK * v_clip / v_box))
+    z = _check_z(v_clip, v_box)
     return bool(bias - z * bias_std > math.sqrt(v_box - v_clip))
 
 
@@ -1107,35 +1122,47 @@ def _coordinate_center(ctx: _Context) -> np.ndarray:
     return center
 
 
-def _box_decision(ctx: _Context, plan: _Plan) -> bool:
-    """The whole-vector center's first step: the box itself as the model, when
-    clipping around the midpoint is predicted to lose to it. The rows within
-    the public break-even distance are counted, privately (sensitivity 1);
-    the choice is post-processing of the count. True for the box."""
+def _box_decision(ctx: _Context, plan: _Plan, center: np.ndarray, spent: float) -> bool:
+    """The box-or-clip decision of the whole-vector center: the box itself as
+    the model, when clipping around ``center`` is predicted to lose to it.
+    The rows within the public break-even distance of ``center`` are
+    counted, privately (sensitivity 1, the share ``plan.decision``); the
+    choice is post-processing of the count. ``spent`` is the share spent
+    before the box would run, this count's included. True for the box."""
     split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
-    rest = 1.0 - split.count - plan.decision - split.diagnostics
+    rest = 1.0 - split.count - spent - split.diagnostics
     r_star = break_even_radius(ctx.hi - ctx.lo, ctx.n_eff, d, rest * total, split.mean * total,
                                clipped_sum_sensitivity(1.0, ctx.relation),
                                calibrated_clip_radius(1.0, ones, ones, ctx.p))
     s_dec = zcdp_gaussian_multiplier(plan.decision * total)
-    near = ctx.run(NearCount(ctx.mid, r_star))
+    near = ctx.run(NearCount(center, r_star))
     near_noisy = float(near + ctx.noise(s_dec))
     ctx.steps.append(gaussian_step("decision", s_dec))
     return _box_wins(near_noisy, ctx.n_eff)
 
 
-def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
+def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | None:
     """Step 1 for few rows: clipped-mean moves from the box's midpoint, each
     clipping at a private (isotropic-model) radius around the last; it stops
     when the radius no longer shrinks, and the shares of the moves it skips
     go to the mean (every path spends at most rho). Returns the center and
-    the last radius (the radius step's, around the final center)."""
+    the last radius (the radius step's, around the final center), or None
+    for the box.
+
+    The box is chosen by two counts (:func:`_box_decision`): one around the
+    midpoint, before anything moves; when it says box, a second one around
+    the center after the first move, which the box must also win (data
+    piled in a corner of the box are far from its midpoint but close to
+    their own center). The second count's share comes from the mean, and
+    runs only on that path; the box then gets everything not yet spent."""
     split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
     scalar_share = split.radius
     move_share = (split.center - plan.decision) / plan.moves - scalar_share
     center = ctx.mid.copy()
+    recheck = _box_decision(ctx, plan, center, plan.decision)
+    decisions = 1
     radius = ctx.radius(center, scalar_share, "center")
     moves = 0
     while True:
@@ -1150,11 +1177,20 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
             center = np.clip(center + noisy_k / ctx.n_eff, ctx.lo, ctx.hi)
         ctx.steps.append(gaussian_step("center", s_move))
         moves += 1
+        if recheck:
+            recheck = False
+            decisions = 2
+            spent = 2 * plan.decision + move_share + scalar_share
+            if _box_decision(ctx, plan, center, spent):
+                ctx.split = dataclasses.replace(
+                    split, center=spent, radius=0.0, scales=0.0, clip=0.0, spread=0.0,
+                    mean=1.0 - split.count - split.diagnostics - spent)
+                return None
         last = radius
         radius = ctx.radius(center, scalar_share, "radius")
         if moves == plan.moves or radius > VECTOR_STOP * last:
             break
-    spent = plan.decision + moves * (move_share + scalar_share)
+    spent = decisions * plan.decision + moves * (move_share + scalar_share)
     ctx.split = dataclasses.replace(split, center=spent, mean=split.mean + split.center - spent)
     if ctx.relation is not Neighbouring.REPLACE or ctx.a.split is not None:
         ctx.warn(
@@ -1252,10 +1288,11 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if plan.mode == "box":
         _calibrate_exactly(ctx)
         return _box_release(ctx, ctx.split.mean)
-    if plan.mode == "vector" and _box_decision(ctx, plan):
-        return _box_release(ctx, 1.0 - ctx.split.count - plan.decision - ctx.split.diagnostics)
     if plan.mode == "vector":
-        center, radius = _vector_center(ctx, plan)
+        found = _vector_center(ctx, plan)
+        if found is None:
+            return _box_release(ctx, ctx.split.mean)
+        center, radius = found
         strategy = "vector center"
     else:
         center, radius = _coordinate_center(ctx), 0.0
@@ -1593,8 +1630,10 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
        Gaussian count (standard deviation ``0.1 n``) of the rows within the
        public break-even distance of the box's midpoint decides, as
        post-processing, whether clipping around a center can beat the box
-       (more than half the rows within it); if so, up to three clipped-mean
-       moves from the midpoint. When the steps before the mean would take
+       (more than half the rows within it); then up to three clipped-mean
+       moves from the midpoint. When the count says box, a second count
+       around the center after the first move must say so too (data piled
+       in a corner of the box are far from its midpoint). When the steps before the mean would take
        more than half of ``rho``, the whole-vector center clips
        isotropically (no spread, scales or clip steps) with fewer moves; if
        even one move does not fit with reliable radii, rule 3;
