@@ -181,11 +181,11 @@ def test_data_in_a_corner_of_the_box_are_clipped_around_their_own_center():
     # lognormal columns in [0, 1000]: the rows are far from the box's
     # midpoint, so the count around it says box; after the first move the
     # count around the moved center says clipping, which beats the box by
-    # far (the box alone was about 16 times worse here)
+    # far (the box alone was many times worse here)
     errors = []
     for seed in range(3):
         g = np.random.default_rng(seed)
-        X = np.clip(g.lognormal(2.0, 1.0, size=(2000, 100)), 0, 1000)
+        X = np.clip(g.lognormal(2.0, 1.0, size=(5000, 100)), 0, 1000)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = dpsum.private_mean(X, lower=0.0, upper=1000.0, epsilon=1.0, delta=1e-6,
@@ -198,6 +198,13 @@ def test_data_in_a_corner_of_the_box_are_clipped_around_their_own_center():
                        np.linalg.norm(e.estimate - X.mean(0))))
     pipe, box = np.sqrt(np.mean(np.square(errors), axis=0))
     assert pipe < box / 4, (pipe, box)
+    # with 2,000 rows the second count and the first move would cost the box
+    # more than PROBE_COST of rho: the first count's box stands
+    X = np.clip(np.random.default_rng(5).lognormal(2.0, 1.0, size=(2000, 100)), 0, 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = dpsum.private_mean(X, lower=0.0, upper=1000.0, epsilon=1.0, delta=1e-6, rng=5)
+    assert r.strategy == "box" and [st.name for st in r.steps].count("decision") == 1
 
 
 def test_a_collapsed_clip_radius_can_still_reach_the_box():

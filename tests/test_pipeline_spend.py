@@ -78,6 +78,7 @@ def _force(monkeypatch, mode, prefer, box, stop, check=False, veto=False) -> Non
     if prefer is not None:
         monkeypatch.setattr(M, "prefer_scaled", lambda *a: prefer)
     if box == "overruled":            # each release asks twice: box, then clipping
+        monkeypatch.setattr(M, "PROBE_COST", 1.0)
         answers = itertools.cycle([True, False])
         monkeypatch.setattr(M, "_box_wins", lambda *a: next(answers))
     elif box is not None:

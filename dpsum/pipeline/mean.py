@@ -998,6 +998,12 @@ def _signed_exceeds(signed: float, d: int, std: float, v_clip: float,
     return bool(low * std > threshold)
 
 
+#: The largest share of rho the second count may cost the box path (its
+#: count, the first move and its radius; :func:`_vector_center`): at most
+#: about 2 % of the box's error where the box wins after all.
+PROBE_COST = 0.04
+
+
 #: The bias check risks at most this fraction of the clipping path's noise
 #: variance on a wrong switch to the box (:func:`_prefer_box`).
 CHECK_RISK = 0.25
@@ -1155,13 +1161,21 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | Non
     the center after the first move, which the box must also win (data
     piled in a corner of the box are far from its midpoint but close to
     their own center). The second count's share comes from the mean, and
-    runs only on that path; the box then gets everything not yet spent."""
+    runs only on that path; the box then gets everything not yet spent. The
+    second count runs only when it and the first move cost the box path at
+    most :data:`PROBE_COST` of rho (a public function of the split)."""
     split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
     scalar_share = split.radius
     move_share = (split.center - plan.decision) / plan.moves - scalar_share
     center = ctx.mid.copy()
+    probe = 2 * plan.decision + move_share + scalar_share
     recheck = _box_decision(ctx, plan, center, plan.decision)
+    if recheck and probe > PROBE_COST:
+        ctx.split = dataclasses.replace(
+            split, center=plan.decision, radius=0.0, scales=0.0, clip=0.0, spread=0.0,
+            mean=1.0 - split.count - split.diagnostics - plan.decision)
+        return None
     decisions = 1
     radius = ctx.radius(center, scalar_share, "center")
     moves = 0
@@ -1180,11 +1194,10 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | Non
         if recheck:
             recheck = False
             decisions = 2
-            spent = 2 * plan.decision + move_share + scalar_share
-            if _box_decision(ctx, plan, center, spent):
+            if _box_decision(ctx, plan, center, probe):
                 ctx.split = dataclasses.replace(
-                    split, center=spent, radius=0.0, scales=0.0, clip=0.0, spread=0.0,
-                    mean=1.0 - split.count - split.diagnostics - spent)
+                    split, center=probe, radius=0.0, scales=0.0, clip=0.0, spread=0.0,
+                    mean=1.0 - split.count - split.diagnostics - probe)
                 return None
         last = radius
         radius = ctx.radius(center, scalar_share, "radius")
@@ -1631,9 +1644,10 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
        public break-even distance of the box's midpoint decides, as
        post-processing, whether clipping around a center can beat the box
        (more than half the rows within it); then up to three clipped-mean
-       moves from the midpoint. When the count says box, a second count
-       around the center after the first move must say so too (data piled
-       in a corner of the box are far from its midpoint). When the steps before the mean would take
+       moves from the midpoint. When the count says box and the first move
+       is cheap (``PROBE_COST``), a second count around the center after
+       that move must say so too (data piled in a corner of the box are far
+       from its midpoint). When the steps before the mean would take
        more than half of ``rho``, the whole-vector center clips
        isotropically (no spread, scales or clip steps) with fewer moves; if
        even one move does not fit with reliable radii, rule 3;
