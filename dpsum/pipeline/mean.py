@@ -1252,7 +1252,7 @@ def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
     if b is None:
         ctx.warn(f"{ctx.who}: the objective's weights span more than the floats' range "
                  "together with the private scales; the scaled clipping minimises the total "
-                 "error instead (weights within about 1e150 of each other avoid this)",
+                 "error instead (weights fewer orders of magnitude apart avoid this)",
                  stacklevel=6)
         b = robust_scaling(scales, ctx.a.lam)
     median_norm = ctx.quantile(norm_values, (center, b), split.clip, "clip",
