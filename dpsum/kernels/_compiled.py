@@ -65,93 +65,64 @@ def available() -> bool:
 _SUB_ELEMENTS = 32768
 
 
-def _square_or_zero(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int, j: int,
-                    d: int) -> float:  # pragma: no cover - compiled
-    """``t_ij^2`` for ``j < d``, else ``+0``."""
-    if j < d:
-        v = (X[i, j] - center[j]) * b_n[j]
-        return v * v
-    return 0.0
-
-
-def _row_norm(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int,
-              full: int) -> float:  # pragma: no cover - compiled
-    """Row ``i``'s squared norm ``sum_j t_ij^2``, ``t_ij = fl(fl(x_ij - c_j) b_j)``,
-    in the order of :func:`dpsum.kernels._rows._lane_sum` (``full``: ``d``
-    rounded down to a multiple of 8). The 8 lanes are 8 accumulators the SLP
-    vectoriser packs into vector registers; ``x - 0`` is ``x`` exactly."""
+def _row_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, s0: int, m: int,
+               sq: np.ndarray, tail: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Step 1: ``sq[r]``, the squared norm ``sum_j t_j^2`` of row ``s0 + r``
+    (``t_j = fl(fl(x_j - c_j) b_j)``) for ``r < m``, in the order of
+    :func:`dpsum.kernels._rows._lane_sum`. The 8 lanes are 8 accumulators the
+    SLP vectoriser packs into one vector register; ``x - 0`` is ``x`` exactly.
+    The last ``d mod 8`` squares go through ``tail`` (8 values, zero from
+    ``d mod 8`` on, so the lanes without a term add ``+0``, which changes no
+    lane): a branch per term there made the vectoriser split the lanes. The
+    loop over rows is here, not in the caller, and reads a row view, not
+    ``X[i, j]``: an inlined call per row (its arrays' reference counts) or an
+    index ``i`` not known to be non-negative (its wraparound check) each kept
+    this loop about 1.7 times slower."""
     d = X.shape[1]
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    for j in range(0, full, 8):
-        v0 = (X[i, j] - center[j]) * b_n[j]
-        v1 = (X[i, j + 1] - center[j + 1]) * b_n[j + 1]
-        v2 = (X[i, j + 2] - center[j + 2]) * b_n[j + 2]
-        v3 = (X[i, j + 3] - center[j + 3]) * b_n[j + 3]
-        v4 = (X[i, j + 4] - center[j + 4]) * b_n[j + 4]
-        v5 = (X[i, j + 5] - center[j + 5]) * b_n[j + 5]
-        v6 = (X[i, j + 6] - center[j + 6]) * b_n[j + 6]
-        v7 = (X[i, j + 7] - center[j + 7]) * b_n[j + 7]
-        a0 += v0 * v0
-        a1 += v1 * v1
-        a2 += v2 * v2
-        a3 += v3 * v3
-        a4 += v4 * v4
-        a5 += v5 * v5
-        a6 += v6 * v6
-        a7 += v7 * v7
-    if full < d:                       # the last d mod 8 terms; + 0 is exact
-        a0 += _square(X, center, b_n, i, full, d)
-        a1 += _square(X, center, b_n, i, full + 1, d)
-        a2 += _square(X, center, b_n, i, full + 2, d)
-        a3 += _square(X, center, b_n, i, full + 3, d)
-        a4 += _square(X, center, b_n, i, full + 4, d)
-        a5 += _square(X, center, b_n, i, full + 5, d)
-        a6 += _square(X, center, b_n, i, full + 6, d)
-    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+    full = d - d % 8
+    for r in range(m):
+        x = X[s0 + r]
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        for j in range(0, full, 8):
+            v0 = (x[j] - center[j]) * b_n[j]
+            v1 = (x[j + 1] - center[j + 1]) * b_n[j + 1]
+            v2 = (x[j + 2] - center[j + 2]) * b_n[j + 2]
+            v3 = (x[j + 3] - center[j + 3]) * b_n[j + 3]
+            v4 = (x[j + 4] - center[j + 4]) * b_n[j + 4]
+            v5 = (x[j + 5] - center[j + 5]) * b_n[j + 5]
+            v6 = (x[j + 6] - center[j + 6]) * b_n[j + 6]
+            v7 = (x[j + 7] - center[j + 7]) * b_n[j + 7]
+            a0 += v0 * v0
+            a1 += v1 * v1
+            a2 += v2 * v2
+            a3 += v3 * v3
+            a4 += v4 * v4
+            a5 += v5 * v5
+            a6 += v6 * v6
+            a7 += v7 * v7
+        if full < d:
+            for j in range(full, d):
+                v = (x[j] - center[j]) * b_n[j]
+                tail[j - full] = v * v
+            a0 += tail[0]
+            a1 += tail[1]
+            a2 += tail[2]
+            a3 += tail[3]
+            a4 += tail[4]
+            a5 += tail[5]
+            a6 += tail[6]
+            a7 += tail[7]
+        sq[r] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
 
 
-def _lane_total(S: np.ndarray, o: int, d: int,
-                full: int) -> float:  # pragma: no cover - compiled
-    """The squares ``S[o:o + d]`` summed in the order of :func:`_row_norm`."""
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    for j in range(o, o + full, 8):
-        a0 += S[j]
-        a1 += S[j + 1]
-        a2 += S[j + 2]
-        a3 += S[j + 3]
-        a4 += S[j + 4]
-        a5 += S[j + 5]
-        a6 += S[j + 6]
-        a7 += S[j + 7]
-    rem = d - full
-    t = o + full
-    if rem > 0:
-        a0 += S[t]
-    if rem > 1:
-        a1 += S[t + 1]
-    if rem > 2:
-        a2 += S[t + 2]
-    if rem > 3:
-        a3 += S[t + 3]
-    if rem > 4:
-        a4 += S[t + 4]
-    if rem > 5:
-        a5 += S[t + 5]
-    if rem > 6:
-        a6 += S[t + 6]
-    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
-
-
-#: Below this many columns the kernel stores a sub-tile's squares before
-#: summing them (faster there); from it on it sums them as it reads the row.
-_DIRECT_D = 32
+#: Below this many columns the kernel works on transposed sub-tiles (every
+#: step a loop over rows); from it on, row by row.
+_DIRECT_D = 16
 
 
 def _norms_of(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
               out: np.ndarray) -> None:  # pragma: no cover - compiled
-    full = X.shape[1] - X.shape[1] % 8
-    for i in range(X.shape[0]):
-        out[i] = _norm(X, center, b_n, i, full)
+    _norms(X, center, b_n, 0, X.shape[0], out, np.zeros(8))
 
 
 def _clip_factors(sq: np.ndarray, g: np.ndarray, m: int, C_n: float, shrink: float,
@@ -203,7 +174,10 @@ def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray
     r = 0
     while r < m:
         if r + 4 <= m and g[r] != 0 and g[r + 1] != 0 and g[r + 2] != 0 and g[r + 3] != 0:
-            i = s0 + r
+            x0 = X[s0 + r]                   # row views: see _row_norms
+            x1 = X[s0 + r + 1]
+            x2 = X[s0 + r + 2]
+            x3 = X[s0 + r + 3]
             g0 = g[r]
             g1 = g[r + 1]
             g2 = g[r + 2]
@@ -211,18 +185,18 @@ def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray
             for j in range(d):
                 cj = center[j]
                 bj = b_n[j]
-                q0 = ((X[i, j] - cj) * bj * g0 + _ROUNDER) - _ROUNDER
-                q1 = ((X[i + 1, j] - cj) * bj * g1 + _ROUNDER) - _ROUNDER
-                q2 = ((X[i + 2, j] - cj) * bj * g2 + _ROUNDER) - _ROUNDER
-                q3 = ((X[i + 3, j] - cj) * bj * g3 + _ROUNDER) - _ROUNDER
+                q0 = ((x0[j] - cj) * bj * g0 + _ROUNDER) - _ROUNDER
+                q1 = ((x1[j] - cj) * bj * g1 + _ROUNDER) - _ROUNDER
+                q2 = ((x2[j] - cj) * bj * g2 + _ROUNDER) - _ROUNDER
+                q3 = ((x3[j] - cj) * bj * g3 + _ROUNDER) - _ROUNDER
                 acc[j] += (q0 + q1) + (q2 + q3)
             r += 4
             continue
         gr = g[r]
         if gr != 0.0:
-            i = s0 + r
+            x = X[s0 + r]
             for j in range(d):
-                acc[j] += ((X[i, j] - center[j]) * b_n[j] * gr + _ROUNDER) - _ROUNDER
+                acc[j] += ((x[j] - center[j]) * b_n[j] * gr + _ROUNDER) - _ROUNDER
         r += 1
 
 
@@ -230,13 +204,14 @@ def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
                C_n: float, shrink: float, upper_factor: float, scale: float,
                tile_rows: int, out: np.ndarray, hard: np.ndarray,
                clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
-    """The kernel for ``d >= 32``: each row's squares summed as it is read."""
+    """The kernel for ``d >= 16``: row by row, each row's squares summed as
+    it is read."""
     n, d = X.shape
-    full = d - d % 8
     sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
     sq = np.empty(sub)
     g = np.empty(sub)
     acc = np.empty(d)
+    tail = np.zeros(8)
     for tile in range(first, last):
         start = tile * tile_rows
         stop = min(n, start + tile_rows)
@@ -246,53 +221,93 @@ def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
             m = min(sub, stop - s0)
             # 1. squared norms, term j in lane j mod 8, each lane left to right
             #    (dpsum.kernels._rows._lane_sum)
-            for r in range(m):
-                sq[r] = _norm(X, center, b_n, s0 + r, full)
+            _norms(X, center, b_n, s0, m, sq, tail)
             count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
             _add(X, center, b_n, g, s0, m, acc)
         for j in range(d):
             out[tile, j] = acc[j]
         clipped[tile] = count
+
+
+#: Rows of a transposed sub-tile (a power of two).
+_NARROW_ROWS = 512
 
 
 def _tile_sums_narrow(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
                       C_n: float, shrink: float, upper_factor: float, scale: float,
                       tile_rows: int, out: np.ndarray, hard: np.ndarray,
                       clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
-    """The kernel for ``d < 32`` (faster there): a sub-tile's squares stored
-    first in one loop, then summed in the lanes: the same operations in the
-    same order as :func:`_tile_sums`."""
+    """The kernel for ``d < 16``: the same operations in the same order per
+    row as :func:`_tile_sums`, on a transposed sub-tile ``T[j, r] = t_rj``
+    so that every step is a loop over rows that LLVM vectorises (row by row,
+    a short row is mostly remainder). Per sub-tile of ``m`` rows:
+
+    1. ``T[j, r] = fl(fl(x_rj - c_j) b_j)``, computed once, and
+       ``L[j mod 8, r] += T[j, r]^2`` for ``j = 0, 1, ...`` (each row's lanes
+       left to right from ``+0``), then the lanes' tree for every row;
+    2. the clip factors (:func:`_clip_factors`);
+    3. ``A[j, r] += rint(T[j, r] g_r)``: the tile's integers in ``sub``
+       columns of partial sums, folded in halves at the tile's end. Every
+       partial sum is an integer of magnitude at most the tile's sum of
+       ``|q|`` (below ``2^52``), so each addition is exact and the order free.
+    """
     n, d = X.shape
-    full = d - d % 8
-    sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
+    sub = 1
+    while sub * 2 <= min(tile_rows, _NARROW_ROWS):
+        sub *= 2
+    T = np.empty(d * sub)
+    L = np.empty(8 * sub)
+    A = np.empty(d * sub)
     sq = np.empty(sub)
-    S = np.empty(sub * d)
     g = np.empty(sub)
-    acc = np.empty(d)
     for tile in range(first, last):
         start = tile * tile_rows
         stop = min(n, start + tile_rows)
-        acc[:] = 0.0
+        A[:] = 0.0
         count = 0
         for s0 in range(start, stop, sub):
             m = min(sub, stop - s0)
+            L[:] = 0.0
+            Y = X[s0:s0 + m]                 # rows from 0: see _row_norms
+            for j in range(d):
+                cj = center[j]
+                bj = b_n[j]
+                o = j * sub
+                lo = (j % 8) * sub
+                for r in range(m):
+                    v = (Y[r, j] - cj) * bj
+                    T[o + r] = v
+                    L[lo + r] += v * v
             for r in range(m):
-                for j in range(d):
-                    v = (X[s0 + r, j] - center[j]) * b_n[j]
-                    S[r * d + j] = v * v
-            for r in range(m):
-                sq[r] = _lanes(S, r * d, d, full)
+                sq[r] = (((L[r] + L[4 * sub + r]) + (L[2 * sub + r] + L[6 * sub + r]))
+                         + ((L[sub + r] + L[5 * sub + r]) + (L[3 * sub + r] + L[7 * sub + r])))
             count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
-            _add(X, center, b_n, g, s0, m, acc)
+            zero = 0
+            for r in range(m):
+                zero += g[r] == 0.0
+            if zero:                         # t g may be NaN there (t = inf): add 0
+                for r in range(m):
+                    if g[r] == 0.0:
+                        for j in range(d):
+                            T[j * sub + r] = 0.0
+            for j in range(d):
+                o = j * sub
+                for r in range(m):
+                    A[o + r] += (T[o + r] * g[r] + _ROUNDER) - _ROUNDER
+        h = sub
+        while h > 1:
+            h //= 2
+            for j in range(d):
+                o = j * sub
+                for r in range(h):
+                    A[o + r] += A[o + h + r]
         for j in range(d):
-            out[tile, j] = acc[j]
+            out[tile, j] = A[j * sub]
         clipped[tile] = count
 
 
 _compiled: Any = None
-_square: Any = None                    # _square_or_zero and _row_norm compiled,
-_norm: Any = None                      # inlined in the kernel
-_lanes: Any = None
+_norms: Any = None                     # _row_norms compiled, inlined in the kernel
 _factors: Any = None
 _add: Any = None
 _compiled_narrow: Any = None
@@ -326,13 +341,11 @@ def _compile(func: Any, inputs: int, outputs: str) -> Any:
 
 def _kernel(d: int = _DIRECT_D) -> Any:
     """The compiled kernel for ``d`` columns."""
-    global _compiled, _compiled_narrow, _square, _norm, _lanes, _factors, _add
+    global _compiled, _compiled_narrow, _norms, _factors, _add
     if _compiled is None:
         if not available():
             raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
-        _square = numba.njit(inline="always")(_square_or_zero)
-        _norm = numba.njit(inline="always")(_row_norm)
-        _lanes = numba.njit(inline="always")(_lane_total)
+        _norms = numba.njit(inline="always")(_row_norms)
         _factors = numba.njit(inline="always", error_model="numpy")(_clip_factors)
         _add = numba.njit(inline="always")(_round_add)
         _compiled = _compile(_tile_sums, 3, "ffffiMBvii")
