@@ -526,7 +526,7 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
     chunk_rows = tile_rows * min(tiles_per_chunk, 1 << 20)
     center = _aligned(np.zeros(d) if plan.center is None else plan.center)
     b_n = _aligned(plan.b_n)
-    total = np.array([0] * d, dtype=object)
+    total: np.ndarray | None = None
     n_clipped = 0
     hard_rows: list[np.ndarray] = []
     kernel = _kernel(d)
@@ -539,12 +539,15 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
         clipped = np.zeros(tiles, dtype=np.int64)
         _run_tiles(kernel, tiles, block, center, b_n, plan.C_n, plan.shrink,
                    upper_factor, scale, tile_rows, out, hard, clipped)
-        chunk = out.astype(np.int64).sum(axis=0)    # exact: below 2^62
-        total = total + np.array([int(v) for v in chunk], dtype=object)
+        # exact: below 2^62; tolist gives Python ints
+        chunk = np.array(out.astype(np.int64).sum(axis=0).tolist(), dtype=object)
+        total = chunk if total is None else total + chunk
         n_clipped += int(clipped.sum())
         if hard.any():
             hard_rows.append(np.flatnonzero(hard) + start)
     idx = np.concatenate(hard_rows) if hard_rows else np.zeros(0, dtype=np.int64)
+    if total is None:
+        total = np.array([0] * d, dtype=object)
     return total, n_clipped, idx
 
 
