@@ -79,7 +79,7 @@ def _deviation(Y: np.ndarray, center: Any, r: int,
     return Y[r, j] - center[j]
 
 
-def _row_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, s0: int, m: int,
+def _row_norms(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray, s0: int, m: int,
                sq: np.ndarray, tail: np.ndarray) -> None:  # pragma: no cover - compiled
     """Step 1: ``sq[r]``, the squared norm ``sum_j t_j^2`` of row ``s0 + r``
     (``t_j = fl(fl(x_j - c_j) b_j)``) for ``r < m``, in the order of
@@ -172,7 +172,7 @@ def _clip_factors(sq: np.ndarray, g: np.ndarray, m: int, C_n: float, shrink: flo
     return count
 
 
-def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray,
+def _round_add(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray, g: np.ndarray,
                s0: int, m: int, acc: np.ndarray) -> None:  # pragma: no cover - compiled
     """Step 3: ``acc += rint(t_i g_i)`` over the sub-tile's rows, with
     ``rint(y) = (y + 1.5 2^52) - 1.5 2^52`` for ``|y| < 2^51`` (ties to even;
@@ -186,7 +186,7 @@ def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray
     while r < m:
         if (r + 8 <= m and g[r] != 0 and g[r + 1] != 0 and g[r + 2] != 0 and g[r + 3] != 0
                 and g[r + 4] != 0 and g[r + 5] != 0 and g[r + 6] != 0 and g[r + 7] != 0):
-            x0 = X[s0 + r]                   # row views: see _row_norms
+            x0 = X[s0 + r]                   # row views, not X[s0 + r + q, j]
             x1 = X[s0 + r + 1]
             x2 = X[s0 + r + 2]
             x3 = X[s0 + r + 3]
@@ -225,7 +225,7 @@ def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray
         r += 1
 
 
-def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+def _tile_sums(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray,
                C_n: float, shrink: float, upper_factor: float, scale: float,
                tile_rows: int, out: np.ndarray, hard: np.ndarray,
                clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
@@ -258,8 +258,8 @@ def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
 _NARROW_ROWS = 512
 
 
-def _transposed_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, s0: int, m: int,
-                      T: np.ndarray, L: np.ndarray,
+def _transposed_norms(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray, s0: int,
+                      m: int, T: np.ndarray, L: np.ndarray,
                       sq: np.ndarray) -> None:  # pragma: no cover - compiled
     """Step 1 of :func:`_tile_sums_narrow` for rows ``s0 .. s0 + m - 1``
     (``m <= sub``, ``sub = len(sq)``): ``T[j sub + r] = t_rj`` and
@@ -284,7 +284,7 @@ def _transposed_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, s0: in
                  + ((L[sub + r] + L[5 * sub + r]) + (L[3 * sub + r] + L[7 * sub + r])))
 
 
-def _tile_sums_narrow(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+def _tile_sums_narrow(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray,
                       C_n: float, shrink: float, upper_factor: float, scale: float,
                       tile_rows: int, out: np.ndarray, hard: np.ndarray,
                       clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
@@ -344,7 +344,7 @@ def _tile_sums_narrow(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
         clipped[tile] = count
 
 
-def _norms_of(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+def _norms_of(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray,
               out: np.ndarray) -> None:  # pragma: no cover - compiled
     """Every row's squared norm by the code of the kernel for ``d`` columns."""
     n, d = X.shape
