@@ -117,6 +117,38 @@ def test_bad_objective_is_refused_naming_it(bad, error):
             call()
 
 
+def test_the_pipeline_warns_when_the_weighted_scaling_leaves_the_floats():
+    """The weighted scaling is post-processing of the private scales; where it
+    is not a vector of positive normal floats (weights spanning more than the
+    floats' range) the pipeline says so and clips for the total error."""
+    X = np.random.default_rng(0).normal(size=(20_000, 3))
+    kw = dict(lower=-8.0, upper=8.0, epsilon=EPS, delta=DLT, scaling="scaled", rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        total = dpsum.private_mean(X, objective="total", **kw)
+        fine = dpsum.private_mean(X, objective=[1e-100, 1e100, 1.0], **kw)
+    assert not np.array_equal(fine.scaling, total.scaling)
+    with pytest.warns(UserWarning, match="total error instead"):
+        r = dpsum.private_mean(X, objective=[1e-300, 1e300, 1.0], **kw)
+    np.testing.assert_array_equal(r.scaling, total.scaling)
+
+
+def test_columns_across_hundreds_of_orders_of_magnitude_are_no_error():
+    """The clip radius's model drops coordinates whose weight is below the
+    smallest normal float relative to the largest: columns of scales 1e-100
+    and 1e100 release a finite mean instead of an error that depends on the
+    private scales."""
+    s = np.array([1e-100, 1e100, 1.0])
+    X = np.random.default_rng(1).normal(size=(20_000, 3)) * s
+    for objective in ("total", "relative", [1e-50, 1e50, 1.0]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = dpsum.private_mean(X, lower=-10 * s, upper=10 * s, epsilon=EPS, delta=DLT,
+                                   scaling="scaled", objective=objective, rng=0)
+        assert r.strategy == "coordinate center, scaled"
+        assert np.all(np.isfinite(r.estimate)) and np.all(np.abs(r.estimate) <= 10 * s)
+
+
 def test_the_default_is_relative_for_a_dataframe_and_total_for_an_array():
     pd = pytest.importorskip("pandas")
     gen = np.random.default_rng(1)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from dpsum.pipeline import mean as M
-from dpsum.privacy import zcdp_rho
+from dpsum.privacy import analytic_sigma, zcdp_rho
 
 BUDGETS = ([{"epsilon": e, "delta": d} for e in (0.1, 0.3, 1.0, 3.0) for d in (1e-6, 1e-9)]
            + [{"rho": r} for r in (1e-3, 0.05, 0.5, 5.0)])
@@ -41,6 +41,8 @@ PATHS = {
     "vector, all moves, scaled": ("adaptive", "vector", True, False, False),
     "vector, one move, isotropic": ("adaptive", "vector", False, False, True),
     "vector, then the box": ("adaptive", "vector", None, True, None),
+    # the box at the midpoint, clipping around the center after the first move
+    "vector, the box overruled after a move": ("adaptive", "vector", None, "overruled", None),
     "box": ("adaptive", "box", None, None, None),
     "coordinate, then the bias check's box": ("adaptive", "coordinate", True, None, None,
                                               True),
@@ -75,10 +77,30 @@ def _force(monkeypatch, mode, prefer, box, stop, check=False, veto=False) -> Non
         monkeypatch.setattr(M, "_center_mode", lambda *a: mode)
     if prefer is not None:
         monkeypatch.setattr(M, "prefer_scaled", lambda *a: prefer)
-    if box is not None:
+    if box == "overruled":            # each release asks twice: box, then clipping
+        answers = itertools.cycle([True, False])
+        monkeypatch.setattr(M, "_box_wins", lambda *a: next(answers))
+    elif box is not None:
         monkeypatch.setattr(M, "_box_wins", lambda *a: box)
     if stop is not None:
         monkeypatch.setattr(M, "VECTOR_STOP", 0.0 if stop else np.inf)
+
+
+def check_exact_box(r, budget: dict, relation: str) -> None:
+    """The public box path's exact calibration (``_calibrate_exactly``): only
+    for a one-off ``(epsilon, delta)`` budget under replace-one on the float
+    path, with Gaussian steps only, which compose exactly into one Gaussian
+    of multiplier at least the analytic one of ``(epsilon, delta)`` (and
+    within 1e-9 of it: the budget is spent)."""
+    assert relation == "replace" and "epsilon" in budget and not r.secure
+    assert r.strategy == "box" and {st.kind for st in r.steps} == {"gaussian"}
+    inverse = sum(st.count / Fraction(st.noise_multiplier) ** 2 for st in r.steps)
+    s = Fraction(analytic_sigma(budget["epsilon"], budget["delta"]))
+    assert inverse <= 1 / s ** 2
+    assert inverse >= (1 - Fraction(1, 10 ** 9)) / s ** 2
+    eps = budget["epsilon"]
+    assert eps * (1 - 1e-6) <= r.guarantee.epsilon <= eps * (1 + 1e-9)
+    assert r.guarantee.delta <= budget["delta"]
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -95,6 +117,9 @@ def test_every_path_spends_at_most_the_stated_rho(path, monkeypatch):
                                scaling=scaling, rng=k, diagnostics=k % 3 != 0,
                                secure=k % 5 == 0, **budget)
         seen.add(r.strategy)
+        if r.calibration == "analytic":
+            check_exact_box(r, budget, relation)
+            continue
         spent, stated = exact_spend(r.steps), stated_rho(budget)
         assert spent <= stated, (path, budget, relation, n, d, float(spent / stated))
         # and not much less: the shares are spent, up to the margin
@@ -114,6 +139,8 @@ def test_every_path_spends_at_most_the_stated_rho(path, monkeypatch):
                                       "box"},
         "vector, one move, isotropic": {"vector center, isotropic", "box"},
         "vector, then the box": {"box"},
+        "vector, the box overruled after a move": {"vector center, scaled",
+                                                   "vector center, isotropic", "box"},
         "box": {"box"},
         "coordinate, then the bias check's box": {"box (bias check)"},
         "vector, then the bias check's box": {"box (bias check)", "box"},
@@ -141,8 +168,45 @@ def test_user_budgets_spend_at_most_the_stated_rho(relation):
 
 def test_the_box_path_no_longer_overspends_at_the_reported_budget():
     # the issue's example: epsilon = 0.3, delta = 1e-6 on the box spent 1.166 rho
+    # when the box followed a private count; there it spends at most rho, and
+    # where public n chose it, its (epsilon, delta) is exact
     X = np.random.default_rng(0).normal(size=(40, 8))
-    with pytest.warns(UserWarning, match="too few rows"):
-        r = M.private_mean(X, lower=-10.0, upper=10.0, epsilon=0.3, delta=1e-6, rng=1)
-    assert r.strategy == "box"
-    assert exact_spend(r.steps) <= stated_rho({"epsilon": 0.3, "delta": 1e-6})
+    budget = {"epsilon": 0.3, "delta": 1e-6}
+    for relation in RELATIONS:
+        with pytest.warns(UserWarning, match="too few rows"):
+            r = M.private_mean(X, lower=-10.0, upper=10.0, rng=1, neighbouring=relation,
+                               **budget)
+        assert r.strategy == "box"
+        if relation == "replace":
+            check_exact_box(r, budget, relation)
+        else:
+            assert exact_spend(r.steps) <= stated_rho(budget)
+
+
+def test_the_public_box_is_calibrated_exactly_only_when_nothing_private_chose_it():
+    """The box known from public ``n`` (too few rows for this budget) under
+    replace-one, with a one-off ``(epsilon, delta)``: the release is the
+    Elliptical Gaussian mechanism on the box with its diagnostics, the same
+    noise up to the spend margin. A session, a ``rho`` budget, ``secure=True`` or
+    add-remove keep the zCDP calibration (strictly more noise)."""
+    from dpsum import Session, elliptical_gaussian_mechanism
+    X = np.random.default_rng(3).uniform(0.0, 16.0, size=(60, 64))
+    kw = dict(lower=0.0, upper=16.0, rng=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = M.private_mean(X, epsilon=0.25, delta=1e-5, **kw)
+        egm = elliptical_gaussian_mechanism(X, epsilon=0.25, delta=1e-5, statistic="mean",
+                                            **kw)
+        others = [M.private_mean(X, epsilon=0.25, delta=1e-5,
+                                 session=Session(epsilon=1.0, delta=1e-4), **kw),
+                  M.private_mean(X, rho=float(zcdp_rho(0.25, 1e-5)), **kw),
+                  M.private_mean(X, epsilon=0.25, delta=1e-5, secure=True, **kw),
+                  M.private_mean(X, epsilon=0.25, delta=1e-5, neighbouring="add-remove",
+                                 **kw)]
+    assert exact.strategy == "box" and exact.calibration == "analytic"
+    # equal up to the pipeline's spend margin (2^-40 of the budget)
+    assert exact.sigma_opt == pytest.approx(egm.sigma_opt, rel=1e-11)
+    np.testing.assert_allclose(exact.noise_std, egm.noise_std, rtol=1e-11)
+    for r in others:
+        assert r.strategy == "box" and r.calibration != "analytic"
+        assert r.sigma_opt > exact.sigma_opt * 1.05

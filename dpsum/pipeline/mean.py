@@ -110,6 +110,7 @@ from dpsum.pipeline.quantiles import (
     scales_from_values,
     scales_values,
 )
+from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.composition import (
     ComposedGuarantee,
     PrivacyStep,
@@ -478,6 +479,19 @@ def calibrated_clip_radius(median_norm: float, scales: ArrayLike, scaling: Array
                                  "median_norm times the quantile ratio exceeds 1.8e308"))
 
 
+def _clip_radius(median_norm: float, model: np.ndarray, b: np.ndarray, p: float) -> float:
+    """:func:`calibrated_clip_radius` of the pipeline's private model, without
+    the coordinates whose weight ``(b_j s_j)^2`` is below the smallest normal
+    float relative to the largest (on columns spanning hundreds of orders of
+    magnitude): their share of the generalized chi-square is below 1e-308, so
+    the radius is unchanged to within rounding, and no error depends on the
+    private scales."""
+    with np.errstate(over="ignore", under="ignore"):
+        rel = model * b / float(np.max(model * b))
+        keep = rel * rel >= float(np.finfo(np.float64).tiny)
+    return calibrated_clip_radius(median_norm, model[keep], b[keep], p)
+
+
 @lru_cache(maxsize=256)
 def _quantile_ratio(weights_bytes: bytes, p: float) -> float:
     """``sqrt(Q(1 - p) / Q(1/2))`` of the generalized chi-square with these
@@ -536,6 +550,11 @@ def _zcdp_rho(eps: float, dlt: float) -> float:
 @lru_cache(maxsize=256)
 def _compose_zcdp(steps: tuple, dlt: float) -> ComposedGuarantee:
     return compose(steps, delta=dlt, method="zcdp")
+
+
+@lru_cache(maxsize=256)
+def _compose_exact(steps: tuple, dlt: float) -> ComposedGuarantee:
+    return compose(steps, delta=dlt, method="exact")
 
 
 def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
@@ -625,6 +644,7 @@ class _Args(NamedTuple):
 
     stated: float
     total: float
+    eps: float | None
     dlt: float | None
     relation: Neighbouring
     rule: Scaling
@@ -638,7 +658,7 @@ class _Args(NamedTuple):
 def _arguments(epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: Any,
                scaling: Any, clip_probability: Any, regularization: Any, secure: Any,
                diagnostics: Any) -> _Args:
-    stated, _, dlt = _total_rho(epsilon, delta, rho)
+    stated, eps, dlt = _total_rho(epsilon, delta, rho)
     # every step is calibrated to its share of a budget a hair below the
     # stated one, so that the rounding of the shares, the multipliers and the
     # parameters never makes the exact total exceed it (``_SPEND_MARGIN``)
@@ -655,7 +675,7 @@ def _arguments(epsilon: Any, delta: Any, rho: Any, neighbouring: Any, budget: An
     diag_ = V.check_bool(diagnostics, "diagnostics")
     split = None if budget is None else \
         _with_diagnostics(_user_budget(budget, relation, rule), diag_)
-    return _Args(stated, total, dlt, relation, rule, float(lam),
+    return _Args(stated, total, eps, dlt, relation, rule, float(lam),
                  None if p_given is None else float(p_given), secure_, diag_, split)
 
 
@@ -696,6 +716,8 @@ class _Context:
         self.min_scale = (hi - lo) * ASINH_RESOLUTION
         self.mid = lo + 0.5 * (hi - lo)
         self.objective: str | np.ndarray = "total"      # set by _run
+        self.one_off = True                             # no session (set by _open)
+        self.exact = False                              # see _calibrate_exactly
         self.unit: str | None = None                    # the privacy unit, set by _run
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
@@ -793,7 +815,7 @@ class _Context:
 
 
 def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np.ndarray,
-                             widths: np.ndarray) -> np.ndarray:
+                             widths: np.ndarray) -> np.ndarray | None:
     """The scaled path's ``b`` for an objective with weights ``pi``: the
     robust scaling in the units ``pi^(-1/2)`` of each column (the total
     objective there), mapped back, ``b = robust_scaling(s sqrt(pi)) sqrt(pi)``;
@@ -801,9 +823,10 @@ def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np
     Lagrangian's point, and the floor ``lambda mean`` is taken in those units
     (on mixed units a floor in the data's units would lift the small columns'
     scales to the large ones'). ``"relative"`` has ``pi_j = w_j^-2`` (the
-    box widths). Post-processing of the private scales and public weights; a
-    result that is not a vector of positive normal floats falls back to the
-    total objective's scaling."""
+    box widths). Post-processing of the private scales and public weights;
+    None when the result is not a vector of positive normal floats (weights
+    spanning more than the floats' range: the caller warns and falls back to
+    the total objective's scaling)."""
     if isinstance(objective, str) and objective == "total":
         return robust_scaling(scales, lam)
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
@@ -817,7 +840,7 @@ def _weighted_robust_scaling(scales: np.ndarray, lam: float, objective: str | np
             b = np.zeros_like(root)
     if np.all(np.isfinite(b)) and np.all(b >= np.finfo(np.float64).tiny):
         return b
-    return robust_scaling(scales, lam)
+    return None
 
 
 def _box_noise_norm(widths: np.ndarray, relation: Neighbouring,
@@ -969,7 +992,7 @@ def _signed_exceeds(signed: float, d: int, std: float, v_clip: float,
     the box when it times ``std`` exceeds ``threshold``. Where the
     displacements do not cancel, ``V`` measures the bias with a noise of the
     cap's scale, far below the check's (of the box's diameter)."""
-    z = float(ndtri(1.0 - CHECK_RISK * v_clip))
+    z = _check_z(v_clip, 1.0)
     sq = signed * signed
     low = math.sqrt(max(0.0, sq - d - z * math.sqrt(2.0 * d + 4.0 * sq)))
     return bool(low * std > threshold)
@@ -978,6 +1001,21 @@ def _signed_exceeds(signed: float, d: int, std: float, v_clip: float,
 #: The bias check risks at most this fraction of the clipping path's noise
 #: variance on a wrong switch to the box (:func:`_prefer_box`).
 CHECK_RISK = 0.25
+
+
+#: The bias check's risk is counted against at least this fraction of the
+#: box's expected squared error (:func:`_check_z`).
+CHECK_FLOOR = 1e-6
+
+
+def _check_z(v_clip: float, v_box: float) -> float:
+    """The check's number of standard deviations: the ``1 - CHECK_RISK v / v_box``
+    normal quantile, ``v = max(v_clip, CHECK_FLOOR v_box)``. Without the
+    floor a clip radius that collapsed (``v_clip`` near 0: no noise, all
+    bias) would ask for infinite evidence and never reach the box; with it,
+    ``z`` is at most about 5."""
+    v = max(v_clip, CHECK_FLOOR * v_box)
+    return float(ndtri(1.0 - CHECK_RISK * v / v_box))
 
 
 def _prefer_box(bias: float, bias_std: float, v_clip: float, v_box: float) -> bool:
@@ -990,7 +1028,7 @@ def _prefer_box(bias: float, bias_std: float, v_clip: float, v_box: float) -> bo
     ``Pr[switch] v_box``, stays below ``CHECK_RISK v_clip``."""
     if not v_box > v_clip:
         return True
-    z = float(ndtri(1.0 - CHECK_RISK * v_clip / v_box))
+    z = _check_z(v_clip, v_box)
     return bool(bias - z * bias_std > math.sqrt(v_box - v_clip))
 
 
@@ -1036,6 +1074,7 @@ def _open(a: _Args, data: Dataset, lower: Any, upper: Any, rng: Any, statistic: 
                  "many times a coordinate's scale. A box known in advance "
                  "(elliptical_gaussian_mechanism), a larger budget or fewer columns help",
                  stacklevel=5)
+    ctx.one_off = sess is None
     # every path spends at most rho in zCDP: one event, before the data's values
     ctx.accounting = charge_session(sess, ZCDPEvent(a.stated), mechanism=ctx.who,
                                     neighbouring=relation,
@@ -1083,35 +1122,47 @@ def _coordinate_center(ctx: _Context) -> np.ndarray:
     return center
 
 
-def _box_decision(ctx: _Context, plan: _Plan) -> bool:
-    """The whole-vector center's first step: the box itself as the model, when
-    clipping around the midpoint is predicted to lose to it. The rows within
-    the public break-even distance are counted, privately (sensitivity 1);
-    the choice is post-processing of the count. True for the box."""
+def _box_decision(ctx: _Context, plan: _Plan, center: np.ndarray, spent: float) -> bool:
+    """The box-or-clip decision of the whole-vector center: the box itself as
+    the model, when clipping around ``center`` is predicted to lose to it.
+    The rows within the public break-even distance of ``center`` are
+    counted, privately (sensitivity 1, the share ``plan.decision``); the
+    choice is post-processing of the count. ``spent`` is the share spent
+    before the box would run, this count's included. True for the box."""
     split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
-    rest = 1.0 - split.count - plan.decision - split.diagnostics
+    rest = 1.0 - split.count - spent - split.diagnostics
     r_star = break_even_radius(ctx.hi - ctx.lo, ctx.n_eff, d, rest * total, split.mean * total,
                                clipped_sum_sensitivity(1.0, ctx.relation),
                                calibrated_clip_radius(1.0, ones, ones, ctx.p))
     s_dec = zcdp_gaussian_multiplier(plan.decision * total)
-    near = ctx.run(NearCount(ctx.mid, r_star))
+    near = ctx.run(NearCount(center, r_star))
     near_noisy = float(near + ctx.noise(s_dec))
     ctx.steps.append(gaussian_step("decision", s_dec))
     return _box_wins(near_noisy, ctx.n_eff)
 
 
-def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
+def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | None:
     """Step 1 for few rows: clipped-mean moves from the box's midpoint, each
     clipping at a private (isotropic-model) radius around the last; it stops
     when the radius no longer shrinks, and the shares of the moves it skips
     go to the mean (every path spends at most rho). Returns the center and
-    the last radius (the radius step's, around the final center)."""
+    the last radius (the radius step's, around the final center), or None
+    for the box.
+
+    The box is chosen by two counts (:func:`_box_decision`): one around the
+    midpoint, before anything moves; when it says box, a second one around
+    the center after the first move, which the box must also win (data
+    piled in a corner of the box are far from its midpoint but close to
+    their own center). The second count's share comes from the mean, and
+    runs only on that path; the box then gets everything not yet spent."""
     split, total, d = ctx.split, ctx.total, ctx.data.d
     ones = np.ones(d)
     scalar_share = split.radius
     move_share = (split.center - plan.decision) / plan.moves - scalar_share
     center = ctx.mid.copy()
+    recheck = _box_decision(ctx, plan, center, plan.decision)
+    decisions = 1
     radius = ctx.radius(center, scalar_share, "center")
     moves = 0
     while True:
@@ -1126,11 +1177,20 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float]:
             center = np.clip(center + noisy_k / ctx.n_eff, ctx.lo, ctx.hi)
         ctx.steps.append(gaussian_step("center", s_move))
         moves += 1
+        if recheck:
+            recheck = False
+            decisions = 2
+            spent = 2 * plan.decision + move_share + scalar_share
+            if _box_decision(ctx, plan, center, spent):
+                ctx.split = dataclasses.replace(
+                    split, center=spent, radius=0.0, scales=0.0, clip=0.0, spread=0.0,
+                    mean=1.0 - split.count - split.diagnostics - spent)
+                return None
         last = radius
         radius = ctx.radius(center, scalar_share, "radius")
         if moves == plan.moves or radius > VECTOR_STOP * last:
             break
-    spent = plan.decision + moves * (move_share + scalar_share)
+    spent = decisions * plan.decision + moves * (move_share + scalar_share)
     ctx.split = dataclasses.replace(split, center=spent, mean=split.mean + split.center - spent)
     if ctx.relation is not Neighbouring.REPLACE or ctx.a.split is not None:
         ctx.warn(
@@ -1176,6 +1236,12 @@ def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
         tau2 = log_scale_noise_variance(eps_s, ctx.n_eff, ctx.du, _LOG_MAD_DENSITY)
         scales, _ = shrink_log_scales(scales, tau2)
     b = _weighted_robust_scaling(scales, ctx.a.lam, ctx.objective, ctx.hi - ctx.lo)
+    if b is None:
+        ctx.warn(f"{ctx.who}: the objective's weights span more than the floats' range "
+                 "together with the private scales; the scaled clipping minimises the total "
+                 "error instead (weights within about 1e150 of each other avoid this)",
+                 stacklevel=6)
+        b = robust_scaling(scales, ctx.a.lam)
     median_norm = ctx.quantile(norm_values, (center, b), split.clip, "clip",
                                float((ctx.min_scale * b).min()), _norm((ctx.hi - ctx.lo) * b))
     return scales, b, median_norm
@@ -1220,11 +1286,13 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     ctx.objective, ctx.unit = obj, unit_text
     plan = _count_and_split(ctx)
     if plan.mode == "box":
+        _calibrate_exactly(ctx)
         return _box_release(ctx, ctx.split.mean)
-    if plan.mode == "vector" and _box_decision(ctx, plan):
-        return _box_release(ctx, 1.0 - ctx.split.count - plan.decision - ctx.split.diagnostics)
     if plan.mode == "vector":
-        center, radius = _vector_center(ctx, plan)
+        found = _vector_center(ctx, plan)
+        if found is None:
+            return _box_release(ctx, ctx.split.mean)
+        center, radius = found
         strategy = "vector center"
     else:
         center, radius = _coordinate_center(ctx), 0.0
@@ -1246,7 +1314,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         median_norm = ctx.quantile(norm_values, (center, None), ctx.split.clip, "clip",
                                    float(ctx.min_scale.min()), _norm(ctx.hi - ctx.lo))
         strategy += ", isotropic"
-    C = calibrated_clip_radius(median_norm, model, b, ctx.p)
+    C = _clip_radius(median_norm, model, b, ctx.p)
     mean_share = ctx.split.mean
     if a.rule is Scaling.ADAPTIVE and a.split is None:
         # 5b. the bias check: the box when clipping at C is predicted, from a
@@ -1292,7 +1360,10 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
         unprojected, estimate = estimate, np.clip(estimate, ctx.lo, ctx.hi)
     steps = tuple(ctx.steps)
     guarantee = None
-    if ctx.a.dlt is not None:
+    if ctx.exact:
+        assert ctx.a.dlt is not None
+        guarantee = _compose_exact(steps, ctx.a.dlt)
+    elif ctx.a.dlt is not None:
         guarantee = _compose_zcdp(steps, ctx.a.dlt)
     used = 0.0
     for st in steps:
@@ -1305,13 +1376,49 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
         delta=None if guarantee is None else guarantee.delta, neighbouring=ctx.relation,
         sigma_opt=s_mean, sensitivity=clipped_sum_sensitivity(C, ctx.relation),
         mechanism=Mechanism.PRIVATE_PIPELINE, center=center, clip_probability=float(ctx.p),
-        calibration=Calibration.DISCRETE if ctx.secure else Calibration.ZCDP,
+        calibration=Calibration.DISCRETE if ctx.secure else
+        Calibration.ANALYTIC if ctx.exact else Calibration.ZCDP,
         secure=ctx.secure, statistic=statistic, n=public_n, lower=ctx.lo, upper=ctx.hi,
         columns=ctx.columns, diagnostics_share=split.diagnostics if extra else 0.0,
         notes=tuple(ctx.notes), accounting=ctx.accounting, unprojected=unprojected, rho=used,
         count=count, scales=scales, budget=split, steps=steps, guarantee=guarantee,
         strategy=strategy, grid_unit=unit, **V.objective_record(ctx.objective),
         privacy_unit=ctx.unit, **extra)
+
+
+def _calibrate_exactly(ctx: _Context) -> None:
+    """The public box path's exact calibration (appendix A3).
+
+    Under replace-one with the default split, ``n`` is public and so is the
+    choice of the box (:func:`_default_split`): before anything is spent, the
+    release is known to be two Gaussian releases, the clamped sum and the
+    diagnostics' counts. Two Gaussian mechanisms of multipliers ``s_1, s_2``
+    compose exactly into one of multiplier ``(s_1^-2 + s_2^-2)^-1/2``, which
+    is ``(epsilon, delta)``-DP exactly when that multiplier is at least the
+    analytic one (:prf:ref:`gaussian-thm-analytic`). So for a one-off
+    ``(epsilon, delta)`` budget the shares are taken of ``1 / (2 s^2)``, ``s``
+    the analytic multiplier of ``(epsilon, delta)``, instead of the zCDP
+    conversion's ``rho``: the same arithmetic, a tight conversion (7-10 %
+    less noise at epsilon from 0.25 to 4). The record's guarantee is then the
+    exact composition of the Gaussian steps. Left as it is: a ``rho``
+    budget (zCDP is then the user's own currency), ``secure=True`` (the
+    discrete Gaussian's guarantee is stated in zCDP), a session (its ledger
+    counts in zCDP), add-remove (the path follows a private count) and every
+    path chosen after a private step (only a bound that holds on every path
+    bounds the mixture, and the other paths' quantile steps are bounded-range,
+    not Gaussian)."""
+    a = ctx.a
+    if a.relation is not Neighbouring.REPLACE or a.split is not None or a.eps is None or \
+            a.dlt is None or a.secure or not ctx.one_off:
+        return
+    s = _analytic_multiplier(a.eps, a.dlt)
+    ctx.total = (1.0 - _SPEND_MARGIN) / (2.0 * s * s)
+    ctx.exact = True
+
+
+@lru_cache(maxsize=256)
+def _analytic_multiplier(eps: float, dlt: float) -> float:
+    return float(analytic_sigma(eps, dlt))
 
 
 def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:
@@ -1323,11 +1430,11 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     radius 1/2, so this is a clipped sum with ``C = 1/2`` and scaling
     ``b / w`` (sensitivity 1 under replace-one, 1/2 under add-remove).
 
-    The noise is calibrated in zCDP like every other path: this step spends
-    ``share`` of the total ``rho``, whatever the budget's form. (The exact
-    composition of an ``(epsilon, delta)`` remainder would spend more than
-    ``rho`` here, and since the path is chosen from a private count, only a
-    bound that holds on every path bounds the mixture.)
+    This step spends ``share`` of the context's total: the zCDP ``rho``
+    like every other path when the box was chosen by a private step (only a
+    bound that holds on every path bounds the mixture), or, when the box was
+    known from public inputs before anything was spent, the exact Gaussian
+    calibration of :func:`_calibrate_exactly`.
 
     The sum is the last step's (:meth:`_Context.last_step`, an accumulator's
     ``update`` and ``release``) at ``C = 1/2`` in the same
@@ -1344,9 +1451,6 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     widths = ctx.hi - ctx.lo
     mid = ctx.mid
     b = elliptical_scaling(widths, ctx.objective) / widths
-    # calibrated in zCDP like every other path: the path is chosen from a
-    # private count, and only a bound that holds on every path (here, the
-    # total rho) is a bound for the mixture
     s_mean = zcdp_gaussian_multiplier(share * ctx.total)
     noisy, dev_std, state, unit = ctx.last_step(0.5, b, mid, s_mean)
     ctx.steps.append(gaussian_step("mean", s_mean))
@@ -1526,18 +1630,24 @@ def private_mean(X: ArrayLike, *, lower: Any, upper: Any, epsilon: float | None 
        Gaussian count (standard deviation ``0.1 n``) of the rows within the
        public break-even distance of the box's midpoint decides, as
        post-processing, whether clipping around a center can beat the box
-       (more than half the rows within it); if so, up to three clipped-mean
-       moves from the midpoint. When the steps before the mean would take
+       (more than half the rows within it); then up to three clipped-mean
+       moves from the midpoint. When the count says box, a second count
+       around the center after the first move must say so too (data piled
+       in a corner of the box are far from its midpoint). When the steps before the mean would take
        more than half of ``rho``, the whole-vector center clips
        isotropically (no spread, scales or clip steps) with fewer moves; if
        even one move does not fit with reliable radii, rule 3;
-    3. otherwise the *box*: the Elliptical Gaussian mechanism on the box,
-       its noise calibrated in zCDP like every other path's.
+    3. otherwise the *box*: the Elliptical Gaussian mechanism on the box.
 
     Every path spends at most the stated ``rho`` in zCDP terms (the steps
     are calibrated to shares of ``rho`` a relative ``2^-40`` below it, so that
     no rounding makes the exact total exceed it); an ``(epsilon, delta)``
-    budget is the largest ``rho`` that converts to it.
+    budget is the largest ``rho`` that converts to it. One exception is exact
+    instead: a one-off ``(epsilon, delta)`` release under replace-one (not
+    ``secure``) whose box (rule 3) follows from public ``n`` is calibrated
+    like the Elliptical Gaussian mechanism, by the analytic Gaussian
+    calibration (:prf:ref:`pipeline-design-prop-public-box`;
+    ``release.calibration`` is ``"analytic"``).
 
     4. after the clip radius, the *bias check*: a Gaussian release (share
        between 0.02 and 0.1 of ``rho``, taken from the mean's) of the rows'
