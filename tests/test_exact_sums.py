@@ -115,10 +115,14 @@ def test_squared_norms_are_summed_in_the_fixed_lane_order(d):
 
 def test_the_compiled_kernel_sums_squares_in_the_same_order(numba_kernel):
     gen = np.random.default_rng(2)
+    # both kernels (transposed below 16 columns), more rows than a sub-tile,
+    # with a centre and without (compiled apart: no subtraction, x - 0 = x)
     for d in (1, 3, 8, 9, 15, 16, 41, 100):
-        X, b, c = _norm_cases(gen, d, 200)
+        X, b, c = _norm_cases(gen, d, 600)
         sq = numba_kernel.squared_norms(X, c, b)
         assert sq.tolist() == [_reference_norm(x, b, c) for x in X], d
+        sq = numba_kernel.squared_norms(X, None, b)
+        assert sq.tolist() == [_reference_norm(x, b, np.zeros(d)) for x in X], d
 
 
 def test_a_row_gives_the_same_integers_in_any_block_at_any_position():
@@ -252,10 +256,10 @@ def test_the_compiled_kernel_refuses_non_finite_rows_as_the_numpy_one(numba_kern
             f(X, plan, k)
 
 
-@pytest.mark.parametrize("d", [3, 40])
+@pytest.mark.parametrize("d", [3, 15, 16, 40])
 def test_the_compiled_kernel_across_tiles_sub_tiles_and_threads(numba_kernel, d):
     # more rows than a tile (4096) and than a sub-tile, some clipped, a
-    # non-finite-norm row inside a group of four: the NumPy kernel's bits on
+    # non-finite-norm row inside a group of eight: the NumPy kernel's bits on
     # one thread and on two
     from dpsum.kernels import grid
     gen = np.random.default_rng(d)

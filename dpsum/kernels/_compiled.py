@@ -3,8 +3,7 @@ one pass over memory. Private to dpsum.kernels.
 
 Every row goes through the operations of :func:`dpsum.kernels.grid._grid_rows`
 in the same order: ``t_j = fl(fl(x_j - c_j) b_j)``, the squares summed in the
-8 lanes of :func:`dpsum.kernels._rows._lane_sum` (8 explicit accumulators,
-which LLVM's SLP vectoriser packs into vector registers), the square root, the clip
+8 lanes of :func:`dpsum.kernels._rows._lane_sum`, the square root, the clip
 factor ``min(1, fl(fl(C_n / nu) (1 - mu)))`` with its re-check, and
 ``rint(fl(t_j fl(f 2^-k)))``. Each is one IEEE operation (numba compiles
 without fast-math, so nothing is fused, reassociated or flushed to zero), so
@@ -17,10 +16,14 @@ numba is optional (``pip install "dpsum[fast]"``): without it, or with
 ``DPSUM_KERNEL=numpy`` in the environment, the NumPy kernel runs. The compiled
 code releases the GIL and runs on ``DPSUM_THREADS`` threads (default: every
 core the process may use), each on its own contiguous tiles of rows. A tile
-is worked in sub-tiles of about 256 KiB: (1) every row's squared norm, (2) the
-clip factors of all its rows in one vectorised loop, (3) the rows rounded and
-added to the tile's float64 accumulator of integers (exact below 2^52, so
-rows may be added four at a time), all while the sub-tile is in cache.
+is worked in sub-tiles that stay in cache between (1) every row's squared
+norm, (2) the clip factors of all its rows in one vectorised loop and (3) the
+rows rounded and added to the tile's float64 accumulators of integers (exact
+below 2^52, so the integers may be added in any order). Two layouts, one
+kernel each: from 16 columns on, row by row (:func:`_tile_sums`: a row's 8
+lanes are one vector register); below, a transposed sub-tile
+(:func:`_tile_sums_narrow`: every step a loop over rows, vectorised across
+rows; row by row, a short row would be mostly remainder).
 """
 
 from __future__ import annotations
@@ -65,93 +68,70 @@ def available() -> bool:
 _SUB_ELEMENTS = 32768
 
 
-def _square_or_zero(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int, j: int,
-                    d: int) -> float:  # pragma: no cover - compiled
-    """``t_ij^2`` for ``j < d``, else ``+0``."""
-    if j < d:
-        v = (X[i, j] - center[j]) * b_n[j]
-        return v * v
-    return 0.0
+def _deviation(Y: np.ndarray, center: Any, r: int,
+               j: int) -> float:  # pragma: no cover - compiled
+    """``fl(y_rj - c_j)``, or ``y_rj`` without a centre: the kernels are
+    compiled for ``center=None`` too, where this is the value itself (``x - 0``
+    is ``x`` exactly), saving a load and a subtraction per value (measured:
+    10-15% of the kernel's time at 1000 columns)."""
+    if center is None:
+        return Y[r, j]
+    return Y[r, j] - center[j]
 
 
-def _row_norm(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, i: int,
-              full: int) -> float:  # pragma: no cover - compiled
-    """Row ``i``'s squared norm ``sum_j t_ij^2``, ``t_ij = fl(fl(x_ij - c_j) b_j)``,
-    in the order of :func:`dpsum.kernels._rows._lane_sum` (``full``: ``d``
-    rounded down to a multiple of 8). The 8 lanes are 8 accumulators the SLP
-    vectoriser packs into vector registers; ``x - 0`` is ``x`` exactly."""
+def _row_norms(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray, s0: int, m: int,
+               sq: np.ndarray, tail: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Step 1: ``sq[r]``, the squared norm ``sum_j t_j^2`` of row ``s0 + r``
+    (``t_j = fl(fl(x_j - c_j) b_j)``) for ``r < m``, in the order of
+    :func:`dpsum.kernels._rows._lane_sum`. The 8 lanes are 8 accumulators the
+    SLP vectoriser packs into one vector register; ``x - 0`` is ``x`` exactly.
+    The last ``d mod 8`` squares go through ``tail`` (8 values, zero from
+    ``d mod 8`` on, so the lanes without a term add ``+0``, which changes no
+    lane): a branch per term there made the vectoriser split the lanes. The
+    loop over rows is here, not in the caller, and indexes a view of the
+    sub-tile's rows from 0: an inlined call per row (its arrays' reference
+    counts) or a row index not known to be non-negative (its wraparound
+    check) each kept this loop about 1.7 times slower."""
     d = X.shape[1]
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    for j in range(0, full, 8):
-        v0 = (X[i, j] - center[j]) * b_n[j]
-        v1 = (X[i, j + 1] - center[j + 1]) * b_n[j + 1]
-        v2 = (X[i, j + 2] - center[j + 2]) * b_n[j + 2]
-        v3 = (X[i, j + 3] - center[j + 3]) * b_n[j + 3]
-        v4 = (X[i, j + 4] - center[j + 4]) * b_n[j + 4]
-        v5 = (X[i, j + 5] - center[j + 5]) * b_n[j + 5]
-        v6 = (X[i, j + 6] - center[j + 6]) * b_n[j + 6]
-        v7 = (X[i, j + 7] - center[j + 7]) * b_n[j + 7]
-        a0 += v0 * v0
-        a1 += v1 * v1
-        a2 += v2 * v2
-        a3 += v3 * v3
-        a4 += v4 * v4
-        a5 += v5 * v5
-        a6 += v6 * v6
-        a7 += v7 * v7
-    if full < d:                       # the last d mod 8 terms; + 0 is exact
-        a0 += _square(X, center, b_n, i, full, d)
-        a1 += _square(X, center, b_n, i, full + 1, d)
-        a2 += _square(X, center, b_n, i, full + 2, d)
-        a3 += _square(X, center, b_n, i, full + 3, d)
-        a4 += _square(X, center, b_n, i, full + 4, d)
-        a5 += _square(X, center, b_n, i, full + 5, d)
-        a6 += _square(X, center, b_n, i, full + 6, d)
-    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+    full = d - d % 8
+    Y = X[s0:s0 + m]
+    for r in range(m):
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        for j in range(0, full, 8):
+            v0 = _dev(Y, center, r, j) * b_n[j]
+            v1 = _dev(Y, center, r, j + 1) * b_n[j + 1]
+            v2 = _dev(Y, center, r, j + 2) * b_n[j + 2]
+            v3 = _dev(Y, center, r, j + 3) * b_n[j + 3]
+            v4 = _dev(Y, center, r, j + 4) * b_n[j + 4]
+            v5 = _dev(Y, center, r, j + 5) * b_n[j + 5]
+            v6 = _dev(Y, center, r, j + 6) * b_n[j + 6]
+            v7 = _dev(Y, center, r, j + 7) * b_n[j + 7]
+            a0 += v0 * v0
+            a1 += v1 * v1
+            a2 += v2 * v2
+            a3 += v3 * v3
+            a4 += v4 * v4
+            a5 += v5 * v5
+            a6 += v6 * v6
+            a7 += v7 * v7
+        if full < d:
+            for j in range(full, d):
+                v = _dev(Y, center, r, j) * b_n[j]
+                tail[j - full] = v * v
+            a0 += tail[0]
+            a1 += tail[1]
+            a2 += tail[2]
+            a3 += tail[3]
+            a4 += tail[4]
+            a5 += tail[5]
+            a6 += tail[6]
+            a7 += tail[7]
+        sq[r] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
 
 
-def _lane_total(S: np.ndarray, o: int, d: int,
-                full: int) -> float:  # pragma: no cover - compiled
-    """The squares ``S[o:o + d]`` summed in the order of :func:`_row_norm`."""
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-    for j in range(o, o + full, 8):
-        a0 += S[j]
-        a1 += S[j + 1]
-        a2 += S[j + 2]
-        a3 += S[j + 3]
-        a4 += S[j + 4]
-        a5 += S[j + 5]
-        a6 += S[j + 6]
-        a7 += S[j + 7]
-    rem = d - full
-    t = o + full
-    if rem > 0:
-        a0 += S[t]
-    if rem > 1:
-        a1 += S[t + 1]
-    if rem > 2:
-        a2 += S[t + 2]
-    if rem > 3:
-        a3 += S[t + 3]
-    if rem > 4:
-        a4 += S[t + 4]
-    if rem > 5:
-        a5 += S[t + 5]
-    if rem > 6:
-        a6 += S[t + 6]
-    return ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
-
-
-#: Below this many columns the kernel stores a sub-tile's squares before
-#: summing them (faster there); from it on it sums them as it reads the row.
-_DIRECT_D = 32
-
-
-def _norms_of(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
-              out: np.ndarray) -> None:  # pragma: no cover - compiled
-    full = X.shape[1] - X.shape[1] % 8
-    for i in range(X.shape[0]):
-        out[i] = _norm(X, center, b_n, i, full)
+#: Below this many columns the kernel works on transposed sub-tiles (every
+#: step a loop over rows); from it on, row by row.
+_DIRECT_D = 16
 
 
 def _clip_factors(sq: np.ndarray, g: np.ndarray, m: int, C_n: float, shrink: float,
@@ -192,51 +172,71 @@ def _clip_factors(sq: np.ndarray, g: np.ndarray, m: int, C_n: float, shrink: flo
     return count
 
 
-def _round_add(X: np.ndarray, center: np.ndarray, b_n: np.ndarray, g: np.ndarray,
+def _round_add(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray, g: np.ndarray,
                s0: int, m: int, acc: np.ndarray) -> None:  # pragma: no cover - compiled
     """Step 3: ``acc += rint(t_i g_i)`` over the sub-tile's rows, with
     ``rint(y) = (y + 1.5 2^52) - 1.5 2^52`` for ``|y| < 2^51`` (ties to even;
-    the subtraction is exact). Four rows at a time: the integers' sums stay
-    below 2^52, so every addition is exact and their order is free. A row
+    the subtraction is exact). Eight rows at a time (measured: 1.2-1.5 times
+    faster than four at 64 and 100 columns, where the accumulator's and the
+    parameters' loads weigh): the integers' sums stay below 2^52, so every
+    addition is exact and their order is free. A row
     with ``g = 0`` adds 0 and is skipped (a flagged row's ``t`` may be inf)."""
     d = X.shape[1]
     r = 0
     while r < m:
-        if r + 4 <= m and g[r] != 0 and g[r + 1] != 0 and g[r + 2] != 0 and g[r + 3] != 0:
-            i = s0 + r
+        if (r + 8 <= m and g[r] != 0 and g[r + 1] != 0 and g[r + 2] != 0 and g[r + 3] != 0
+                and g[r + 4] != 0 and g[r + 5] != 0 and g[r + 6] != 0 and g[r + 7] != 0):
+            x0 = X[s0 + r]                   # row views, not X[s0 + r + q, j]
+            x1 = X[s0 + r + 1]
+            x2 = X[s0 + r + 2]
+            x3 = X[s0 + r + 3]
+            x4 = X[s0 + r + 4]
+            x5 = X[s0 + r + 5]
+            x6 = X[s0 + r + 6]
+            x7 = X[s0 + r + 7]
             g0 = g[r]
             g1 = g[r + 1]
             g2 = g[r + 2]
             g3 = g[r + 3]
+            g4 = g[r + 4]
+            g5 = g[r + 5]
+            g6 = g[r + 6]
+            g7 = g[r + 7]
             for j in range(d):
-                cj = center[j]
+                cj = 0.0 if center is None else center[j]   # x - 0 is x
                 bj = b_n[j]
-                q0 = ((X[i, j] - cj) * bj * g0 + _ROUNDER) - _ROUNDER
-                q1 = ((X[i + 1, j] - cj) * bj * g1 + _ROUNDER) - _ROUNDER
-                q2 = ((X[i + 2, j] - cj) * bj * g2 + _ROUNDER) - _ROUNDER
-                q3 = ((X[i + 3, j] - cj) * bj * g3 + _ROUNDER) - _ROUNDER
-                acc[j] += (q0 + q1) + (q2 + q3)
-            r += 4
+                q0 = ((x0[j] - cj) * bj * g0 + _ROUNDER) - _ROUNDER
+                q1 = ((x1[j] - cj) * bj * g1 + _ROUNDER) - _ROUNDER
+                q2 = ((x2[j] - cj) * bj * g2 + _ROUNDER) - _ROUNDER
+                q3 = ((x3[j] - cj) * bj * g3 + _ROUNDER) - _ROUNDER
+                q4 = ((x4[j] - cj) * bj * g4 + _ROUNDER) - _ROUNDER
+                q5 = ((x5[j] - cj) * bj * g5 + _ROUNDER) - _ROUNDER
+                q6 = ((x6[j] - cj) * bj * g6 + _ROUNDER) - _ROUNDER
+                q7 = ((x7[j] - cj) * bj * g7 + _ROUNDER) - _ROUNDER
+                acc[j] += ((q0 + q1) + (q2 + q3)) + ((q4 + q5) + (q6 + q7))
+            r += 8
             continue
         gr = g[r]
         if gr != 0.0:
-            i = s0 + r
+            x = X[s0 + r]
             for j in range(d):
-                acc[j] += ((X[i, j] - center[j]) * b_n[j] * gr + _ROUNDER) - _ROUNDER
+                cj = 0.0 if center is None else center[j]
+                acc[j] += ((x[j] - cj) * b_n[j] * gr + _ROUNDER) - _ROUNDER
         r += 1
 
 
-def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+def _tile_sums(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray,
                C_n: float, shrink: float, upper_factor: float, scale: float,
                tile_rows: int, out: np.ndarray, hard: np.ndarray,
                clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
-    """The kernel for ``d >= 32``: each row's squares summed as it is read."""
+    """The kernel for ``d >= 16``: row by row, each row's squares summed as
+    it is read."""
     n, d = X.shape
-    full = d - d % 8
     sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
     sq = np.empty(sub)
     g = np.empty(sub)
-    acc = np.empty(d)
+    acc = _empty(d)
+    tail = np.zeros(8)
     for tile in range(first, last):
         start = tile * tile_rows
         stop = min(n, start + tile_rows)
@@ -246,8 +246,7 @@ def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
             m = min(sub, stop - s0)
             # 1. squared norms, term j in lane j mod 8, each lane left to right
             #    (dpsum.kernels._rows._lane_sum)
-            for r in range(m):
-                sq[r] = _norm(X, center, b_n, s0 + r, full)
+            _norms(X, center, b_n, s0, m, sq, tail)
             count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
             _add(X, center, b_n, g, s0, m, acc)
         for j in range(d):
@@ -255,56 +254,131 @@ def _tile_sums(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
         clipped[tile] = count
 
 
-def _tile_sums_narrow(X: np.ndarray, center: np.ndarray, b_n: np.ndarray,
+#: Rows of a transposed sub-tile (a power of two).
+_NARROW_ROWS = 512
+
+
+def _transposed_norms(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray, s0: int,
+                      m: int, T: np.ndarray, L: np.ndarray,
+                      sq: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Step 1 of :func:`_tile_sums_narrow` for rows ``s0 .. s0 + m - 1``
+    (``m <= sub``, ``sub = len(sq)``): ``T[j sub + r] = t_rj`` and
+    ``sq[r]``, row ``s0 + r``'s squared norm in the order of
+    :func:`dpsum.kernels._rows._lane_sum` (lane ``L[l sub + r]``, from ``+0``,
+    gets the squares of columns ``l, l + 8, ...`` in turn; then the tree)."""
+    d = X.shape[1]
+    sub = sq.shape[0]
+    L[:] = 0.0
+    Y = X[s0:s0 + m]                     # rows from 0: see _row_norms
+    for j in range(d):
+        cj = 0.0 if center is None else center[j]
+        bj = b_n[j]
+        o = j * sub
+        lo = (j % 8) * sub
+        for r in range(m):
+            v = (Y[r, j] - cj) * bj
+            T[o + r] = v
+            L[lo + r] += v * v
+    for r in range(m):
+        sq[r] = (((L[r] + L[4 * sub + r]) + (L[2 * sub + r] + L[6 * sub + r]))
+                 + ((L[sub + r] + L[5 * sub + r]) + (L[3 * sub + r] + L[7 * sub + r])))
+
+
+def _tile_sums_narrow(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray,
                       C_n: float, shrink: float, upper_factor: float, scale: float,
                       tile_rows: int, out: np.ndarray, hard: np.ndarray,
                       clipped: np.ndarray, first: int, last: int) -> None:  # pragma: no cover
-    """The kernel for ``d < 32`` (faster there): a sub-tile's squares stored
-    first in one loop, then summed in the lanes: the same operations in the
-    same order as :func:`_tile_sums`."""
+    """The kernel for ``d < 16``: the same operations in the same order per
+    row as :func:`_tile_sums`, on a transposed sub-tile ``T[j, r] = t_rj``
+    so that every step is a loop over rows that LLVM vectorises (row by row,
+    a short row is mostly remainder). Per sub-tile of ``m`` rows:
+
+    1. ``T[j, r] = fl(fl(x_rj - c_j) b_j)``, computed once, and
+       ``L[j mod 8, r] += T[j, r]^2`` for ``j = 0, 1, ...`` (each row's lanes
+       left to right from ``+0``), then the lanes' tree for every row;
+    2. the clip factors (:func:`_clip_factors`);
+    3. ``A[j, r] += rint(T[j, r] g_r)``: the tile's integers in ``sub``
+       columns of partial sums, folded in halves at the tile's end. Every
+       partial sum is an integer of magnitude at most the tile's sum of
+       ``|q|`` (below ``2^52``), so each addition is exact and the order free.
+    """
     n, d = X.shape
-    full = d - d % 8
-    sub = max(1, min(tile_rows, _SUB_ELEMENTS // d))
+    sub = 1
+    while sub * 2 <= min(tile_rows, _NARROW_ROWS):
+        sub *= 2
+    T = np.empty(d * sub)
+    L = np.empty(8 * sub)
+    A = np.empty(d * sub)
     sq = np.empty(sub)
-    S = np.empty(sub * d)
     g = np.empty(sub)
-    acc = np.empty(d)
     for tile in range(first, last):
         start = tile * tile_rows
         stop = min(n, start + tile_rows)
-        acc[:] = 0.0
+        A[:] = 0.0
         count = 0
         for s0 in range(start, stop, sub):
             m = min(sub, stop - s0)
-            for r in range(m):
-                for j in range(d):
-                    v = (X[s0 + r, j] - center[j]) * b_n[j]
-                    S[r * d + j] = v * v
-            for r in range(m):
-                sq[r] = _lanes(S, r * d, d, full)
+            _tnorms(X, center, b_n, s0, m, T, L, sq)
             count += _factors(sq, g, m, C_n, shrink, upper_factor, scale, hard, s0)
-            _add(X, center, b_n, g, s0, m, acc)
+            zero = 0
+            for r in range(m):
+                zero += g[r] == 0.0
+            if zero:                         # t g may be NaN there (t = inf): add 0
+                for r in range(m):
+                    if g[r] == 0.0:
+                        for j in range(d):
+                            T[j * sub + r] = 0.0
+            for j in range(d):
+                o = j * sub
+                for r in range(m):
+                    A[o + r] += (T[o + r] * g[r] + _ROUNDER) - _ROUNDER
+        h = sub
+        while h > 1:
+            h //= 2
+            for j in range(d):
+                o = j * sub
+                for r in range(h):
+                    A[o + r] += A[o + h + r]
         for j in range(d):
-            out[tile, j] = acc[j]
+            out[tile, j] = A[j * sub]
         clipped[tile] = count
 
 
+def _norms_of(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray,
+              out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Every row's squared norm by the code of the kernel for ``d`` columns."""
+    n, d = X.shape
+    if d >= _DIRECT_D:
+        _norms(X, center, b_n, 0, n, out, np.zeros(8))
+        return
+    sub = _NARROW_ROWS
+    T = np.empty(d * sub)
+    L = np.empty(8 * sub)
+    sq = np.empty(sub)
+    for s0 in range(0, n, sub):
+        m = min(sub, n - s0)
+        _tnorms(X, center, b_n, s0, m, T, L, sq)
+        out[s0:s0 + m] = sq[:m]
+
+
 _compiled: Any = None
-_square: Any = None                    # _square_or_zero and _row_norm compiled,
-_norm: Any = None                      # inlined in the kernel
-_lanes: Any = None
+_norms: Any = None                     # _row_norms, _transposed_norms and
+_tnorms: Any = None                    # _aligned_empty compiled, inlined in the kernels
+_empty: Any = None
+_dev: Any = None
 _factors: Any = None
 _add: Any = None
 _compiled_narrow: Any = None
 _compiled_norms: Any = None
 
 
-def _compile(func: Any, inputs: int, outputs: str) -> Any:
+def _compile(func: Any, inputs: int, outputs: str, centred: bool = False) -> Any:
     """``func`` compiled now (or loaded from numba's cache) for ``inputs``
     read-only arrays (a C-contiguous matrix, then vectors) followed by the
     arguments ``outputs`` spells (``f``: float64, ``i``: int64, ``M``/``I``/``B``:
     writable float64 matrix, int64 matrix, bool vector, ``v``/``V``: int64/float64
-    vector),
+    vector); with ``centred``, also with ``None`` for the second input (the
+    centre: the branches on ``center is None`` are pruned at compile time),
     with LLVM's SLP vectoriser on (numba's default leaves it off): it packs
     the kernel's 8 explicit lane accumulators into vector registers. Without
     fast-math no vectoriser reorders a floating-point operation, so the bits
@@ -316,42 +390,48 @@ def _compile(func: Any, inputs: int, outputs: str) -> Any:
     args = [t.Array(t.float64, 2, "C", readonly=True)]
     args += [t.Array(t.float64, 1, "C", readonly=True)] * (inputs - 1)
     args += [kinds[c] for c in outputs]
+    sigs = [t.void(*args)]
+    if centred:
+        sigs.append(t.void(args[0], t.none, *args[2:]))
     saved = config.SLP_VECTORIZE
     config.SLP_VECTORIZE = 1
     try:
-        return numba.njit(t.void(*args), error_model="numpy", cache=True, nogil=True)(func)
+        return numba.njit(sigs, error_model="numpy", cache=True, nogil=True)(func)
     finally:
         config.SLP_VECTORIZE = saved
 
 
 def _kernel(d: int = _DIRECT_D) -> Any:
     """The compiled kernel for ``d`` columns."""
-    global _compiled, _compiled_narrow, _square, _norm, _lanes, _factors, _add
+    global _compiled, _compiled_narrow, _norms, _tnorms, _empty, _dev, _factors, _add
     if _compiled is None:
         if not available():
             raise RuntimeError("numba is not installed: pip install 'dpsum[fast]'")
-        _square = numba.njit(inline="always")(_square_or_zero)
-        _norm = numba.njit(inline="always")(_row_norm)
-        _lanes = numba.njit(inline="always")(_lane_total)
+        _norms = numba.njit(inline="always")(_row_norms)
+        _tnorms = numba.njit(inline="always")(_transposed_norms)
+        _empty = numba.njit(inline="always")(_aligned_empty)
+        _dev = numba.njit(_deviation)          # small: LLVM inlines it
         _factors = numba.njit(inline="always", error_model="numpy")(_clip_factors)
         _add = numba.njit(inline="always")(_round_add)
-        _compiled = _compile(_tile_sums, 3, "ffffiMBvii")
+        _compiled = _compile(_tile_sums, 3, "ffffiMBvii", centred=True)
     if d >= _DIRECT_D:
         return _compiled
     if _compiled_narrow is None:
-        _compiled_narrow = _compile(_tile_sums_narrow, 3, "ffffiMBvii")
+        _compiled_narrow = _compile(_tile_sums_narrow, 3, "ffffiMBvii", centred=True)
     return _compiled_narrow
 
 
-def squared_norms(X: np.ndarray, center: np.ndarray, b_n: np.ndarray) -> np.ndarray:
+def squared_norms(X: np.ndarray, center: np.ndarray | None, b_n: np.ndarray) -> np.ndarray:
     """Every row's squared norm as the compiled kernel computes it (the same
-    inlined code): for the test against exact arithmetic."""
+    inlined code, ``center=None`` included): for the test against exact
+    arithmetic."""
     global _compiled_norms
     _kernel()
     if _compiled_norms is None:
-        _compiled_norms = _compile(_norms_of, 3, "V")
+        _compiled_norms = _compile(_norms_of, 3, "V", centred=True)
     out = np.empty(X.shape[0])
-    _compiled_norms(np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(center),
+    _compiled_norms(np.ascontiguousarray(X, dtype=np.float64),
+                    None if center is None else np.ascontiguousarray(center),
                     np.ascontiguousarray(b_n), out)
     return out
 
@@ -429,6 +509,23 @@ def set_threads(k: int | None) -> None:
         _THREADS.append(int(k))
 
 
+def _aligned(v: Any) -> np.ndarray:
+    """The float64 vector ``v`` copied to a 64-byte boundary: the kernels load
+    it a vector register at a time, and a load across two cache lines costs
+    two (measured: 5-10% of the kernel's time at 1000 columns)."""
+    out = _aligned_empty(len(v))
+    out[:] = v
+    return out
+
+
+def _aligned_empty(size: int) -> np.ndarray:
+    """``size`` float64 values starting on a 64-byte boundary (also compiled,
+    for the kernels' scratch vectors)."""
+    buf = np.empty(size + 8)
+    o = (-(buf.ctypes.data // 8)) % 8
+    return buf[o:o + size]
+
+
 def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
                ) -> tuple[np.ndarray, int, np.ndarray]:
     """The rows' grid integers summed exactly by the compiled kernel.
@@ -447,10 +544,9 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
     # a chunk's int64 total stays below 2^62
     tiles_per_chunk = int(max(1, 2.0 ** 62 // (qmax * tile_rows)))
     chunk_rows = tile_rows * min(tiles_per_chunk, 1 << 20)
-    center = np.zeros(d) if plan.center is None else np.ascontiguousarray(plan.center,
-                                                                          dtype=np.float64)
-    b_n = np.ascontiguousarray(plan.b_n, dtype=np.float64)
-    total = np.array([0] * d, dtype=object)
+    center = None if plan.center is None else _aligned(plan.center)
+    b_n = _aligned(plan.b_n)
+    total: np.ndarray | None = None
     n_clipped = 0
     hard_rows: list[np.ndarray] = []
     kernel = _kernel(d)
@@ -463,12 +559,15 @@ def accumulate(X: np.ndarray, plan: Any, k: int, upper_factor: float
         clipped = np.zeros(tiles, dtype=np.int64)
         _run_tiles(kernel, tiles, block, center, b_n, plan.C_n, plan.shrink,
                    upper_factor, scale, tile_rows, out, hard, clipped)
-        chunk = out.astype(np.int64).sum(axis=0)    # exact: below 2^62
-        total = total + np.array([int(v) for v in chunk], dtype=object)
+        # exact: below 2^62; tolist gives Python ints
+        chunk = np.array(out.astype(np.int64).sum(axis=0).tolist(), dtype=object)
+        total = chunk if total is None else total + chunk
         n_clipped += int(clipped.sum())
         if hard.any():
             hard_rows.append(np.flatnonzero(hard) + start)
     idx = np.concatenate(hard_rows) if hard_rows else np.zeros(0, dtype=np.int64)
+    if total is None:
+        total = np.array([0] * d, dtype=object)
     return total, n_clipped, idx
 
 
