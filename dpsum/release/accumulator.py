@@ -442,8 +442,10 @@ class _ClippedSum(Accumulator):
         c = None if template.center is None else np.array(template.center)
         self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size,
                                                       EXACT_CHARGE)
+        # b_j c_j exactly, as (numerator, denominator): floats are dyadic, so
+        # the product's denominator is a power of two (no fraction arithmetic)
         self._offset = None if c is None or not np.any(c) or deviations else \
-            [Fraction(float(bj)) * Fraction(float(cj)) for bj, cj in zip(b, c)]
+            [_dyadic_product(float(bj), float(cj)) for bj, cj in zip(b, c)]
         super().__init__(template, n)
         self._deviations = deviations
 
@@ -454,14 +456,18 @@ class _ClippedSum(Accumulator):
         total, clipped = accumulate_grid(block, self._plan, self._k)
         return total, clipped, clipped
 
+    def _ratios(self) -> list[tuple[int, int]]:
+        """The exact statistic in the scaled space as (numerator, denominator)
+        integer pairs: ``S 2^K + n (b ⊙ c)``, or ``S 2^K`` for a sum of
+        deviations (:func:`dpsum.kernels._exact.dyadic_sum`)."""
+        if self._offset is None:
+            return [dyadic_sum(int(s), self._K, 0, (0, 1)) for s in self._total]
+        return [dyadic_sum(int(s), self._K, self._rows, o)
+                for s, o in zip(self._total, self._offset)]
+
     def _statistic(self) -> np.ndarray:
-        """The exact statistic in the scaled space (``Fraction`` entries):
-        ``S 2^K + n (b ⊙ c)``, or ``S 2^K`` for a sum of deviations."""
-        unit = Fraction(2) ** self._K
-        stat = [Fraction(int(s)) * unit for s in self._total]
-        if self._offset is not None:
-            stat = [v + self._rows * o for v, o in zip(stat, self._offset)]
-        return np.array(stat, dtype=object)
+        """The exact statistic in the scaled space (``Fraction`` entries)."""
+        return np.array([Fraction(a, b) for a, b in self._ratios()], dtype=object)
 
     def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
         t = self._template
@@ -469,7 +475,7 @@ class _ClippedSum(Accumulator):
         # (with diagnostics, sigma_opt already carries the estimate's share)
         sigma = t.sensitivity * t.sigma_opt
         z = gen.normal(0.0, 1.0, size=self._d) * sigma
-        return noisy_estimate(self._statistic(), z, t.scaling)
+        return noisy_estimate(self._ratios(), z, t.scaling)
 
 
 def _exact_template(template: Release) -> Release:
@@ -676,7 +682,7 @@ class _GridClippedSum(_GridSum):
         t = self._template
         Y = self._noisy(self._statistic(), gen)
         # a function of the noisy integers: exact, rounded once, saturated
-        estimate = noisy_estimate([Fraction(int(y)) * Fraction(2) ** self._K for y in Y],
+        estimate = noisy_estimate([dyadic_sum(int(y), self._K, 0, (0, 1)) for y in Y],
                                   np.zeros(self._d), t.scaling)
         if t.center is not None and not self._offset() and not self._deviations:
             with np.errstate(over="ignore"):              # replace-one: n is public
@@ -704,8 +710,13 @@ class _GridClampedSum(_GridSum):
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
         Y = self._noisy(self._total, gen)
         # a function of the noisy integers (n is public: replace-one), saturated
-        unit = [Fraction(float(u)) * Fraction(2) ** self._K for u in self._unit]
-        est = noisy_estimate([Fraction(int(y)) * u for y, u in zip(Y, unit)], np.zeros(self._d))
+        # y u 2^K exactly, in integers (u = p / q, q a power of two)
+        stat = []
+        for y, u in zip(Y, self._unit):
+            p, q = float(u).as_integer_ratio()
+            num, den = dyadic_sum(int(y) * p, self._K, 0, (0, 1))
+            stat.append((num, den * q))
+        est = noisy_estimate(stat, np.zeros(self._d))
         if not np.any(self._mid):
             return est
         with np.errstate(over="ignore"):
@@ -817,6 +828,13 @@ def _finish_template(template: Release, statistic: str, share: float) -> Release
         discrete_scale=(None if template.discrete_scale is None
                         else np.asarray(template.discrete_scale) * keep),
         clip_count_std=template.sigma_opt / math.sqrt(share), diagnostics_share=share)
+
+
+def _dyadic_product(x: float, y: float) -> tuple[int, int]:
+    """``x y`` exactly as (numerator, denominator), the denominator a power of two."""
+    p, q = x.as_integer_ratio()
+    r, t = y.as_integer_ratio()
+    return p * r, q * t
 
 
 def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
