@@ -131,12 +131,15 @@ def accumulate(X: Any, accumulator: Accumulator, *, split_every: int = SPLIT_EVE
         raise ValueError(f"X must have {accumulator.d} columns, as the accumulator, "
                          f"got {X.shape[1]}")
     dask = _dask()
-    empty = dask.delayed(accumulator.empty(), pure=True)
+    # keys need not be deterministic (each call computes its own graph):
+    # pure=False spares dask tokenizing, i.e. pickling, the plan per task,
+    # which at a thousand columns costs about as much as a chunk's kernel
+    empty = dask.delayed(accumulator.empty(), pure=False)
     starts = np.concatenate([[0.0], np.cumsum(X.chunks[0], dtype=np.float64)])
-    fold = dask.delayed(_fold_chunk, pure=True)
+    fold = dask.delayed(_fold_chunk, pure=False)
     parts = [fold(empty, block, i, starts[i])
              for i, block in enumerate(X.to_delayed(optimize_graph=True)[:, 0])]
-    merge = dask.delayed(_merge_all, pure=True)
+    merge = dask.delayed(_merge_all, pure=False)
     while len(parts) > 1:
         parts = [merge(parts[i:i + fan_in]) for i in range(0, len(parts), fan_in)]
     (total,) = dask.compute(parts[0])
@@ -177,12 +180,12 @@ def run_pass(plan: Pass, data: Dataset, *, split_every: int = SPLIT_EVERY) -> An
     dask = _dask()
     X = data.rows
     starts = np.concatenate([[0.0], np.cumsum(X.chunks[0], dtype=np.float64)])
-    fold = dask.delayed(_block_state, pure=True)
+    fold = dask.delayed(_block_state, pure=False)     # see accumulate
     parts = [fold(plan, block, i, starts[i])
              for i, block in enumerate(X.to_delayed(optimize_graph=True)[:, 0])]
     if not parts:
         return plan.update(np.empty((0, data.d)))
-    merge = dask.delayed(_merge_states, pure=True)
+    merge = dask.delayed(_merge_states, pure=False)
     while len(parts) > 1:
         parts = [merge(plan, parts[i:i + split_every])
                  for i in range(0, len(parts), split_every)]
