@@ -548,13 +548,8 @@ def _zcdp_rho(eps: float, dlt: float) -> float:
 
 
 @lru_cache(maxsize=256)
-def _compose_zcdp(steps: tuple, dlt: float) -> ComposedGuarantee:
-    return compose(steps, delta=dlt, method="zcdp")
-
-
-@lru_cache(maxsize=256)
-def _compose_exact(steps: tuple, dlt: float) -> ComposedGuarantee:
-    return compose(steps, delta=dlt, method="exact")
+def _compose(steps: tuple, dlt: float, method: str) -> ComposedGuarantee:
+    return compose(steps, delta=dlt, method=method)
 
 
 def _gaussian_noise(gen: np.random.Generator, std: Any, size: Any=None) -> Any:
@@ -1148,13 +1143,13 @@ def _box_decision(ctx: _Context, plan: _Plan, center: np.ndarray, spent: float) 
     return _box_wins(near_noisy, ctx.n_eff)
 
 
-def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | None:
+def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | float:
     """Step 1 for few rows: clipped-mean moves from the box's midpoint, each
     clipping at a private (isotropic-model) radius around the last; it stops
     when the radius no longer shrinks, and the shares of the moves it skips
     go to the mean (every path spends at most rho). Returns the center and
-    the last radius (the radius step's, around the final center), or None
-    for the box.
+    the last radius (the radius step's, around the final center), or, for
+    the box, the share of rho left to it.
 
     The box is chosen by two counts (:func:`_box_decision`): one around the
     midpoint, before anything moves; when it says box, a second one around
@@ -1170,12 +1165,10 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | Non
     move_share = (split.center - plan.decision) / plan.moves - scalar_share
     center = ctx.mid.copy()
     probe = 2 * plan.decision + move_share + scalar_share
+    rest = 1.0 - split.count - split.diagnostics      # the box's, less what is spent
     recheck = _box_decision(ctx, plan, center, plan.decision)
     if recheck and probe > PROBE_COST:
-        ctx.split = dataclasses.replace(
-            split, center=plan.decision, radius=0.0, scales=0.0, clip=0.0, spread=0.0,
-            mean=1.0 - split.count - split.diagnostics - plan.decision)
-        return None
+        return rest - plan.decision
     decisions = 1
     radius = ctx.radius(center, scalar_share, "center")
     moves = 0
@@ -1195,10 +1188,7 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | Non
             recheck = False
             decisions = 2
             if _box_decision(ctx, plan, center, probe):
-                ctx.split = dataclasses.replace(
-                    split, center=probe, radius=0.0, scales=0.0, clip=0.0, spread=0.0,
-                    mean=1.0 - split.count - split.diagnostics - probe)
-                return None
+                return rest - probe
         last = radius
         radius = ctx.radius(center, scalar_share, "radius")
         if moves == plan.moves or radius > VECTOR_STOP * last:
@@ -1303,8 +1293,8 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         return _box_release(ctx, ctx.split.mean)
     if plan.mode == "vector":
         found = _vector_center(ctx, plan)
-        if found is None:
-            return _box_release(ctx, ctx.split.mean)
+        if isinstance(found, float):
+            return _box_release(ctx, found)
         center, radius = found
         strategy = "vector center"
     else:
@@ -1373,11 +1363,8 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
         unprojected, estimate = estimate, np.clip(estimate, ctx.lo, ctx.hi)
     steps = tuple(ctx.steps)
     guarantee = None
-    if ctx.exact:
-        assert ctx.a.dlt is not None
-        guarantee = _compose_exact(steps, ctx.a.dlt)
-    elif ctx.a.dlt is not None:
-        guarantee = _compose_zcdp(steps, ctx.a.dlt)
+    if ctx.a.dlt is not None:
+        guarantee = _compose(steps, ctx.a.dlt, "exact" if ctx.exact else "zcdp")
     used = 0.0
     for st in steps:
         assert st.rho is not None   # Gaussian and bounded-range steps all have one
