@@ -442,10 +442,7 @@ class _ClippedSum(Accumulator):
         c = None if template.center is None else np.array(template.center)
         self._plan, self._K, self._k = make_grid_plan(float(template.clip_norm), b, c, b.size,
                                                       EXACT_CHARGE)
-        # b_j c_j exactly, as (numerator, denominator): floats are dyadic, so
-        # the product's denominator is a power of two (no fraction arithmetic)
-        self._offset = None if c is None or not np.any(c) or deviations else \
-            [_dyadic_product(float(bj), float(cj)) for bj, cj in zip(b, c)]
+        self._offset = None if deviations else _center_offset(template)
         super().__init__(template, n)
         self._deviations = deviations
 
@@ -484,11 +481,9 @@ def _exact_template(template: Release) -> Release:
     noise recomputed from it when it rose. Records from
     :func:`dpsum.design.gaussian_data_setup` already carry that value; this
     guards a record rebuilt by :func:`accumulator_for`."""
-    assert template.clip_norm is not None and template.scaling is not None
-    offset = None
-    if template.center is not None and np.any(template.center):
-        offset = [Fraction(float(b)) * Fraction(float(c))
-                  for b, c in zip(template.scaling, template.center)]
+    assert template.clip_norm is not None
+    pairs = _center_offset(template)
+    offset = None if pairs is None else [Fraction(p, q) for p, q in pairs]
     sens = norm_plus(float(template.clip_norm), offset)
     if not math.isfinite(sens):
         raise ValueError("center * scaling overflows: the sensitivity is not finite")
@@ -830,11 +825,21 @@ def _finish_template(template: Release, statistic: str, share: float) -> Release
         clip_count_std=template.sigma_opt / math.sqrt(share), diagnostics_share=share)
 
 
-def _dyadic_product(x: float, y: float) -> tuple[int, int]:
-    """``x y`` exactly as (numerator, denominator), the denominator a power of two."""
-    p, q = x.as_integer_ratio()
-    r, t = y.as_integer_ratio()
-    return p * r, q * t
+def _center_offset(template: Release) -> list[tuple[int, int]] | None:
+    """The shift ``b ⊙ c`` every row brings to the scaled clipped sum, exactly,
+    as (numerator, denominator) pairs (floats are dyadic: each denominator
+    is a power of two, and no fraction arithmetic is needed); None without
+    a nonzero centre."""
+    c = template.center
+    if c is None or not np.any(c):
+        return None
+    assert template.scaling is not None
+    out = []
+    for bj, cj in zip(template.scaling, c):
+        p, q = float(bj).as_integer_ratio()
+        r, t = float(cj).as_integer_ratio()
+        out.append((p * r, q * t))
+    return out
 
 
 def gaussian_data_accumulator(stds: ArrayLike, *, epsilon: float, delta: float,
