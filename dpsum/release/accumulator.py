@@ -529,7 +529,6 @@ class _ClampedSum(Accumulator):
     def __init__(self, template: Release, n: int | None) -> None:
         half, mid = _box_parts(template)
         self._clamp = make_clamp_plan(half, mid, template.lower, template.upper)
-        self._unit = [Fraction(2) ** int(g) for g in self._clamp.G]
         self._mid_q = [float(m).as_integer_ratio() for m in mid]
         super().__init__(template, n)
 
@@ -539,10 +538,15 @@ class _ClampedSum(Accumulator):
     def _pass(self, block: np.ndarray) -> tuple[np.ndarray, int, int]:
         return accumulate_clamped(block, self._clamp)
 
+    def _ratios(self) -> list[tuple[int, int]]:
+        """The exact clamped sum ``sum_i q_i g`` as (numerator, denominator)
+        integer pairs (:func:`dpsum.kernels._exact.dyadic_sum`)."""
+        return [dyadic_sum(int(t), int(g), 0, (0, 1))
+                for t, g in zip(self._total, self._clamp.G)]
+
     def _statistic(self) -> np.ndarray:
         """The exact clamped sum (``Fraction`` entries), ``sum_i q_i g``."""
-        return np.array([Fraction(int(s)) * u for s, u in zip(self._total, self._unit)],
-                        dtype=object)
+        return np.array([Fraction(a, b) for a, b in self._ratios()], dtype=object)
 
     def _estimate(self, gen: np.random.Generator, noise_std: np.ndarray) -> np.ndarray:
         # in integers: one exact dyadic per coordinate, no fraction arithmetic
@@ -606,12 +610,14 @@ class _ShapedLaplaceSum(_ClampedSum):
         return V.check_secure_rng(rng) if self._template.secure else V.check_rng(rng)
 
     def _estimate(self, gen: Any, noise_std: np.ndarray) -> np.ndarray:
-        stat = list(self._statistic())
         if self._template.secure:
-            Y = [Fraction(int(S)) + int(discrete_laplace(sj, rng=gen))
+            # the noisy integers in units g: exact, rounded once
+            Y = [int(S) + int(discrete_laplace(sj, rng=gen))
                  for S, sj in zip(self._total, self._grid_scales)]
-            return noisy_estimate([y * u for y, u in zip(Y, self._unit)], np.zeros(self._d))
-        return noisy_estimate(stat, gen.laplace(0.0, 1.0, size=self._d) * self._scales)
+            return noisy_estimate([dyadic_sum(y, int(g), 0, (0, 1))
+                                   for y, g in zip(Y, self._clamp.G)], np.zeros(self._d))
+        return noisy_estimate(self._ratios(),
+                              gen.laplace(0.0, 1.0, size=self._d) * self._scales)
 
 
 class _GridSum(Accumulator):
