@@ -289,7 +289,17 @@ def test_the_pipelines_exact_sum_is_the_accumulators():
     sum as the accumulators (and their noise is added exactly): with zero
     noise the result is the accumulator's exact statistic divided by the
     scaling, rounded once."""
-    from dpsum.kernels._exact import exact_noisy_clipped_sum
+    from dpsum.kernels._exact import noisy_estimate
+    from dpsum.kernels.grid import EXACT_CHARGE, accumulate_grid, make_grid_plan
+
+    def exact_noisy_clipped_sum(X, clip_norm, scaling, center, noise):
+        """``(S 2^K + noise) / b`` rounded once, ``S`` the exact integer sum of
+        the clipped rows on the grid of the add-remove path."""
+        plan, K, k = make_grid_plan(float(clip_norm), scaling, center, scaling.size,
+                                    EXACT_CHARGE)
+        S, clipped = accumulate_grid(X, plan, k)
+        unit = Fraction(2) ** K
+        return noisy_estimate([Fraction(int(s)) * unit for s in S], noise, scaling), clipped
     rng = np.random.default_rng(8)
     X = rng.normal(0, 1, size=(3000, 3)) * 10.0 ** rng.uniform(-6, 6, size=(3000, 1))
     b, c = np.array([1.0, 0.5, 2.0]), np.array([0.1, -3.0, 7.0])

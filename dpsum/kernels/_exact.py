@@ -12,7 +12,7 @@ and the result is rounded to a float once (:func:`noisy_estimate`). Every
 step before the noise is exact or a function of one row, and every step
 after it is a function of the noisy value: no rounding, overflow or
 exception depends on ``n``. Private to the package (the accumulators of
-:mod:`dpsum.release` and the pipeline's last step use it).
+:mod:`dpsum.release` use it; the pipeline's steps go through them).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from fractions import Fraction
 import numpy as np
 
 from dpsum import _validation as V
-from dpsum.kernels.grid import EXACT_CHARGE, accumulate_grid, make_grid_plan
 
 _FLOAT_MAX = V.FLOAT_MAX
 _MAX = Fraction(_FLOAT_MAX)
@@ -104,22 +103,3 @@ def noisy_estimate(statistic: Iterable[Fraction | int | tuple[int, int]], noise:
                 out[i, j] = _FLOAT_MAX if num > 0 else -_FLOAT_MAX
     return out.reshape(z.shape)
 
-
-def exact_noisy_clipped_sum(X: np.ndarray, clip_norm: float, scaling: np.ndarray,
-                            center: np.ndarray | None, noise: np.ndarray
-                            ) -> tuple[np.ndarray, int]:
-    """The Gaussian-data mechanism's noisy clipped sum under add-remove, exactly.
-
-    ``((S 2^K + noise) / b)`` rounded once per coordinate, with ``S`` the exact
-    integer sum of the rows ``(x - c) ⊙ b`` clipped and rounded to the grid
-    ``2^K`` of :data:`EXACT_CHARGE` (:func:`dpsum.kernels.grid.make_grid_plan`):
-    adding or removing a row moves ``S 2^K`` by at most ``clip_norm``
-    (:prf:ref:`fp-thm-grid`), whatever the other rows and however many, and
-    the output is a function of ``S 2^K + noise``. ``noise`` (shape ``(d,)``,
-    in the scaled space) is the caller's Gaussian draw. Returns the noisy sum
-    in the data's units and the clipped row count (**not** private).
-    """
-    plan, K, k = make_grid_plan(float(clip_norm), scaling, center, scaling.size, EXACT_CHARGE)
-    S, clipped = accumulate_grid(X, plan, k)
-    unit = Fraction(2) ** K
-    return noisy_estimate([Fraction(int(s)) * unit for s in S], noise, scaling), clipped

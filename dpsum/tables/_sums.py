@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsum.kernels._exact import EXACT_CHARGE
-from dpsum.kernels.grid import accumulate_grid, make_grid_plan
+from dpsum.kernels.grid import EXACT_CHARGE, accumulate_grid, make_grid_plan
 from dpsum.tables.units import ContributionBounds, _bounded
 
 __all__ = ["_statistics"]

@@ -44,8 +44,7 @@ import numpy as np
 
 from dpsum import _validation as V
 from dpsum._special import sqrt_up
-from dpsum.kernels._exact import EXACT_CHARGE
-from dpsum.kernels.grid import make_grid_plan
+from dpsum.kernels.grid import EXACT_CHARGE, make_grid_plan
 from dpsum.privacy.calibration import analytic_sigma
 from dpsum.privacy.neighbouring import Neighbouring
 from dpsum import _units as H
