@@ -305,7 +305,7 @@ def _baselines() -> dict[str, Any]:
         "require_gaussian_noise": {"release": rel}, "sidak": {"m": 3},
         "adaptive_clip_update": {"clip_radius": 1.0, "target_quantile": 0.5,
                                  "learning_rate": 0.2, "count_noise": 1.0},
-        "calibrated_clip_radius": {"median_norm": 1.0, "scales": np.array([1.0, 2.0]),
+        "calibrated_clip_radius": {"norm_quantile": 1.0, "scales": np.array([1.0, 2.0]),
                                    "scaling": np.array([1.0, 0.5])},
         "exponential_quantile": {"values": np.array([[0.1], [0.5], [0.9]]), "lower": 0.0,
                                  "upper": 1.0},

@@ -216,6 +216,88 @@ def test_a_collapsed_clip_radius_can_still_reach_the_box():
 
 
 # ---------------------------------------------------------------------------
+# the anchor: scaled clipping's radius grows with n on heavy tails
+# ---------------------------------------------------------------------------
+def test_the_calibrated_radius_does_not_depend_on_the_anchor_under_its_model():
+    from dpsum.distributions import GeneralizedChiSquare
+    w = np.array([4.0, 1.0, 0.25, 0.01])
+    model = GeneralizedChiSquare(w)
+    want = math.sqrt(float(model.isf(1e-5)))
+    for level in (0.5, 0.9, 0.999):
+        r = math.sqrt(float(model.isf(1 - level)))   # the model's own quantile
+        got = dpsum.pipeline.calibrated_clip_radius(r, np.sqrt(w), np.ones(4), 1e-5,
+                                                    level=level)
+        assert got == pytest.approx(want, rel=1e-9), level
+    with pytest.raises(ValueError, match="level"):
+        dpsum.pipeline.calibrated_clip_radius(1.0, [1.0], [1.0], 0.1, level=1.0)
+
+
+def test_anchor_level_is_the_median_with_few_rows_and_rises_with_n():
+    from dpsum.pipeline.mean import ANCHOR_MIN_LEVEL, ANCHOR_RANKS, anchor_level
+    assert anchor_level(1000, 0.05) == 0.5
+    # below the least level the median stands, from it on the anchor
+    rows = ANCHOR_RANKS / (0.05 * (1 - ANCHOR_MIN_LEVEL))
+    assert anchor_level(0.99 * rows, 0.05) == 0.5
+    assert anchor_level(1.01 * rows, 0.05) > ANCHOR_MIN_LEVEL
+    assert anchor_level(1e6, 0.05) == pytest.approx(1 - ANCHOR_RANKS / 5e4, rel=1e-12)
+    assert anchor_level(0, 0.05) == anchor_level(1e6, 0.0) == 0.5
+
+
+def _clipped_rows(r, X):
+    assert r.scaling is not None and r.clip_norm is not None
+    return int(np.sum(np.linalg.norm((X - r.center) * r.scaling, axis=1) > r.clip_norm))
+
+
+def test_the_anchor_clips_few_rows_of_a_heavy_tail(monkeypatch):
+    # Student-t with 2.5 degrees of freedom, 10 columns of unequal spread
+    # (scaled clipping): at the median the Gaussian model's radius clips
+    # several percent of the rows whatever n; at the anchor at most about
+    # ANCHOR_RANKS / epsilon of them (pipeline-design-prop-anchor), here
+    # checked with a factor 2 for the quantile's rank error
+    from dpsum.pipeline import mean as M
+    g = np.random.default_rng(21)
+    n = 200_000
+    X = np.clip(g.standard_t(2.5, size=(n, 10)) * np.geomspace(1, 30, 10), -1e4, 1e4)
+    kw = dict(lower=-1e4, upper=1e4, epsilon=1.0, delta=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        anchored = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+        monkeypatch.setattr(M, "ANCHOR_RANKS", 1e12)          # the median
+        median = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+    for a, m in zip(anchored, median):
+        assert a.strategy == m.strategy == "coordinate center, scaled"
+        clip = next(st for st in a.steps if st.name == "clip")
+        bound = M.ANCHOR_RANKS / clip.epsilon
+        assert _clipped_rows(a, X) <= 2 * bound, (_clipped_rows(a, X), bound)
+        assert _clipped_rows(m, X) > 0.01 * n
+        assert a.clip_norm > 2 * m.clip_norm
+
+
+def test_the_anchored_quantile_is_calibrated_to_its_own_sensitivity(monkeypatch):
+    # under add-remove the rank utility at level L has sensitivity max(L, 1 - L)
+    # (1/2 only at the median): the clip step's sampler must be given it
+    from dpsum.pipeline import mean as M
+    seen = []
+    real = M.log_quantile_from_values
+
+    def spy(t, q, eps, lo, hi, du, gen):
+        seen.append((q, du))
+        return real(t, q, eps, lo, hi, du, gen)
+
+    monkeypatch.setattr(M, "log_quantile_from_values", spy)
+    g = np.random.default_rng(22)
+    X = g.standard_normal((100_000, 4)) * [1.0, 3.0, 10.0, 30.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = dpsum.private_mean(X, lower=-1e3, upper=1e3, rho=1.0, neighbouring="add-remove",
+                               rng=3)
+    assert r.strategy == "coordinate center, scaled"
+    q, du = seen[-1]                                  # the clip step is the last quantile
+    assert q > M.ANCHOR_MIN_LEVEL and du == q
+    assert all(du == 0.5 for q, du in seen[:-1] if q == 0.5)
+
+
+# ---------------------------------------------------------------------------
 # routes that fit the question: a central count
 # ---------------------------------------------------------------------------
 def test_central_count_route_beats_the_distributed_mechanisms():
