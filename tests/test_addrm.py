@@ -45,15 +45,40 @@ def _moved2(a, b) -> Fraction:
 
 # ------------------------------------------------------------ the old leak
 
-def _sequential(values) -> float:
+def _round_double(q: Fraction) -> Fraction:
+    """``q`` rounded to the nearest binary64 number, ties to even, in integer
+    arithmetic (normal range): no floating-point unit is involved."""
+    if q == 0:
+        return q
+    sign, q = (-1 if q < 0 else 1), abs(q)
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    if Fraction(2) ** e > q:                         # now 2^e <= q < 2^(e+1)
+        e -= 1
+    unit = Fraction(2) ** (e - 52)                   # 53 significant bits
+    m, rem = divmod(q.numerator * unit.denominator, q.denominator * unit.numerator)
+    twice, den = 2 * rem, q.denominator * unit.numerator
+    if twice > den or (twice == den and m % 2):
+        m += 1
+    return sign * m * unit
+
+
+def _sequential(values) -> Fraction:
     """A float sum in the order written, as a naive implementation would
     compute it, each addition emulated exactly (the exact rational sum
-    rounded to the nearest double, ties to even): the same value on any
-    machine, whatever its BLAS or vector width."""
-    total = 0.0
+    rounded to the nearest double, ties to even, by :func:`_round_double`):
+    the same value on any machine, whatever its BLAS, FPU or vector width."""
+    total = Fraction(0)
     for v in values:
-        total = float(Fraction(total) + Fraction(float(v)))
+        total = _round_double(total + v)
     return total
+
+
+def test_the_rounding_emulation_rounds_to_binary64():
+    third = Fraction(6004799503160661, 2 ** 54)      # the double nearest 1/3
+    assert _round_double(Fraction(1, 3)) == third
+    assert _round_double(Fraction(2 ** 53 + 1)) == 2 ** 53       # a tie: to even
+    assert _round_double(Fraction(2 ** 53 + 3)) == 2 ** 53 + 4   # a tie: to even
+    assert _round_double(-Fraction(1, 3)) == -third
 
 
 def test_a_sequential_sum_rounded_at_each_step_moves_more_than_c():
@@ -64,10 +89,11 @@ def test_a_sequential_sum_rounded_at_each_step_moves_more_than_c():
     crosses 16, where the spacing of doubles doubles, and moves by
     1 + 1.8e-15 > C; a charge would have to be computed from the private n.
     The exact path moves by at most C."""
-    X = np.vstack([np.full((17, 1), 0.9), [[1 / 3]]])
+    rows = [_round_double(Fraction(9, 10))] * 17 + [_round_double(Fraction(1, 3))]
+    X = np.array([[float(v)] for v in rows])          # the same doubles
     Y = np.vstack([X, [[5.0]]])
     # the rows clipped to norm C = 1: X's lie inside; Y's added row becomes 1
-    moved = abs(_q(_sequential(X[:, 0])) - _q(_sequential([*X[:, 0], 1.0])))
+    moved = abs(_sequential(rows) - _sequential([*rows, Fraction(1)]))
     assert moved > 1                       # the rounded sequential sum: a leak
     acc = R.clipped_gaussian_accumulator(1, epsilon=EPS, delta=DELTA, clip_norm=1.0,
                                          neighbouring="add-remove")
