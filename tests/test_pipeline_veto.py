@@ -94,3 +94,11 @@ def test_one_reading_gives_the_check_and_the_veto_their_own_sums():
     assert both.update(X) == (check.update(X), veto.update(X))
     halves = both.merge(both.update(X[:200]), both.update(X[200:]))
     assert halves == both.update(X)
+
+
+def test_the_check_and_the_veto_must_clip_alike():
+    from dpsum.pipeline.passes import CheckAndVeto, Displacement
+    b, c = np.ones(3), np.zeros(3)
+    with pytest.raises(ValueError, match="same radius"):
+        CheckAndVeto(Displacement(2.0, b, c, 40.0, BITS),
+                     SignedDisplacement(3.0, b, c, 7.0, BITS))

@@ -54,10 +54,12 @@ def _ratio(v: Fraction | int | float | tuple[int, int]) -> tuple[int, int]:
     return float(v).as_integer_ratio()
 
 
-def dyadic_sum(count: int, exponent: int, rows: int, mid: tuple[int, int]) -> tuple[int, int]:
+def dyadic_sum(count: int, exponent: int, rows: int = 0, mid: tuple[int, int] = (0, 1)
+               ) -> tuple[int, int]:
     """``count 2^exponent + rows p / q`` as (numerator, denominator), exactly,
     for ``mid = (p, q)`` with ``q`` a power of two (a float's
-    ``as_integer_ratio``): the clamped sum's exact statistic, in integers."""
+    ``as_integer_ratio``): the clamped sum's exact statistic, in integers
+    (``count 2^exponent`` alone by default)."""
     a, da = (count << exponent, 1) if exponent >= 0 else (count, 1 << -exponent)
     p, q = mid
     den = max(da, q)

@@ -764,7 +764,6 @@ class _Context:
         self.min_scale = (hi - lo) * ASINH_RESOLUTION
         self.mid = lo + 0.5 * (hi - lo)
         self.objective: str | np.ndarray = "total"      # set by _run
-        self.one_off = True                             # no session (set by _open)
         self.exact = False                              # see _calibrate_exactly
         self.unit: str | None = None                    # the privacy unit, set by _run
 
@@ -1137,7 +1136,6 @@ def _open(a: _Args, data: Dataset, lower: Any, upper: Any, rng: Any, statistic: 
                  "many times a coordinate's scale. A box known in advance "
                  "(elliptical_gaussian_mechanism), a larger budget or fewer columns help",
                  stacklevel=5)
-    ctx.one_off = sess is None
     # every path spends at most rho in zCDP: one event, before the data's values
     ctx.accounting = charge_session(sess, ZCDPEvent(a.stated), mechanism=ctx.who,
                                     neighbouring=relation,
@@ -1473,16 +1471,11 @@ def _calibrate_exactly(ctx: _Context) -> None:
     not Gaussian)."""
     a = ctx.a
     if a.relation is not Neighbouring.REPLACE or a.split is not None or a.eps is None or \
-            a.dlt is None or a.secure or not ctx.one_off:
+            a.dlt is None or a.secure or ctx.accounting != ONE_OFF:
         return
-    s = _analytic_multiplier(a.eps, a.dlt)
+    s = float(analytic_sigma(a.eps, a.dlt))
     ctx.total = (1.0 - _SPEND_MARGIN) / (2.0 * s * s)
     ctx.exact = True
-
-
-@lru_cache(maxsize=256)
-def _analytic_multiplier(eps: float, dlt: float) -> float:
-    return float(analytic_sigma(eps, dlt))
 
 
 def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:

@@ -153,6 +153,14 @@ class CheckAndVeto:
     check: Displacement
     veto: SignedDisplacement
 
+    def __post_init__(self) -> None:
+        # one reading serves both only if they clip alike (the check's are used)
+        c, v = self.check, self.veto
+        if not (c.clip_norm == v.clip_norm and np.array_equal(c.scaling, v.scaling)
+                and np.array_equal(c.center, v.center)):
+            raise ValueError("check and veto must clip at the same radius around the same "
+                             "centre in the same scaling")
+
     def update(self, block: np.ndarray) -> tuple:
         c = self.check
         factor, r = _displacements(block, c.clip_norm, c.scaling, c.center)

@@ -458,7 +458,7 @@ class _ClippedSum(Accumulator):
         integer pairs: ``S 2^K + n (b ⊙ c)``, or ``S 2^K`` for a sum of
         deviations (:func:`dpsum.kernels._exact.dyadic_sum`)."""
         if self._offset is None:
-            return [dyadic_sum(int(s), self._K, 0, (0, 1)) for s in self._total]
+            return [dyadic_sum(int(s), self._K) for s in self._total]
         return [dyadic_sum(int(s), self._K, self._rows, o)
                 for s, o in zip(self._total, self._offset)]
 
@@ -541,7 +541,7 @@ class _ClampedSum(Accumulator):
     def _ratios(self) -> list[tuple[int, int]]:
         """The exact clamped sum ``sum_i q_i g`` as (numerator, denominator)
         integer pairs (:func:`dpsum.kernels._exact.dyadic_sum`)."""
-        return [dyadic_sum(int(t), int(g), 0, (0, 1))
+        return [dyadic_sum(int(t), int(g))
                 for t, g in zip(self._total, self._clamp.G)]
 
     def _statistic(self) -> np.ndarray:
@@ -614,7 +614,7 @@ class _ShapedLaplaceSum(_ClampedSum):
             # the noisy integers in units g: exact, rounded once
             Y = [int(S) + int(discrete_laplace(sj, rng=gen))
                  for S, sj in zip(self._total, self._grid_scales)]
-            return noisy_estimate([dyadic_sum(y, int(g), 0, (0, 1))
+            return noisy_estimate([dyadic_sum(y, int(g))
                                    for y, g in zip(Y, self._clamp.G)], np.zeros(self._d))
         return noisy_estimate(self._ratios(),
                               gen.laplace(0.0, 1.0, size=self._d) * self._scales)
@@ -683,7 +683,7 @@ class _GridClippedSum(_GridSum):
         t = self._template
         Y = self._noisy(self._statistic(), gen)
         # a function of the noisy integers: exact, rounded once, saturated
-        estimate = noisy_estimate([dyadic_sum(int(y), self._K, 0, (0, 1)) for y in Y],
+        estimate = noisy_estimate([dyadic_sum(int(y), self._K) for y in Y],
                                   np.zeros(self._d), t.scaling)
         if t.center is not None and not self._offset() and not self._deviations:
             with np.errstate(over="ignore"):              # replace-one: n is public
@@ -715,7 +715,7 @@ class _GridClampedSum(_GridSum):
         stat = []
         for y, u in zip(Y, self._unit):
             p, q = float(u).as_integer_ratio()
-            num, den = dyadic_sum(int(y) * p, self._K, 0, (0, 1))
+            num, den = dyadic_sum(int(y) * p, self._K)
             stat.append((num, den * q))
         est = noisy_estimate(stat, np.zeros(self._d))
         if not np.any(self._mid):
