@@ -33,6 +33,7 @@ from dpsum.privacy.neighbouring import Neighbouring
 __all__ = [
     "ISOTROPY_MARGIN",
     "VECTOR_STEPS",
+    "VECTOR_MAX_STEPS",
     "VECTOR_STOP",
     "VECTOR_CONTRACTION",
     "VECTOR_CLIP_PROBABILITY",
@@ -58,8 +59,16 @@ __all__ = [
 #: and the regularisation of the scaling, which the prediction ignores).
 ISOTROPY_MARGIN = 0.05
 
-#: Largest number of clipped-mean moves of the whole-vector center.
+#: Number of clipped-mean moves the budget plans for the whole-vector center.
 VECTOR_STEPS = 3
+
+#: Largest number of moves of the whole-vector center: past ``VECTOR_STEPS``
+#: it moves again only while its radius still shrinks and the steps before
+#: the mean stay within ``MAX_PREPARATION_SHARE`` (the extra shares come
+#: from the mean). From the midpoint of a box 100 times wider than the data
+#: the distance shrinks by about ``VECTOR_CONTRACTION`` a move: about 8
+#: moves reach the data's spread.
+VECTOR_MAX_STEPS = 10
 
 #: The whole-vector center stops moving when the private median distance to
 #: it is more than this fraction of the one before the last move (it no
