@@ -86,6 +86,8 @@ from dpsum.pipeline.adaptive import (
     MAX_PREPARATION_SHARE,
     VECTOR_CLIP_PROBABILITY,
     VECTOR_MAX_STEPS,
+    VECTOR_POLISH,
+    VECTOR_POLISH_SHARE,
     VECTOR_STEPS,
     VECTOR_STOP,
     break_even_radius,
@@ -1206,6 +1208,29 @@ def _box_decision(ctx: _Context, plan: _Plan, center: np.ndarray, spent: float) 
     return _box_wins(near_noisy, ctx.n_eff)
 
 
+def _prep(split: BudgetSplit, center: float) -> float:
+    """The share of the steps before the mean, with ``center`` for the center's."""
+    return split.count + center + split.radius + split.spread + split.scales + split.clip
+
+
+def _move(ctx: _Context, center: np.ndarray, radius: float, share: float) -> np.ndarray:
+    """One move of the whole-vector center: the clipped mean of the
+    deviations from ``center`` at the calibrated radius of the median
+    distance ``radius`` (isotropic model, clip probability
+    ``VECTOR_CLIP_PROBABILITY``), summed exactly, with Gaussian noise of
+    ``share`` of rho (the multiplier times the sensitivity, ``2 c`` or
+    ``c``) added exactly."""
+    ones = np.ones(ctx.data.d)
+    c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
+    s_move = zcdp_gaussian_multiplier(share * ctx.total)
+    noisy_k = ctx.clipped_sum(c_k, ones, center, s_move)[0].estimate
+    ctx.steps.append(gaussian_step("center", s_move))
+    # post-processing: the move is clamped to the box (a centre outside it is
+    # never better), which keeps every later quantity finite
+    with np.errstate(over="ignore"):
+        return np.clip(center + noisy_k / ctx.n_eff, ctx.lo, ctx.hi)
+
+
 def _another_move(split: BudgetSplit, plan: _Plan, moves: int, cost: float) -> bool:
     """Whether the whole-vector center, still converging after ``moves``
     moves, makes one more (a public function of the split and the count of
@@ -1222,9 +1247,7 @@ def _another_move(split: BudgetSplit, plan: _Plan, moves: int, cost: float) -> b
         return True
     if moves >= VECTOR_MAX_STEPS:
         return False
-    prep = (split.count + plan.decision + (moves + 1) * cost + split.radius + split.spread
-            + split.scales + split.clip)
-    return prep <= MAX_PREPARATION_SHARE
+    return _prep(split, plan.decision + (moves + 1) * cost) <= MAX_PREPARATION_SHARE
 
 
 def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | float:
@@ -1235,7 +1258,13 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | flo
     the last radius (the radius step's, around the final center), or, for
     the box, the share of rho left to it. A center still converging after
     the planned moves moves again (:func:`_another_move`), the extra shares
-    taken from the mean.
+    taken from the mean. When the moves stop, a last one with
+    ``VECTOR_POLISH`` times less noise for its radius runs if its share,
+    ``VECTOR_POLISH^2`` times a move's, is at most ``VECTOR_POLISH_SHARE``
+    and the steps before the mean stay within ``MAX_PREPARATION_SHARE``
+    (also from the mean): a move's noise is a quarter of its radius, and
+    where the model's radius clips many rows (strongly correlated columns)
+    a center that far off makes the clipping one-sided.
 
     The box is chosen by two counts (:func:`_box_decision`): one around the
     midpoint, before anything moves; when it says box, a second one around
@@ -1245,8 +1274,7 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | flo
     runs only on that path; the box then gets everything not yet spent. The
     second count runs only when it and the first move cost the box path at
     most :data:`PROBE_COST` of rho (a public function of the split)."""
-    split, total, d = ctx.split, ctx.total, ctx.data.d
-    ones = np.ones(d)
+    split = ctx.split
     scalar_share = split.radius
     move_share = (split.center - plan.decision) / plan.moves - scalar_share
     center = ctx.mid.copy()
@@ -1259,16 +1287,7 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | flo
     radius = ctx.radius(center, scalar_share, "center")
     moves = 0
     while True:
-        c_k = calibrated_clip_radius(radius, ones, ones, VECTOR_CLIP_PROBABILITY)
-        s_move = zcdp_gaussian_multiplier(move_share * total)
-        # summed exactly, the noise (s_move times the sensitivity, 2 c_k or
-        # c_k) added exactly
-        noisy_k = ctx.clipped_sum(c_k, ones, center, s_move)[0].estimate
-        # post-processing: the move is clamped to the box (a centre outside
-        # it is never better), which keeps every later quantity finite
-        with np.errstate(over="ignore"):
-            center = np.clip(center + noisy_k / ctx.n_eff, ctx.lo, ctx.hi)
-        ctx.steps.append(gaussian_step("center", s_move))
+        center = _move(ctx, center, radius, move_share)
         moves += 1
         if recheck:
             recheck = False
@@ -1281,6 +1300,13 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | flo
                                                             move_share + scalar_share):
             break
     spent = decisions * plan.decision + moves * (move_share + scalar_share)
+    # the last move, with VECTOR_POLISH times less noise for its radius,
+    # when it is cheap; the radius is not measured again (the median distance
+    # to the new center differs from the last by at most the move's length)
+    polish = move_share * VECTOR_POLISH ** 2
+    if polish <= VECTOR_POLISH_SHARE and _prep(split, spent + polish) <= MAX_PREPARATION_SHARE:
+        center = _move(ctx, center, radius, polish)
+        spent += polish
     ctx.split = dataclasses.replace(split, center=spent, mean=split.mean + split.center - spent)
     if ctx.relation is not Neighbouring.REPLACE or ctx.a.split is not None:
         ctx.warn(
