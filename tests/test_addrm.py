@@ -45,16 +45,18 @@ def _moved2(a, b) -> Fraction:
 
 # ------------------------------------------------------------ the old leak
 
-def _round_double(q: Fraction) -> Fraction:
-    """``q`` rounded to the nearest binary64 number, ties to even, in integer
-    arithmetic (normal range): no floating-point unit is involved."""
+def _round_bits(q: Fraction, bits: int = 53) -> Fraction:
+    """``q`` rounded to ``bits`` significant binary digits, ties to even: the
+    rounding rule of IEEE binary64 (53 bits) as a function of rationals,
+    computed with integers only (no exponent range: the values here are far
+    from overflow and underflow)."""
     if q == 0:
         return q
     sign, q = (-1 if q < 0 else 1), abs(q)
     e = q.numerator.bit_length() - q.denominator.bit_length()
     if Fraction(2) ** e > q:                         # now 2^e <= q < 2^(e+1)
         e -= 1
-    unit = Fraction(2) ** (e - 52)                   # 53 significant bits
+    unit = Fraction(2) ** (e - bits + 1)
     m, rem = divmod(q.numerator * unit.denominator, q.denominator * unit.numerator)
     twice, den = 2 * rem, q.denominator * unit.numerator
     if twice > den or (twice == den and m % 2):
@@ -62,43 +64,47 @@ def _round_double(q: Fraction) -> Fraction:
     return sign * m * unit
 
 
-def _sequential(values) -> Fraction:
-    """A float sum in the order written, as a naive implementation would
-    compute it, each addition emulated exactly (the exact rational sum
-    rounded to the nearest double, ties to even, by :func:`_round_double`):
-    the same value on any machine, whatever its BLAS, FPU or vector width."""
+def _rounded_running_sum(values) -> Fraction:
+    """The running sum of ``values`` in the order given, rounded to 53 bits
+    after every addition: the model of a naive loop that accumulates in
+    binary64, evaluated in exact rational arithmetic, so its value is a
+    mathematical fact, not a property of any machine's adder, BLAS or
+    summation order."""
     total = Fraction(0)
     for v in values:
-        total = _round_double(total + v)
+        total = _round_bits(total + v)
     return total
 
 
-def test_the_rounding_emulation_rounds_to_binary64():
-    third = Fraction(6004799503160661, 2 ** 54)      # the double nearest 1/3
-    assert _round_double(Fraction(1, 3)) == third
-    assert _round_double(Fraction(2 ** 53 + 1)) == 2 ** 53       # a tie: to even
-    assert _round_double(Fraction(2 ** 53 + 3)) == 2 ** 53 + 4   # a tie: to even
-    assert _round_double(-Fraction(1, 3)) == -third
+def test_the_rounding_model_rounds_to_binary64():
+    third = Fraction(6004799503160661, 2 ** 54)      # the binary64 value nearest 1/3
+    assert _round_bits(Fraction(1, 3)) == third
+    assert _round_bits(Fraction(2 ** 53 + 1)) == 2 ** 53       # a tie: to even
+    assert _round_bits(Fraction(2 ** 53 + 3)) == 2 ** 53 + 4   # a tie: to even
+    assert _round_bits(-Fraction(1, 3)) == -third
 
 
-def test_a_sequential_sum_rounded_at_each_step_moves_more_than_c():
-    """Why no path sums in floating point: 17 rows of 0.9 and one of 1/3, and
-    the same with a row 5 added (clipped to norm C = 1). Added left to right,
-    each addition rounded to the nearest double (emulated in exact rational
-    arithmetic by ``_sequential``, so no machine's summation enters), the sum
-    crosses 16, where the spacing of doubles doubles, and moves by
-    1 + 1.8e-15 > C; a charge would have to be computed from the private n.
-    The exact path moves by at most C."""
-    rows = [_round_double(Fraction(9, 10))] * 17 + [_round_double(Fraction(1, 3))]
-    X = np.array([[float(v)] for v in rows])          # the same doubles
+def test_a_running_sum_rounded_at_each_step_moves_more_than_c():
+    """Why the package never accumulates in floating point: 17 rows of 9/10
+    and one of 1/3 (each rounded to 53 bits), and the same with a row 5
+    added, clipped to norm C = 1. In the rounding model of a naive binary64
+    loop (:func:`_rounded_running_sum`) the running sum crosses 16, where
+    the spacing of 53-bit numbers doubles, and the two sums differ by
+    1 + 1.8e-15 > C: a charge would have to be computed from the private n.
+    The package's exact path moves by at most C."""
+    rows = [_round_bits(Fraction(9, 10))] * 17 + [_round_bits(Fraction(1, 3))]
+    # the rows as float64 arrays: each is a 53-bit dyadic rational, so the
+    # conversion is exact (checked), not a rounding
+    X = np.array([[float(v)] for v in rows])
+    assert all(Fraction(float(x)) == v for x, v in zip(X[:, 0], rows))
     Y = np.vstack([X, [[5.0]]])
-    # the rows clipped to norm C = 1: X's lie inside; Y's added row becomes 1
-    moved = abs(_sequential(rows) - _sequential([*rows, Fraction(1)]))
-    assert moved > 1                       # the rounded sequential sum: a leak
+    # clipped to norm C = 1, X's rows lie inside and Y's added row becomes 1
+    moved = abs(_rounded_running_sum(rows) - _rounded_running_sum([*rows, Fraction(1)]))
+    assert moved > 1                       # the rounded running sum: a leak
     acc = R.clipped_gaussian_accumulator(1, epsilon=EPS, delta=DELTA, clip_norm=1.0,
                                          neighbouring="add-remove")
     a, b = acc.update(X), acc.update(Y)
-    # private_sum is the exact statistic (Fractions) on the float path
+    # the accumulator's statistic is exact (Fractions), whatever the machine
     assert _moved2(a.sum_before_noise(), b.sum_before_noise()) <= 1
     assert a.release(rng=0).sensitivity == 1.0         # no charge needed
 
@@ -311,11 +317,11 @@ def test_the_replace_one_charge_does_not_depend_on_the_blocks():
 # ---------------------------------------------- the pipeline's add-remove path
 
 def test_the_pipelines_exact_sum_is_the_accumulators():
-    """``private_mean`` / ``private_sum`` under add-remove take the same exact
-    sum as the accumulators (and their noise is added exactly): with zero
-    noise the result is the accumulator's exact statistic divided by the
-    scaling, rounded once."""
-    from dpsum.kernels._exact import noisy_estimate
+    """The add-remove grid sum built from the kernels alone (plan, integer
+    sum, one rounding) equals the accumulator's statistic, which the
+    pipeline's steps use under add-remove (``private_mean`` /
+    ``private_sum``): with zero noise the result is the accumulator's exact
+    statistic divided by the scaling, rounded once."""
     from dpsum.kernels.grid import EXACT_CHARGE, accumulate_grid, make_grid_plan
 
     def exact_noisy_clipped_sum(X, clip_norm, scaling, center, noise):

@@ -204,12 +204,14 @@ def test_extra_moves_of_the_whole_vector_center_stay_within_the_preparation_shar
     plan = _Plan(split, "vector", 0.01, 3)
     # the planned moves always run; past them, while the steps before the
     # mean fit in the preparation share, up to the largest number of moves
-    assert all(_another_move(split, plan, k, 0.2) for k in range(3))
-    assert _another_move(split, plan, 3, 0.01)
-    assert not _another_move(split, plan, VECTOR_MAX_STEPS, 0.001)
+    spent = lambda k, cost: plan.decision + k * cost                   # noqa: E731
+    assert all(_another_move(split, plan, k, spent(k, 0.2), 0.2) for k in range(3))
+    assert _another_move(split, plan, 3, spent(3, 0.01), 0.01)
+    assert not _another_move(split, plan, VECTOR_MAX_STEPS, spent(VECTOR_MAX_STEPS, 0.001),
+                             0.001)
     cost = 0.01
     k = 3
-    while _another_move(split, plan, k, cost):
+    while _another_move(split, plan, k, spent(k, cost), cost):
         k += 1
     prep = split.count + plan.decision + split.radius + split.spread + k * cost
     assert k == VECTOR_MAX_STEPS or prep + cost > MAX_PREPARATION_SHARE

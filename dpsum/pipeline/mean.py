@@ -1231,13 +1231,14 @@ def _move(ctx: _Context, center: np.ndarray, radius: float, share: float) -> np.
         return np.clip(center + noisy_k / ctx.n_eff, ctx.lo, ctx.hi)
 
 
-def _another_move(split: BudgetSplit, plan: _Plan, moves: int, cost: float) -> bool:
+def _another_move(split: BudgetSplit, plan: _Plan, moves: int, spent: float,
+                  cost: float) -> bool:
     """Whether the whole-vector center, still converging after ``moves``
-    moves, makes one more (a public function of the split and the count of
-    moves): the planned ``plan.moves``, then more, up to
-    :data:`VECTOR_MAX_STEPS`, while the steps before the mean together stay
-    within :data:`MAX_PREPARATION_SHARE` (each extra move's ``cost`` comes
-    from the mean). From the midpoint of a box a hundred times wider than
+    moves that with the decision counts spent ``spent`` of rho, makes one
+    more (a function of the split and of earlier outputs): the planned
+    ``plan.moves``, then more, up to :data:`VECTOR_MAX_STEPS`, while the
+    steps before the mean together stay within :data:`MAX_PREPARATION_SHARE`
+    (each extra move's ``cost`` comes from the mean). From the midpoint of a box a hundred times wider than
     the data, each move shrinks the distance by about
     ``VECTOR_CONTRACTION``, so the planned moves can stop with the center
     still far outside the data; the clipping that follows then cannot reach
@@ -1247,7 +1248,7 @@ def _another_move(split: BudgetSplit, plan: _Plan, moves: int, cost: float) -> b
         return True
     if moves >= VECTOR_MAX_STEPS:
         return False
-    return _prep(split, plan.decision + (moves + 1) * cost) <= MAX_PREPARATION_SHARE
+    return _prep(split, spent + cost) <= MAX_PREPARATION_SHARE
 
 
 def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | float:
@@ -1296,10 +1297,10 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | flo
                 return rest - probe
         last = radius
         radius = ctx.radius(center, scalar_share, "radius")
-        if radius > VECTOR_STOP * last or not _another_move(ctx.split, plan, moves,
+        spent = decisions * plan.decision + moves * (move_share + scalar_share)
+        if radius > VECTOR_STOP * last or not _another_move(split, plan, moves, spent,
                                                             move_share + scalar_share):
             break
-    spent = decisions * plan.decision + moves * (move_share + scalar_share)
     # the last move, with VECTOR_POLISH times less noise for its radius,
     # when it is cheap; the radius is not measured again (the median distance
     # to the new center differs from the last by at most the move's length)
