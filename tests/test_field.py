@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import warnings
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -325,6 +327,40 @@ def test_the_anchor_clips_few_rows_of_a_heavy_tail(monkeypatch):
         assert _clipped_rows(a, X) <= 2 * bound, (_clipped_rows(a, X), bound)
         assert _clipped_rows(m, X) > 0.01 * n
         assert a.clip_norm > 2 * m.clip_norm
+
+
+def test_isotropic_clipping_is_anchored_with_many_rows(monkeypatch):
+    # Student-t with 3 degrees of freedom and equal spreads: the adaptive
+    # choice is isotropic clipping (ISOTROPY_MARGIN), and with many rows its
+    # clip step is the anchored quantile in the isotropic metric, so that at
+    # most about ANCHOR_RANKS / epsilon rows are clipped (checked with a
+    # factor 2); the radius, a median, clips a few percent whatever n
+    from dpsum.pipeline import mean as M
+    g = np.random.default_rng(22)
+    n = 200_000
+    X = np.clip(g.standard_t(3, size=(n, 10)), -100, 100)
+    kw = dict(lower=-100, upper=100, epsilon=1.0, delta=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        anchored = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+        monkeypatch.setattr(M, "ANCHOR_RANKS", 1e12)          # the median
+        median = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+    for a, m in zip(anchored, median):
+        assert a.strategy == m.strategy == "coordinate center, isotropic"
+        clip = next(st for st in a.steps if st.name == "clip")
+        assert not any(st.name == "clip" for st in m.steps)
+        bound = M.ANCHOR_RANKS / clip.epsilon
+        assert _clipped_rows(a, X) <= 2 * bound, (_clipped_rows(a, X), bound)
+        assert _clipped_rows(m, X) > 0.01 * n
+        # the anchored path spends the clip step's share, the other gives it to the mean
+        assert a.budget.clip > 0 and m.budget.clip == 0
+        assert a.budget.mean < m.budget.mean
+        # and each spends exactly its rho (in exact arithmetic)
+        for r in (a, m):
+            spent = sum((st.count / (2 * Fraction(st.noise_multiplier) ** 2)
+                         if st.kind == "gaussian" else st.count * Fraction(st.epsilon) ** 2 / 8)
+                        for st in r.steps)
+            assert Fraction(r.rho) * (1 - Fraction(1, 10 ** 9)) <= spent <= Fraction(r.rho)
 
 
 def test_the_anchored_quantile_is_calibrated_to_its_own_sensitivity(monkeypatch):

@@ -380,6 +380,28 @@ def test_heterogeneity_estimates_the_gain_of_scaling():
         assert A.heterogeneity(l1, l2, 200) == pytest.approx(want, rel=0.03)
 
 
+def test_heavy_tails_with_equal_scales_stay_isotropic():
+    # the L1/L2 ratio is calibrated on Gaussian coordinates: Student-t rows
+    # (3 degrees of freedom) with equal scales read G well below 1, as unequal
+    # scales would; ISOTROPY_MARGIN keeps them isotropic (the shares of the
+    # tails target, n = 2000, d = 50: the mean's 0.80 scaled, 0.88 isotropic)
+    gen = np.random.default_rng(35)
+    d = 50
+    t3 = gen.standard_t(3, size=(20_000, d))
+    g_t3 = A.heterogeneity(np.median(np.abs(t3).sum(axis=1)),
+                           np.median(np.linalg.norm(t3, axis=1)), d)
+    assert 0.7 < g_t3 < 0.85
+    assert not A.prefer_scaled(g_t3, 0.80, 0.88)
+    # the margin of 0.05 that came before chose scaling here
+    assert A.scaled_error_ratio(g_t3, 0.80, 0.88) * 1.05 < 1.0
+    # Gaussian rows with scales 100 times apart keep the scaled clipping
+    sigma = np.geomspace(0.1, 10, d)
+    un = gen.standard_normal((20_000, d)) * sigma
+    g_un = A.heterogeneity(np.median(np.abs(un).sum(axis=1)),
+                           np.median(np.linalg.norm(un, axis=1)), d)
+    assert A.prefer_scaled(g_un, 0.80, 0.88)
+
+
 def test_shrinkage_pools_noise_and_keeps_real_differences():
     gen = np.random.default_rng(33)
     tau2 = 0.04

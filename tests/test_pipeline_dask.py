@@ -55,7 +55,7 @@ _CASES = {
     "coordinate": (_COORD, dict(lower=-1000, upper=1000, rho=0.5), "coordinate center"),
     "vector": (_VECTOR, dict(lower=-100, upper=100, rho=0.5), "vector center"),
     "box": (_BOX, dict(lower=-10, upper=10, rho=0.01), "box"),
-    "bias check": (_SKEW, dict(lower=0, upper=1e5, rho=0.5), "box (bias check)"),
+    "bias check": (_SKEW, dict(lower=0, upper=1e4, rho=0.5), "box (bias check)"),
 }
 
 

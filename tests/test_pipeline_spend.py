@@ -42,7 +42,7 @@ PATHS = {
     "vector, one move, isotropic": ("adaptive", "vector", False, False, True),
     "vector, then the box": ("adaptive", "vector", None, True, None),
     # the box at the midpoint, clipping around the center after the first move
-    "vector, the box overruled after a move": ("adaptive", "vector", None, "overruled", None),
+    "vector, the box overruled after a move": ("adaptive", "vector", True, "overruled", None),
     "box": ("adaptive", "box", None, None, None),
     "coordinate, then the bias check's box": ("adaptive", "coordinate", True, None, None,
                                               True),

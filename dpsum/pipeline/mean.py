@@ -20,8 +20,10 @@ bounds every coordinate, they run these steps, each private:
    from the scales, regularised
    (:func:`robust_scaling`), a function of private outputs only;
 5. ``clip`` — a quantile of the scaled rows' norms, at the median or, with
-   many rows, at the higher *anchor level* :func:`anchor_level` (isotropic
-   clipping keeps the median),
+   many rows, at the higher *anchor level* :func:`anchor_level` (where the
+   adaptive choice is isotropic clipping, the radius serves as the median
+   and the step runs only when it is anchored, in the isotropic metric; the
+   isotropic baseline keeps the median),
    extrapolated to the clip probability with the generalized chi-square
    model of the estimated scales (:func:`calibrated_clip_radius`);
 5b. ``check`` (``scaling="adaptive"``, the default split) — the bias check
@@ -213,9 +215,10 @@ CHECK_SHARE_RANGE = (0.02, 0.1)
 #: box diameter and summed exactly as integers.
 CHECK_BITS = 20
 
-#: The veto's share of ``rho`` (taken from the mean's with the check's, and
-#: given back to the mean when the check keeps clipping, so the veto does
-#: not run) (:func:`_veto`).
+#: The veto's share of ``rho``, taken from the mean's with the check's. It is
+#: released in the check's pass on every clipping path: the veto reads it
+#: when the check says box, and the second way to the box
+#: (:func:`_signed_exceeds`) when it does not (:func:`_veto`).
 VETO_SHARE = 0.02
 
 #: The veto caps each row's signed displacement at this multiple of the
@@ -1320,19 +1323,30 @@ def _vector_center(ctx: _Context, plan: _Plan) -> tuple[np.ndarray, float] | flo
 def _use_scales(ctx: _Context, center: np.ndarray, radius: float) -> bool:
     """Step 2b (``scaling="adaptive"``), the spread: the median L1 norm; with
     the radius it estimates how unequal the scales are, and the choice
-    between scaled and isotropic clipping is post-processing. Moves the
-    shares of the skipped scales and clip steps to the mean."""
+    between scaled and isotropic clipping is post-processing. For isotropic
+    clipping, moves the scales' share to the mean, and the clip step's too
+    unless that step is anchored (:func:`_anchored`): with many rows the
+    anchored quantile keeps the clipped rows few on heavy tails, which the
+    radius, a median, does not."""
     split, a = ctx.split, ctx.a
     if a.rule is not Scaling.ADAPTIVE or not split.spread > 0:
         return a.rule is Scaling.SCALED
     l1 = ctx.quantile(l1_values, (center,), split.spread, "spread",
                       float(ctx.min_scale.min()), _l1(ctx.hi - ctx.lo))
     g = heterogeneity(l1, radius, ctx.data.d)
-    use = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip)
+    keep = split.clip if _anchored(ctx, split.clip) else 0.0
+    use = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip - keep)
     if not use:
-        ctx.split = dataclasses.replace(split, scales=0.0, clip=0.0,
-                                        mean=split.mean + split.scales + split.clip)
+        ctx.split = dataclasses.replace(split, scales=0.0, clip=keep,
+                                        mean=split.mean + split.scales + split.clip - keep)
     return use
+
+
+def _anchored(ctx: _Context, share: float) -> bool:
+    """Whether a clip step of this share would be anchored
+    (:func:`anchor_level` above the median): a function of the split and of
+    ``ñ``."""
+    return share > 0 and anchor_level(ctx.n_eff, _exp_epsilon(share * ctx.total, 1)) > 0.5
 
 
 def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
@@ -1426,7 +1440,12 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         model = scales
         strategy += ", scaled"
     elif a.rule is Scaling.ADAPTIVE:
-        norm_q, level = radius, 0.5     # the radius is the isotropic median norm
+        if _anchored(ctx, ctx.split.clip):
+            # many rows: the clip step's anchored quantile, in the isotropic metric
+            norm_q, level = ctx.clip_quantile((center, None), ctx.split.clip,
+                                              float(ctx.min_scale.min()), _norm(ctx.hi - ctx.lo))
+        else:
+            norm_q, level = radius, 0.5     # the radius is the isotropic median norm
         strategy += ", isotropic"
     else:
         # the isotropic baseline keeps the chapter's median
