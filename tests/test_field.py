@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import warnings
-
 from fractions import Fraction
 
 import numpy as np
@@ -304,6 +303,19 @@ def _clipped_rows(r, X):
     return int(np.sum(np.linalg.norm((X - r.center) * r.scaling, axis=1) > r.clip_norm))
 
 
+def _anchored_and_median(X, half, monkeypatch):
+    """Three releases (seeds 0-2) of X in [-half, half]^d at epsilon 1, and
+    the same with the clip step's anchor pinned at the median."""
+    from dpsum.pipeline import mean as M
+    kw = dict(lower=-half, upper=half, epsilon=1.0, delta=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        anchored = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+        monkeypatch.setattr(M, "ANCHOR_RANKS", 1e12)          # the median
+        median = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+    return anchored, median
+
+
 def test_the_anchor_clips_few_rows_of_a_heavy_tail(monkeypatch):
     # Student-t with 2.5 degrees of freedom, 10 columns of unequal spread
     # (scaled clipping): at the median the Gaussian model's radius clips
@@ -314,12 +326,7 @@ def test_the_anchor_clips_few_rows_of_a_heavy_tail(monkeypatch):
     g = np.random.default_rng(21)
     n = 200_000
     X = np.clip(g.standard_t(2.5, size=(n, 10)) * np.geomspace(1, 30, 10), -1e4, 1e4)
-    kw = dict(lower=-1e4, upper=1e4, epsilon=1.0, delta=1e-6)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        anchored = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
-        monkeypatch.setattr(M, "ANCHOR_RANKS", 1e12)          # the median
-        median = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+    anchored, median = _anchored_and_median(X, 1e4, monkeypatch)
     for a, m in zip(anchored, median):
         assert a.strategy == m.strategy == "coordinate center, scaled"
         clip = next(st for st in a.steps if st.name == "clip")
@@ -339,12 +346,7 @@ def test_isotropic_clipping_is_anchored_with_many_rows(monkeypatch):
     g = np.random.default_rng(22)
     n = 200_000
     X = np.clip(g.standard_t(3, size=(n, 10)), -100, 100)
-    kw = dict(lower=-100, upper=100, epsilon=1.0, delta=1e-6)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        anchored = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
-        monkeypatch.setattr(M, "ANCHOR_RANKS", 1e12)          # the median
-        median = [dpsum.private_mean(X, rng=s, **kw) for s in range(3)]
+    anchored, median = _anchored_and_median(X, 100.0, monkeypatch)
     for a, m in zip(anchored, median):
         assert a.strategy == m.strategy == "coordinate center, isotropic"
         clip = next(st for st in a.steps if st.name == "clip")
