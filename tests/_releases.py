@@ -1,4 +1,7 @@
-"""Helpers shared by the test modules of the accumulators and the dask path."""
+"""Helpers shared by the test modules: releases compared field by field,
+and the zCDP a release's steps spent, summed exactly."""
+
+from fractions import Fraction
 
 import numpy as np
 
@@ -14,3 +17,17 @@ def same_release(a, b):
         elif x != y:
             return False
     return True
+
+
+def exact_spend(steps) -> Fraction:
+    """The zCDP the recorded steps spent, in exact arithmetic (Fractions of
+    the recorded floats): ``count / (2 s^2)`` per Gaussian step of multiplier
+    ``s``, ``count epsilon^2 / 8`` per bounded-range step."""
+    total = Fraction(0)
+    for st in steps:
+        if st.kind == "gaussian":
+            total += st.count / (2 * Fraction(st.noise_multiplier) ** 2)
+        else:
+            assert st.kind == "bounded-range", st.kind
+            total += st.count * Fraction(st.epsilon) ** 2 / 8
+    return total

@@ -65,46 +65,52 @@ def _round_bits(q: Fraction, bits: int = 53) -> Fraction:
 
 
 def _rounded_running_sum(values) -> Fraction:
-    """The running sum of ``values`` in the order given, rounded to 53 bits
-    after every addition: the model of a naive loop that accumulates in
-    binary64, evaluated in exact rational arithmetic, so its value is a
-    mathematical fact, not a property of any machine's adder, BLAS or
-    summation order."""
+    """The running sum of the rationals ``values`` in the order given,
+    rounded to 53 significant bits (:func:`_round_bits`) after every
+    addition: a function of rationals, evaluated in integer arithmetic."""
     total = Fraction(0)
     for v in values:
         total = _round_bits(total + v)
     return total
 
 
-def test_the_rounding_model_rounds_to_binary64():
-    third = Fraction(6004799503160661, 2 ** 54)      # the binary64 value nearest 1/3
+def _unit_change_rows() -> list[Fraction]:
+    """17 rows of 9/10 and one of 1/3, each rounded to 53 bits: a running
+    sum that crosses 16, where the spacing of 53-bit numbers doubles."""
+    return [_round_bits(Fraction(9, 10))] * 17 + [_round_bits(Fraction(1, 3))]
+
+
+def test_the_rounding_model_rounds_to_53_bits_ties_to_even():
+    third = Fraction(6004799503160661, 2 ** 54)      # the 53-bit number nearest 1/3
     assert _round_bits(Fraction(1, 3)) == third
     assert _round_bits(Fraction(2 ** 53 + 1)) == 2 ** 53       # a tie: to even
     assert _round_bits(Fraction(2 ** 53 + 3)) == 2 ** 53 + 4   # a tie: to even
     assert _round_bits(-Fraction(1, 3)) == -third
 
 
-def test_a_running_sum_rounded_at_each_step_moves_more_than_c():
-    """Why the package never accumulates in floating point: 17 rows of 9/10
-    and one of 1/3 (each rounded to 53 bits), and the same with a row 5
-    added, clipped to norm C = 1. In the rounding model of a naive binary64
-    loop (:func:`_rounded_running_sum`) the running sum crosses 16, where
-    the spacing of 53-bit numbers doubles, and the two sums differ by
-    1 + 1.8e-15 > C: a charge would have to be computed from the private n.
-    The package's exact path moves by at most C."""
-    rows = [_round_bits(Fraction(9, 10))] * 17 + [_round_bits(Fraction(1, 3))]
-    # the rows as float64 arrays: each is a 53-bit dyadic rational, so the
-    # conversion is exact (checked), not a rounding
+def test_rounding_after_every_addition_turns_a_unit_change_into_more():
+    """A lemma about rationals, the reason the package never keeps a rounded
+    running sum: appending one term of size 1 (a row clipped to norm C = 1)
+    to these rows moves the 53-bit rounded running sum by 1 + 1.8e-15 > C,
+    so its sensitivity would have to be charged from the private n."""
+    rows = _unit_change_rows()
+    moved = abs(_rounded_running_sum(rows) - _rounded_running_sum([*rows, Fraction(1)]))
+    assert moved > 1
+
+
+def test_the_exact_path_moves_at_most_c_on_the_same_rows():
+    """The accumulator on the same rows, as float64 arrays (each row a 53-bit
+    dyadic rational, so the conversion is exact: checked), and with a row 5
+    added, which clipping to C = 1 makes the unit term of the lemma above:
+    its statistic is an exact sum (Fractions), so it moves by at most C and
+    the declared sensitivity is C, with no charge."""
+    rows = _unit_change_rows()
     X = np.array([[float(v)] for v in rows])
     assert all(Fraction(float(x)) == v for x, v in zip(X[:, 0], rows))
     Y = np.vstack([X, [[5.0]]])
-    # clipped to norm C = 1, X's rows lie inside and Y's added row becomes 1
-    moved = abs(_rounded_running_sum(rows) - _rounded_running_sum([*rows, Fraction(1)]))
-    assert moved > 1                       # the rounded running sum: a leak
     acc = R.clipped_gaussian_accumulator(1, epsilon=EPS, delta=DELTA, clip_norm=1.0,
                                          neighbouring="add-remove")
     a, b = acc.update(X), acc.update(Y)
-    # the accumulator's statistic is exact (Fractions), whatever the machine
     assert _moved2(a.sum_before_noise(), b.sum_before_noise()) <= 1
     assert a.release(rng=0).sensitivity == 1.0         # no charge needed
 
@@ -335,7 +341,6 @@ def test_the_pipelines_exact_sum_is_the_accumulators():
     rng = np.random.default_rng(8)
     X = rng.normal(0, 1, size=(3000, 3)) * 10.0 ** rng.uniform(-6, 6, size=(3000, 1))
     b, c = np.array([1.0, 0.5, 2.0]), np.array([0.1, -3.0, 7.0])
-    out, clipped = exact_noisy_clipped_sum(X, 2.5, b, c, np.zeros(3))
     acc = R.gaussian_data_accumulator([1.0, 2.0, 0.5], center=c, scaling=b, epsilon=EPS,
                                       delta=DELTA, clip_probability=0.01,
                                       neighbouring="add-remove")

@@ -22,6 +22,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from _releases import exact_spend
 from dpsum.pipeline import mean as M
 from dpsum.privacy import analytic_sigma, zcdp_rho
 
@@ -50,17 +51,6 @@ PATHS = {
     "coordinate, the bias check's box vetoed": ("adaptive", "coordinate", True, None, None,
                                                 True, True),
 }
-
-
-def exact_spend(steps) -> Fraction:
-    total = Fraction(0)
-    for st in steps:
-        if st.kind == "gaussian":
-            total += st.count / (2 * Fraction(st.noise_multiplier) ** 2)
-        else:
-            assert st.kind == "bounded-range", st.kind
-            total += st.count * Fraction(st.epsilon) ** 2 / 8
-    return total
 
 
 def stated_rho(budget: dict) -> Fraction:

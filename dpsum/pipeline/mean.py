@@ -1325,28 +1325,25 @@ def _use_scales(ctx: _Context, center: np.ndarray, radius: float) -> bool:
     the radius it estimates how unequal the scales are, and the choice
     between scaled and isotropic clipping is post-processing. For isotropic
     clipping, moves the scales' share to the mean, and the clip step's too
-    unless that step is anchored (:func:`_anchored`): with many rows the
-    anchored quantile keeps the clipped rows few on heavy tails, which the
-    radius, a median, does not."""
+    unless that step is anchored (:func:`anchor_level` above the median):
+    with many rows the anchored quantile keeps the clipped rows few on heavy
+    tails, which the radius, a median, does not. So on the isotropic path
+    the clip step runs exactly when its share is left."""
     split, a = ctx.split, ctx.a
     if a.rule is not Scaling.ADAPTIVE or not split.spread > 0:
         return a.rule is Scaling.SCALED
     l1 = ctx.quantile(l1_values, (center,), split.spread, "spread",
                       float(ctx.min_scale.min()), _l1(ctx.hi - ctx.lo))
     g = heterogeneity(l1, radius, ctx.data.d)
-    keep = split.clip if _anchored(ctx, split.clip) else 0.0
-    use = prefer_scaled(g, split.mean, split.mean + split.scales + split.clip - keep)
+    # the clip step's level is a function of its share and of ñ (as in
+    # _Context.clip_quantile): above the median, isotropic clipping keeps it
+    anchored = anchor_level(ctx.n_eff, _exp_epsilon(split.clip * ctx.total, 1)) > 0.5
+    keep = split.clip if anchored else 0.0
+    mean_isotropic = split.mean + split.scales + split.clip - keep
+    use = prefer_scaled(g, split.mean, mean_isotropic)
     if not use:
-        ctx.split = dataclasses.replace(split, scales=0.0, clip=keep,
-                                        mean=split.mean + split.scales + split.clip - keep)
+        ctx.split = dataclasses.replace(split, scales=0.0, clip=keep, mean=mean_isotropic)
     return use
-
-
-def _anchored(ctx: _Context, share: float) -> bool:
-    """Whether a clip step of this share would be anchored
-    (:func:`anchor_level` above the median): a function of the split and of
-    ``ñ``."""
-    return share > 0 and anchor_level(ctx.n_eff, _exp_epsilon(share * ctx.total, 1)) > 0.5
 
 
 def _scaled_model(ctx: _Context, center: np.ndarray, radius: float
@@ -1439,18 +1436,18 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
         scales, b, norm_q, level = _scaled_model(ctx, center, radius)
         model = scales
         strategy += ", scaled"
-    elif a.rule is Scaling.ADAPTIVE:
-        if _anchored(ctx, ctx.split.clip):
-            # many rows: the clip step's anchored quantile, in the isotropic metric
-            norm_q, level = ctx.clip_quantile((center, None), ctx.split.clip,
-                                              float(ctx.min_scale.min()), _norm(ctx.hi - ctx.lo))
-        else:
-            norm_q, level = radius, 0.5     # the radius is the isotropic median norm
+    elif a.rule is Scaling.ADAPTIVE and not ctx.split.clip > 0:
+        norm_q, level = radius, 0.5     # the radius is the isotropic median norm
         strategy += ", isotropic"
     else:
-        # the isotropic baseline keeps the chapter's median
-        norm_q, level = ctx.quantile(norm_values, (center, None), ctx.split.clip, "clip",
-                                     float(ctx.min_scale.min()), _norm(ctx.hi - ctx.lo)), 0.5
+        r_lo, r_hi = float(ctx.min_scale.min()), _norm(ctx.hi - ctx.lo)
+        if a.rule is Scaling.ADAPTIVE:
+            # many rows (its share was kept): the anchored clip step, unscaled norms
+            norm_q, level = ctx.clip_quantile((center, None), ctx.split.clip, r_lo, r_hi)
+        else:
+            # the isotropic baseline keeps the chapter's median
+            norm_q, level = ctx.quantile(norm_values, (center, None), ctx.split.clip, "clip",
+                                         r_lo, r_hi), 0.5
         strategy += ", isotropic"
     C = _clip_radius(norm_q, model, b, ctx.p, level)
     mean_share = ctx.split.mean
