@@ -60,7 +60,11 @@ quantile with parameter ``epsilon`` is ``epsilon^2/8``-zCDP (it is
 bounded-range), a Gaussian release with multiplier ``s`` is
 ``1/(2 s^2)``-zCDP, and rhos add (Bun and Steinke 2016). The budget is a
 total ``rho``, or an ``(epsilon, delta)`` turned into the largest ``rho``
-whose conversion (Canonne, Kamath and Steinke 2020) gives it. The split of
+whose conversion (Canonne, Kamath and Steinke 2020) gives it (under a one-off
+``(epsilon, delta)`` two box paths are calibrated in that currency instead:
+the box known from public ``n`` exactly, and the box chosen by the first
+count alone by a bound over all paths, the book's appendix
+:ref:`the bias check <a3-bias-check>`). The split of
 ``rho`` over the steps (:func:`default_budget`) gives the per-coordinate
 quantile steps just enough to be reliable, capped, and the rest to the mean.
 """
@@ -122,7 +126,10 @@ from dpsum.privacy.composition import (
     ComposedGuarantee,
     PrivacyStep,
     bounded_range_step,
+    branch_delta,
+    branch_gaussian_mu,
     compose,
+    compose_gaussian_multipliers,
     gaussian_step,
     zcdp_gaussian_multiplier,
     zcdp_rho,
@@ -773,6 +780,7 @@ class _Context:
         self.mid = lo + 0.5 * (hi - lo)
         self.objective: str | np.ndarray = "total"      # set by _run
         self.exact = False                              # see _calibrate_exactly
+        self.branch: tuple[int, float] | None = None    # see _calibrate_after_decision
         self.unit: str | None = None                    # the privacy unit, set by _run
 
     def warn(self, msg: str, stacklevel: int = 4) -> None:
@@ -1420,6 +1428,7 @@ def _run(X: Any, *, lower: Any, upper: Any, epsilon: Any, delta: Any, rho: Any,
     if plan.mode == "vector":
         found = _vector_center(ctx, plan)
         if isinstance(found, float):
+            _calibrate_after_decision(ctx, found)
             return _box_release(ctx, found)
         center, radius = found
         strategy = "vector center"
@@ -1495,7 +1504,10 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
         unprojected, estimate = estimate, np.clip(estimate, ctx.lo, ctx.hi)
     steps = tuple(ctx.steps)
     guarantee = None
-    if ctx.a.dlt is not None:
+    if ctx.branch is not None:
+        assert ctx.a.eps is not None and ctx.a.dlt is not None   # _one_off_gaussian
+        guarantee = _branch_guarantee(steps, *ctx.branch, ctx.a.eps, ctx.a.dlt)
+    elif ctx.a.dlt is not None:
         guarantee = _compose(steps, ctx.a.dlt, "exact" if ctx.exact else "zcdp")
     used = 0.0
     for st in steps:
@@ -1509,7 +1521,7 @@ def _finish(ctx: _Context, center: np.ndarray, noisy: np.ndarray, dev_std: np.nd
         sigma_opt=s_mean, sensitivity=clipped_sum_sensitivity(C, ctx.relation),
         mechanism=Mechanism.PRIVATE_PIPELINE, center=center, clip_probability=float(ctx.p),
         calibration=Calibration.DISCRETE if ctx.secure else
-        Calibration.ANALYTIC if ctx.exact else Calibration.ZCDP,
+        Calibration.ANALYTIC if ctx.exact or ctx.branch else Calibration.ZCDP,
         secure=ctx.secure, statistic=statistic, n=public_n, lower=ctx.lo, upper=ctx.hi,
         columns=ctx.columns, diagnostics_share=split.diagnostics if extra else 0.0,
         notes=tuple(ctx.notes), accounting=ctx.accounting, unprojected=unprojected, rho=used,
@@ -1538,14 +1550,83 @@ def _calibrate_exactly(ctx: _Context) -> None:
     counts in zCDP), add-remove (the path follows a private count) and every
     path chosen after a private step (only a bound that holds on every path
     bounds the mixture, and the other paths' quantile steps are bounded-range,
-    not Gaussian)."""
+    not Gaussian; the box chosen by the first count alone has such a bound,
+    :func:`_calibrate_after_decision`)."""
     a = ctx.a
-    if a.relation is not Neighbouring.REPLACE or a.split is not None or a.eps is None or \
-            a.dlt is None or a.secure or ctx.accounting != ONE_OFF:
+    if not _one_off_gaussian(a, ctx.accounting):
         return
+    assert a.eps is not None and a.dlt is not None       # _one_off_gaussian
     s = float(analytic_sigma(a.eps, a.dlt))
     ctx.total = (1.0 - _SPEND_MARGIN) / (2.0 * s * s)
     ctx.exact = True
+
+
+def _one_off_gaussian(a: _Args, accounting: Any) -> bool:
+    """Whether the release may be calibrated in ``(epsilon, delta)`` rather
+    than zCDP: replace-one, the default split, a one-off ``(epsilon, delta)``
+    budget, the float path (see :func:`_calibrate_exactly`)."""
+    return a.relation is Neighbouring.REPLACE and a.split is None and a.eps is not None \
+        and a.dlt is not None and not a.secure and accounting == ONE_OFF
+
+
+def _calibrate_after_decision(ctx: _Context, share: float) -> None:
+    """The box chosen by the whole-vector center's first count, calibrated
+    by the branch bound (appendix A3, :prf:ref:`pipeline-design-prop-branch`).
+
+    When the count is the only step before the box (its second count does
+    not run: :data:`PROBE_COST`), every path of the release begins with that
+    Gaussian count, and the box is a branch chosen from its output: the box's
+    two Gaussian steps (the clamped sum and the diagnostics' counts, mu_B-GDP
+    together) on one side, every other path (at most the rest of rho,
+    zCDP) on the other. The release is then ``(epsilon, delta)``-DP when the
+    count's privacy loss averaged over the larger of the two branches'
+    profiles is at most ``delta`` (:func:`~dpsum.privacy.composition.branch_delta`);
+    the box gets the largest ``mu_B`` that keeps it so
+    (:func:`~dpsum.privacy.composition.branch_gaussian_mu`), within about
+    1 % of the Elliptical Gaussian mechanism's own noise, where zCDP
+    leaves 7-10 % more. Only for the budgets of :func:`_calibrate_exactly`
+    (one-off ``(epsilon, delta)``, replace-one, the float path); otherwise,
+    or where the bound would not hold even at the zCDP calibration, the box
+    keeps its zCDP share. Public: the shares, the count's multiplier and the
+    budget."""
+    a = ctx.a
+    if not _one_off_gaussian(a, ctx.accounting) or \
+            any(st.kind != "gaussian" for st in ctx.steps):
+        return
+    assert a.eps is not None and a.dlt is not None       # _one_off_gaussian
+    mu = _gdp_mu(ctx.steps)
+    # every other path, in zCDP (rounded up: the count's rho mu^2/2 rounded down)
+    other = a.stated - 0.5 * mu * mu * (1.0 - 1e-12)
+    tail = share + ctx.split.diagnostics                 # the box's two steps' shares
+    zcdp_mu = math.sqrt(2.0 * tail * ctx.total)
+    mu_b = branch_gaussian_mu(mu, a.eps, a.dlt, other, zcdp_mu)
+    if mu_b is None or not mu_b > zcdp_mu:
+        return
+    ctx.total = mu_b * mu_b / (2.0 * tail) * (1.0 - _SPEND_MARGIN)
+    ctx.branch = (len(ctx.steps), other)
+
+
+def _branch_guarantee(steps: tuple, prefix: int, other: float, eps: float, stated: float
+                      ) -> ComposedGuarantee:
+    """The record's guarantee on the branch path: ``(epsilon, delta)`` with
+    ``delta`` the branch bound at the multipliers the steps used, with the
+    calibration's tail (at most the ``stated`` delta;
+    :func:`_calibrate_after_decision`)."""
+    dlt = branch_delta(_gdp_mu(steps[:prefix]), eps, gaussian=[_gdp_mu(steps[prefix:])],
+                       zcdp=[other], tail=1e-9 * stated)
+    mu = _gdp_mu(steps)
+    return ComposedGuarantee(steps=steps, epsilon=float(eps), delta=dlt, method="branch",
+                             rho=0.5 * mu * mu, noise_multiplier=1.0 / mu)
+
+
+def _gdp_mu(steps: Any) -> float:
+    """The GDP parameter of Gaussian steps composed, ``1/s`` for their one
+    equivalent multiplier ``s`` (:func:`compose_gaussian_multipliers`)."""
+    mults: list[float] = []
+    for st in steps:
+        assert st.noise_multiplier is not None          # Gaussian steps only
+        mults += [st.noise_multiplier] * st.count
+    return 1.0 / compose_gaussian_multipliers(mults)
 
 
 def _box_release(ctx: _Context, share: float, reason: str | None = None) -> PipelineRelease:
@@ -1561,7 +1642,8 @@ def _box_release(ctx: _Context, share: float, reason: str | None = None) -> Pipe
     like every other path when the box was chosen by a private step (only a
     bound that holds on every path bounds the mixture), or, when the box was
     known from public inputs before anything was spent, the exact Gaussian
-    calibration of :func:`_calibrate_exactly`.
+    calibration of :func:`_calibrate_exactly`, or, when the first count alone
+    chose it, the branch bound of :func:`_calibrate_after_decision`.
 
     The sum is the last step's (:meth:`_Context.last_step`, an accumulator's
     ``update`` and ``release``) at ``C = 1/2`` in the same

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import erf, log_expit, xlogy
+from scipy.special import erf, log_expit, ndtr, ndtri, xlogy
 
 from dpsum import _validation as V
 from dpsum._lazy import optimize, stats
@@ -892,6 +892,164 @@ def mixed_gaussian_multiplier(epsilon: float, delta: float, *, epsilons: ArrayLi
 
 
 # ---------------------------------------------------------------------------
+# a Gaussian step, then one of several branches chosen from its output
+# ---------------------------------------------------------------------------
+#: The prefix's privacy loss is bounded on bins of this width, in standard
+#: deviations (:func:`branch_delta`).
+BRANCH_STEP = 2e-3
+
+#: ... and below this many standard deviations under its mean.
+_BRANCH_LEFT = 10.0
+
+
+def _cks_delta_grid(rho: float, eps: np.ndarray) -> np.ndarray:
+    """The CKS bound of :func:`zcdp_delta` on an array of ``eps``, from above.
+
+    ``g(u)`` of :func:`_cks_log_delta` at a ``u`` found by 100 bisection steps
+    on the sign of ``g'`` in ``log u`` (any ``u > 0`` gives a valid bound),
+    with the total-variation bound; 1 where ``eps <= 0``."""
+    eps = np.asarray(eps, dtype=np.float64)
+    out = np.ones_like(eps)
+    pos = eps > 0
+    e = eps[pos]
+    lo = np.full_like(e, -700.0)
+    hi = np.minimum(700.0, np.maximum(np.log(e) - math.log(2.0 * rho), 0.0) + 30.0)
+    with np.errstate(over="ignore"):
+        for _ in range(100):
+            t = 0.5 * (lo + hi)
+            u = np.exp(t)
+            up = (2.0 * u + 1.0) * rho - e - np.log1p(1.0 / u) > 0
+            hi = np.where(up, t, hi)
+            lo = np.where(up, lo, t)
+        u = np.exp(0.5 * (lo + hi))
+        g = u * ((u + 1.0) * rho - e) + xlogy(u, u) - (u + 1.0) * np.log1p(u)
+    bound = np.exp(np.minimum(np.where(np.isnan(g), 0.0, g), 0.0))
+    # rounded up to the smallest positive float, never to 0 (as zcdp_delta)
+    out[pos] = np.maximum(5e-324, np.minimum(bound, math.sqrt(-math.expm1(-rho))))
+    return out
+
+
+def _branch_grid(mu: float, epsilon: float, tail: float
+                 ) -> tuple[np.ndarray, np.ndarray, float]:
+    """Points ``t_k`` and weights ``w_k`` with
+    ``E[phi(epsilon - L)] <= sum_k w_k phi(t_k) + rest`` for every
+    nonincreasing ``phi`` with values in ``[0, 1]``, ``L ~ N(mu^2/2, mu^2)``:
+    each bin of ``L`` takes ``phi`` at its upper end (where ``phi(epsilon - L)``
+    is largest), and the mass above the last bin, ``rest <= tail``, counts 1."""
+    right = -float(ndtri(tail))
+    z = np.arange(-_BRANCH_LEFT, right + BRANCH_STEP, BRANCH_STEP)
+    # bin masses, each from the side of 0 where it is not a difference of
+    # numbers near 1
+    a, b = z[:-1], z[1:]
+    with np.errstate(invalid="ignore"):
+        mid = np.where(b <= 0, ndtr(b) - ndtr(a),
+                       np.where(a >= 0, ndtr(-a) - ndtr(-b), (0.5 - ndtr(a)) + (0.5 - ndtr(-b))))
+    w = np.concatenate(([ndtr(z[0])], mid))
+    t = epsilon - (0.5 * mu * mu + mu * z)
+    return t, np.maximum(w, 0.0), float(ndtr(-z[-1]))
+
+
+def branch_delta(mu: float, epsilon: float, *, gaussian: Any = (), zcdp: Any = (),
+                 tail: float = 1e-18) -> float:
+    r"""delta(epsilon) of a Gaussian step followed by a branch chosen from its output.
+
+    The mechanism first releases a mu-GDP Gaussian step, then runs one of
+    several branches, which one a function of that output: a ``mu_b``-GDP
+    Gaussian branch for each ``mu_b`` in ``gaussian``, a ``rho_b``-zCDP one
+    for each ``rho_b`` in ``zcdp``. Every branch is ``f``-DP for the convex
+    hull of the least of their trade-off functions, whose privacy profile is
+    the largest of theirs, so by adaptive composition (Dong, Roth and Su
+    2022, Theorem 3.2) the mechanism is ``G_mu ⊗ f``-DP:
+    ``delta(epsilon) <= E[phi(epsilon - L)]``, ``L ~ N(mu^2/2, mu^2)`` the
+    step's privacy loss and ``phi`` the largest branch profile (the Gaussian
+    one exactly, :func:`gdp_delta`; the zCDP one by Canonne, Kamath and
+    Steinke, :func:`zcdp_delta`, and 1 at ``epsilon <= 0``) (the appendix's
+    :prf:ref:`pipeline-design-prop-branch`). The expectation is bounded from
+    above on bins of ``L`` of :data:`BRANCH_STEP` standard deviations, each
+    at its upper end (``phi(epsilon - L)`` grows with ``L``), the mass of
+    ``L`` beyond ``-ndtri(tail)`` standard deviations counted as 1.
+
+    Parameters
+    ----------
+    mu : float
+        The first step's GDP parameter ``1/s`` (``s`` its noise multiplier), > 0.
+    epsilon : float
+        Target epsilon >= 0.
+    gaussian, zcdp : sequence of float
+        The branches' GDP parameters and zCDP parameters (at least one branch).
+    tail : float, default 1e-18
+        The prefix's privacy loss mass counted as a certain failure.
+
+    Returns
+    -------
+    float
+        An upper bound on delta(epsilon), relatively at most about
+        ``BRANCH_STEP mu |dlog phi / depsilon|`` above the expectation.
+
+    Examples
+    --------
+    >>> # one Gaussian branch: the two Gaussians compose exactly
+    >>> bound = branch_delta(0.1, 1.0, gaussian=[0.5])
+    >>> exact = gdp_delta(math.hypot(0.1, 0.5), 1.0)
+    >>> bool(exact <= bound <= exact * (1 + 1e-3))
+    True
+    """
+    m = _positive_scalar(mu, "mu")
+    e = V.check_epsilon(epsilon, allow_zero=True, scalar=True)
+    gs = [_positive_scalar(g, "gaussian") for g in np.atleast_1d(np.asarray(gaussian, float))]
+    zs = [_positive_scalar(r, "zcdp") for r in np.atleast_1d(np.asarray(zcdp, float))]
+    if not gs and not zs:
+        raise ValueError("give at least one branch (gaussian or zcdp)")
+    tl = V.check_delta(tail, scalar=True)
+    t, w, rest = _branch_grid(m, e, tl)
+    phi = np.zeros_like(t)
+    for g in gs:
+        phi = np.maximum(phi, _gaussian_profile(1.0 / g, t))
+    for r in zs:
+        phi = np.maximum(phi, _cks_delta_grid(r, t))
+    # the sum rounded up: a relative 1e-12 covers the float sums of ~1e4 terms
+    return float(min(1.0, (float(np.dot(w, np.minimum(phi, 1.0))) + rest) * (1.0 + 1e-12)))
+
+
+def branch_gaussian_mu(mu: float, epsilon: float, delta: float, zcdp: float,
+                       low: float) -> float | None:
+    """The largest ``mu_B`` at which :func:`branch_delta` with one Gaussian
+    branch ``mu_B`` and one zCDP branch ``zcdp`` is at most ``delta``.
+
+    Searched between ``low`` (a GDP parameter at which the bound must
+    already hold; None when it does not) and the analytic Gaussian's
+    ``1/analytic_sigma(epsilon, delta)`` (the Gaussian branch alone, taken
+    on every output, could be no stronger), by bisection to a relative
+    ``1e-9``; the right tail of the first step's loss is given ``1e-9 delta``.
+
+    Examples
+    --------
+    >>> rho = zcdp_rho(1.0, 1e-5)
+    >>> mu_b = branch_gaussian_mu(0.01, 1.0, 1e-5, rho, math.sqrt(2 * rho) * 0.9)
+    >>> bool(mu_b > 0.99 / analytic_sigma(1.0, 1e-5))   # near the analytic Gaussian's
+    True
+    """
+    m = _positive_scalar(mu, "mu")
+    e = V.check_epsilon(epsilon, scalar=True)
+    d = V.check_delta(delta, scalar=True)
+    r = _positive_scalar(zcdp, "zcdp")
+    lo = _positive_scalar(low, "low")
+    t, w, rest = _branch_grid(m, e, 1e-9 * d)
+    other = _cks_delta_grid(r, t)
+
+    def ok(mu_b: float) -> bool:
+        phi = np.minimum(np.maximum(other, _gaussian_profile(1.0 / mu_b, t)), 1.0)
+        return (float(np.dot(w, phi)) + rest) * (1.0 + 1e-12) <= d
+
+    if not ok(lo):
+        return None
+    hi = 1.0 / float(analytic_sigma(e, d))
+    if ok(hi):                          # pragma: no cover - the bound exceeds delta there
+        return hi
+    return _bisect_log(ok, lo, hi, ok_at="lo")
+
+
+# ---------------------------------------------------------------------------
 # monotone bisection that returns the end satisfying the predicate
 # ---------------------------------------------------------------------------
 def _bisect_log(ok: Any, lo: float, hi: float, *, ok_at: str) -> float:
@@ -1111,8 +1269,10 @@ class ComposedGuarantee(V.Record):
         the others by their randomized-response or Kairouz-Oh-Viswanath pairs),
         ``"pld"`` (subsampled Gaussian steps: the privacy loss distribution,
         exact up to its discretisation),
-        ``"zcdp"`` (rhos added, converted by Canonne-Kamath-Steinke) or
-        ``"zcdp-standard"`` (converted by ``rho + 2 sqrt(rho log(1/delta))``).
+        ``"zcdp"`` (rhos added, converted by Canonne-Kamath-Steinke),
+        ``"zcdp-standard"`` (converted by ``rho + 2 sqrt(rho log(1/delta))``)
+        or ``"branch"`` (a Gaussian step, then a branch chosen from its
+        output: :func:`branch_delta`, for the whole mixture of branches).
     rho : float or None
         The total zCDP of the steps, None if a step is approximate DP.
     noise_multiplier : float or None
