@@ -1590,8 +1590,9 @@ def _calibrate_after_decision(ctx: _Context, share: float) -> None:
     keeps its zCDP share. Public: the shares, the count's multiplier and the
     budget."""
     a = ctx.a
+    # the proposition's shape: the count, and nothing else, before the box
     if not _one_off_gaussian(a, ctx.accounting) or \
-            any(st.kind != "gaussian" for st in ctx.steps):
+            [(st.name, st.kind) for st in ctx.steps] != [("decision", "gaussian")]:
         return
     assert a.eps is not None and a.dlt is not None       # _one_off_gaussian
     mu = _gdp_mu(ctx.steps)
