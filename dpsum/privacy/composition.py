@@ -1020,12 +1020,13 @@ def branch_gaussian_mu(mu: float, epsilon: float, delta: float, zcdp: float,
     already hold; None when it does not) and the analytic Gaussian's
     ``1/analytic_sigma(epsilon, delta)`` (the Gaussian branch alone, taken
     on every output, could be no stronger), by bisection to a relative
-    ``1e-9``; the right tail of the first step's loss is given ``1e-9 delta``.
+    ``1e-12``; the right tail of the first step's loss is given ``1e-9 delta``.
 
     Examples
     --------
-    >>> rho = zcdp_rho(1.0, 1e-5)
-    >>> mu_b = branch_gaussian_mu(0.01, 1.0, 1e-5, rho, math.sqrt(2 * rho) * 0.9)
+    >>> mu = 0.01                                   # the first step: rho mu^2 / 2
+    >>> other = zcdp_rho(1.0, 1e-5) - mu * mu / 2   # the other branch, zCDP
+    >>> mu_b = branch_gaussian_mu(mu, 1.0, 1e-5, other, math.sqrt(2 * other))
     >>> bool(mu_b > 0.99 / analytic_sigma(1.0, 1e-5))   # near the analytic Gaussian's
     True
     """
