@@ -1273,7 +1273,8 @@ class ComposedGuarantee(V.Record):
         ``"zcdp"`` (rhos added, converted by Canonne-Kamath-Steinke),
         ``"zcdp-standard"`` (converted by ``rho + 2 sqrt(rho log(1/delta))``)
         or ``"branch"`` (a Gaussian step, then a branch chosen from its
-        output: :func:`branch_delta`, for the whole mixture of branches).
+        output, bounded for the whole mixture of branches by
+        ``dpsum.privacy.composition.branch_delta``).
     rho : float or None
         The total zCDP of the steps, None if a step is approximate DP.
     noise_multiplier : float or None
