@@ -809,8 +809,14 @@ class _Context:
         """Step 5 of scaled clipping, the clip step: the private quantile of
         the norms of ``(x - c) ⊙ b`` (``args = (c, b)``) at the
         :func:`anchor_level` of this share, and the level."""
-        level = anchor_level(self.n_eff, _exp_epsilon(share * self.total, 1))
+        level = self.clip_level(share)
         return self.quantile(norm_values, args, share, "clip", lo, hi, level), level
+
+    def clip_level(self, share: float) -> float:
+        """The clip step's quantile level at ``share`` of ``rho``:
+        :func:`anchor_level` of ``ñ`` and the step's exponential-mechanism
+        parameter (public given ``ñ``)."""
+        return anchor_level(self.n_eff, _exp_epsilon(share * self.total, 1))
 
     def radius(self, center: np.ndarray, share: float, name: str) -> float:
         """The median distance of the rows to ``center`` (isotropic)."""
@@ -1343,9 +1349,8 @@ def _use_scales(ctx: _Context, center: np.ndarray, radius: float) -> bool:
     l1 = ctx.quantile(l1_values, (center,), split.spread, "spread",
                       float(ctx.min_scale.min()), _l1(ctx.hi - ctx.lo))
     g = heterogeneity(l1, radius, ctx.data.d)
-    # the clip step's level is a function of its share and of ñ (as in
-    # _Context.clip_quantile): above the median, isotropic clipping keeps it
-    anchored = anchor_level(ctx.n_eff, _exp_epsilon(split.clip * ctx.total, 1)) > 0.5
+    # above the median, isotropic clipping keeps the clip step
+    anchored = ctx.clip_level(split.clip) > 0.5
     keep = split.clip if anchored else 0.0
     mean_isotropic = split.mean + split.scales + split.clip - keep
     use = prefer_scaled(g, split.mean, mean_isotropic)

@@ -524,6 +524,17 @@ def zcdp_gaussian_multiplier(rho: float) -> float:
     return 1.0 / math.sqrt(2.0 * _positive_scalar(rho, "rho"))
 
 
+def _cks_g(u: Any, rho: float, eps: Any) -> Any:
+    """``g(u) = u((u+1) rho - eps) + u log u - (u+1) log(u+1)``: the log of the
+    CKS bound at ``alpha = u + 1`` (scalars or arrays; :func:`_cks_log_delta`)."""
+    return u * ((u + 1.0) * rho - eps) + xlogy(u, u) - (u + 1.0) * np.log1p(u)
+
+
+def _cks_dg(u: Any, rho: float, eps: Any) -> Any:
+    """``g'(u)`` up to a positive factor: ``(2u+1) rho - eps - log(1 + 1/u)``."""
+    return (2.0 * u + 1.0) * rho - eps - np.log1p(1.0 / u)
+
+
 def _cks_log_delta(rho: float, eps: float) -> float:
     r"""log of the CKS bound min over alpha of
     exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a, with u = a - 1 > 0.
@@ -533,11 +544,10 @@ def _cks_log_delta(rho: float, eps: float) -> float:
     root of g' the best one.
     """
     def g(u: Any) -> Any:
-        return u * ((u + 1.0) * rho - eps) + xlogy(u, u) - (u + 1.0) * math.log1p(u)
+        return _cks_g(u, rho, eps)
 
     def dg(t: Any) -> Any:  # in t = log u
-        u = math.exp(t)
-        return (2.0 * u + 1.0) * rho - eps - math.log1p(1.0 / u)
+        return _cks_dg(math.exp(t), rho, eps)
 
     # the minimiser is near u = eps / (2 rho); in logs, so that a subnormal
     # rho does not overflow, and at most e^700 (any u > 0 gives a valid bound)
@@ -917,12 +927,10 @@ def _cks_delta_grid(rho: float, eps: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         for _ in range(100):
             t = 0.5 * (lo + hi)
-            u = np.exp(t)
-            up = (2.0 * u + 1.0) * rho - e - np.log1p(1.0 / u) > 0
+            up = _cks_dg(np.exp(t), rho, e) > 0
             hi = np.where(up, t, hi)
             lo = np.where(up, lo, t)
-        u = np.exp(0.5 * (lo + hi))
-        g = u * ((u + 1.0) * rho - e) + xlogy(u, u) - (u + 1.0) * np.log1p(u)
+        g = _cks_g(np.exp(0.5 * (lo + hi)), rho, e)
     bound = np.exp(np.minimum(np.where(np.isnan(g), 0.0, g), 0.0))
     # rounded up to the smallest positive float, never to 0 (as zcdp_delta)
     out[pos] = np.maximum(5e-324, np.minimum(bound, math.sqrt(-math.expm1(-rho))))
@@ -947,6 +955,12 @@ def _branch_grid(mu: float, epsilon: float, tail: float
     w = np.concatenate(([ndtr(z[0])], mid))
     t = epsilon - (0.5 * mu * mu + mu * z)
     return t, np.maximum(w, 0.0), float(ndtr(-z[-1]))
+
+
+def _branch_sum(w: np.ndarray, rest: float, phi: np.ndarray) -> float:
+    """``sum_k w_k min(1, phi_k) + rest`` of :func:`_branch_grid`'s bins,
+    rounded up: a relative 1e-12 covers the float sum of ~1e4 terms."""
+    return (float(np.dot(w, np.minimum(phi, 1.0))) + rest) * (1.0 + 1e-12)
 
 
 def branch_delta(mu: float, epsilon: float, *, gaussian: Any = (), zcdp: Any = (),
@@ -1007,8 +1021,7 @@ def branch_delta(mu: float, epsilon: float, *, gaussian: Any = (), zcdp: Any = (
         phi = np.maximum(phi, _gaussian_profile(1.0 / g, t))
     for r in zs:
         phi = np.maximum(phi, _cks_delta_grid(r, t))
-    # the sum rounded up: a relative 1e-12 covers the float sums of ~1e4 terms
-    return float(min(1.0, (float(np.dot(w, np.minimum(phi, 1.0))) + rest) * (1.0 + 1e-12)))
+    return min(1.0, _branch_sum(w, rest, phi))
 
 
 def branch_gaussian_mu(mu: float, epsilon: float, delta: float, zcdp: float,
@@ -1039,8 +1052,7 @@ def branch_gaussian_mu(mu: float, epsilon: float, delta: float, zcdp: float,
     other = _cks_delta_grid(r, t)
 
     def ok(mu_b: float) -> bool:
-        phi = np.minimum(np.maximum(other, _gaussian_profile(1.0 / mu_b, t)), 1.0)
-        return (float(np.dot(w, phi)) + rest) * (1.0 + 1e-12) <= d
+        return _branch_sum(w, rest, np.maximum(other, _gaussian_profile(1.0 / mu_b, t))) <= d
 
     if not ok(lo):
         return None
